@@ -1,0 +1,35 @@
+"""lmms_eval_earthsci: MSEarth, EMMA, SciFIBench, MuSciClaims and MAC as lmms-eval tasks.
+
+Importing this package is cheap (no lmms-eval, no torch): lmms-eval imports our hooks while it
+builds task configs, so nothing heavy may happen here.
+
+Python users who build their own ``TaskManager`` can point it at :data:`TASKS_DIR`::
+
+    from lmms_eval.tasks import TaskManager
+    import lmms_eval_earthsci
+    tm = TaskManager(include_path=lmms_eval_earthsci.TASKS_DIR)
+"""
+
+from __future__ import annotations
+
+import os
+
+__version__ = "0.1.0"
+
+
+def _find_tasks_dir() -> str:
+    here = os.path.dirname(os.path.abspath(__file__))
+    # Installed wheel: task_yamls/ is shipped inside the package.
+    # Source checkout / editable install: it sits at the repository top level.
+    for candidate in (os.path.join(here, "task_yamls"), os.path.join(os.path.dirname(here), "task_yamls")):
+        if os.path.isdir(candidate):
+            return candidate
+    raise RuntimeError(
+        f"lmms_eval_earthsci: no task_yamls/ folder next to {here}; the installation is incomplete "
+        "(reinstall the package)"
+    )
+
+
+TASKS_DIR: str = _find_tasks_dir()
+
+__all__ = ["TASKS_DIR", "__version__"]

@@ -1,0 +1,382 @@
+"""The one LLM-judge client: any OpenAI-compatible chat-completions endpoint (vLLM, SGLang, OpenAI,
+Azure OpenAI).
+
+Never constructed at import and never needed to load a task or compute rule-based metrics:
+:func:`get_judge` returns ``None`` (after one warning) when no judge is configured.
+
+Configuration (environment; a task's ``metadata.judge`` dict overrides per task):
+
+=============================  ======================================================  ==========
+variable                        meaning                                                 default
+=============================  ======================================================  ==========
+``EARTHSCI_JUDGE_BASE_URL``     endpoint base, e.g. ``http://judge-node:8000/v1``       ``OPENAI_API_URL`` if ``API_TYPE=openai``
+``EARTHSCI_JUDGE_MODEL``        model name the server knows                             ``MODEL_VERSION``
+``EARTHSCI_JUDGE_API_KEY``      bearer key (never logged)                               ``OPENAI_API_KEY`` / ``AZURE_API_KEY``
+``EARTHSCI_JUDGE_API_TYPE``     ``openai`` or ``azure``                                 ``API_TYPE`` or ``openai``
+``EARTHSCI_JUDGE_CONCURRENCY``  requests in flight                                      32
+``EARTHSCI_JUDGE_TIMEOUT``      seconds per request                                     120
+``EARTHSCI_JUDGE_MAX_RETRIES``  retries after the first attempt                         5
+``EARTHSCI_JUDGE_CACHE``        verdict cache directory (``off`` disables)              ``~/.cache/lmms_eval_earthsci/judge``
+=============================  ======================================================  ==========
+
+Azure: ``API_TYPE=azure`` with ``AZURE_ENDPOINT``, ``AZURE_API_KEY``, ``API_VERSION``; the model is
+the deployment name.
+
+Every request is retried on timeouts, connection errors, 429 (``Retry-After`` honoured), 5xx and
+malformed replies, with exponential backoff, up to the bound. What still fails comes back as a
+:class:`JudgeResult` with ``error`` set: nothing raises.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+import json
+import logging
+import os
+import random
+import sqlite3
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+logger = logging.getLogger("lmms_eval_earthsci")
+
+DEFAULT_CACHE_DIR = os.path.join(os.path.expanduser("~"), ".cache", "lmms_eval_earthsci", "judge")
+
+
+def _env(*names: str, default: str | None = None) -> str | None:
+    for n in names:
+        v = os.environ.get(n)
+        if v is not None and v.strip() != "":
+            return v.strip()
+    return default
+
+
+@dataclass
+class JudgeConfig:
+    base_url: str | None = None
+    model: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+    api_type: str = "openai"
+    api_version: str | None = None
+    concurrency: int = 32
+    timeout: float = 120.0
+    max_retries: int = 5
+    temperature: float = 0.0
+    max_tokens: int | None = None
+    cache_dir: str | None = DEFAULT_CACHE_DIR
+    backoff_base: float = 1.0
+    backoff_max: float = 60.0
+
+    @property
+    def configured(self) -> bool:
+        return bool(self.base_url and self.model)
+
+    @classmethod
+    def from_env(cls, overrides: Mapping[str, Any] | None = None) -> "JudgeConfig":
+        api_type = (_env("EARTHSCI_JUDGE_API_TYPE", "API_TYPE", default="openai") or "openai").lower()
+        if api_type == "azure":
+            base_url = _env("EARTHSCI_JUDGE_BASE_URL", "AZURE_ENDPOINT")
+            key = _env("EARTHSCI_JUDGE_API_KEY", "AZURE_API_KEY")
+        else:
+            base_url = _env("EARTHSCI_JUDGE_BASE_URL", "OPENAI_API_URL")
+            key = _env("EARTHSCI_JUDGE_API_KEY", "OPENAI_API_KEY")
+        cache = _env("EARTHSCI_JUDGE_CACHE", default=DEFAULT_CACHE_DIR)
+        cfg = cls(
+            base_url=base_url,
+            model=_env("EARTHSCI_JUDGE_MODEL", "MODEL_VERSION", "DEPLOYMENT_NAME"),
+            api_key=key,
+            api_type=api_type,
+            api_version=_env("API_VERSION", default="2024-02-15-preview") if api_type == "azure" else None,
+            concurrency=int(_env("EARTHSCI_JUDGE_CONCURRENCY", default="32")),
+            timeout=float(_env("EARTHSCI_JUDGE_TIMEOUT", default="120")),
+            max_retries=int(_env("EARTHSCI_JUDGE_MAX_RETRIES", default="5")),
+            cache_dir=None if cache.lower() in ("off", "none", "0", "") else os.path.expanduser(cache),
+        )
+        for k, v in (overrides or {}).items():
+            if not hasattr(cfg, k):
+                raise ValueError(f"unknown judge setting {k!r} in task metadata")
+            setattr(cfg, k, v)
+        return cfg
+
+    def public(self) -> dict:
+        """Settings safe to log (no key)."""
+        return {"base_url": self.base_url, "model": self.model, "api_type": self.api_type, "concurrency": self.concurrency, "temperature": self.temperature}
+
+
+@dataclass
+class JudgeResult:
+    content: str | None
+    error: str | None = None
+    cached: bool = False
+    usage: dict = field(default_factory=dict)
+    attempts: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and self.content is not None
+
+
+# --------------------------------------------------------------------------- request encoding
+
+
+def _image_to_data_url(img: Any) -> str:
+    if isinstance(img, str) and img.startswith("data:"):
+        return img
+    if isinstance(img, (bytes, bytearray)):
+        raw = bytes(img)
+    elif isinstance(img, (str, os.PathLike)):
+        with open(img, "rb") as f:
+            raw = f.read()
+    else:  # PIL image
+        buf = io.BytesIO()
+        img.save(buf, format="PNG")
+        raw = buf.getvalue()
+    return "data:image/png;base64," + base64.b64encode(raw).decode("ascii")
+
+
+def to_openai_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict]:
+    """lmms-eval style messages (``{"type": "image", "url": PIL|path|bytes}`` parts) or plain
+    OpenAI messages -> OpenAI chat-completions messages with base64 PNG data URLs."""
+    out = []
+    for m in messages:
+        content = m["content"]
+        if isinstance(content, str):
+            out.append({"role": m["role"], "content": content})
+            continue
+        parts = []
+        for p in content:
+            if p.get("type") == "image":
+                parts.append({"type": "image_url", "image_url": {"url": _image_to_data_url(p["url"])}})
+            else:
+                parts.append(p)
+        out.append({"role": m["role"], "content": parts})
+    return out
+
+
+def request_key(cfg: JudgeConfig, payload: Mapping[str, Any]) -> str:
+    """Cache key: judge model + the full request (prompt, images, settings)."""
+    blob = json.dumps({"model": cfg.model, "api_type": cfg.api_type, "payload": payload}, sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+# --------------------------------------------------------------------------- cache
+
+
+class VerdictCache:
+    """SQLite, one row per request key; each reply is committed as it arrives, so a run killed
+    mid-judging keeps everything obtained so far."""
+
+    def __init__(self, directory: str):
+        os.makedirs(directory, exist_ok=True)
+        self.path = os.path.join(directory, "verdicts.sqlite3")
+        self._lock = threading.Lock()
+        self._conn = sqlite3.connect(self.path, check_same_thread=False, timeout=60)
+        self._conn.execute("PRAGMA journal_mode=WAL")
+        self._conn.execute("CREATE TABLE IF NOT EXISTS verdicts (key TEXT PRIMARY KEY, content TEXT, usage TEXT, created REAL)")
+        self._conn.commit()
+
+    def get(self, key: str) -> JudgeResult | None:
+        with self._lock:
+            row = self._conn.execute("SELECT content, usage FROM verdicts WHERE key=?", (key,)).fetchone()
+        if row is None:
+            return None
+        return JudgeResult(row[0], cached=True, usage=json.loads(row[1] or "{}"))
+
+    def put(self, key: str, result: JudgeResult) -> None:
+        with self._lock:
+            self._conn.execute(
+                "INSERT OR REPLACE INTO verdicts VALUES (?, ?, ?, ?)", (key, result.content, json.dumps(result.usage), time.time())
+            )
+            self._conn.commit()
+
+
+# --------------------------------------------------------------------------- client
+
+
+class _Retryable(Exception):
+    def __init__(self, msg: str, retry_after: float | None = None):
+        super().__init__(msg)
+        self.retry_after = retry_after
+
+
+@dataclass
+class JudgeStats:
+    requests: int = 0  # HTTP requests sent (retries included)
+    cache_hits: int = 0
+    failures: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    def as_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+class JudgeClient:
+    def __init__(self, config: JudgeConfig):
+        if not config.configured:
+            raise ValueError("judge is not configured (base URL and model are required)")
+        self.config = config
+        self.cache = VerdictCache(config.cache_dir) if config.cache_dir else None
+        self.stats = JudgeStats()
+        self._stats_lock = threading.Lock()
+        self._http = None
+        self._http_lock = threading.Lock()
+
+    # -- plumbing
+    @property
+    def http(self):
+        if self._http is None:
+            with self._http_lock:
+                if self._http is None:
+                    import httpx
+
+                    limits = httpx.Limits(max_connections=self.config.concurrency, max_keepalive_connections=self.config.concurrency)
+                    self._http = httpx.Client(timeout=self.config.timeout, limits=limits)
+        return self._http
+
+    def _url_and_headers(self) -> tuple[str, dict]:
+        cfg = self.config
+        base = cfg.base_url.rstrip("/")
+        if cfg.api_type == "azure":
+            url = f"{base}/openai/deployments/{cfg.model}/chat/completions?api-version={cfg.api_version}"
+            headers = {"api-key": cfg.api_key or ""}
+        else:
+            url = base if base.endswith("/chat/completions") else f"{base}/chat/completions"
+            headers = {"Authorization": f"Bearer {cfg.api_key or 'EMPTY'}"}
+        return url, headers
+
+    def _count(self, **inc: int) -> None:
+        with self._stats_lock:
+            for k, v in inc.items():
+                setattr(self.stats, k, getattr(self.stats, k) + v)
+
+    def _post_once(self, payload: dict) -> JudgeResult:
+        import httpx
+
+        url, headers = self._url_and_headers()
+        self._count(requests=1)
+        try:
+            resp = self.http.post(url, json=payload, headers=headers)
+        except (httpx.TimeoutException, httpx.TransportError) as exc:
+            raise _Retryable(f"{type(exc).__name__}: {exc}") from exc
+        if resp.status_code == 429 or resp.status_code >= 500:
+            ra = resp.headers.get("retry-after")
+            try:
+                retry_after = float(ra) if ra is not None else None
+            except ValueError:
+                retry_after = None
+            raise _Retryable(f"HTTP {resp.status_code}", retry_after)
+        if resp.status_code >= 400:
+            # 4xx other than 429: the request itself is wrong; retrying cannot help
+            return JudgeResult(None, error=f"HTTP {resp.status_code}: {resp.text[:200]}")
+        try:
+            body = resp.json()
+            content = body["choices"][0]["message"]["content"]
+            if not isinstance(content, str):
+                raise TypeError("content is not a string")
+        except (ValueError, KeyError, IndexError, TypeError) as exc:
+            raise _Retryable(f"malformed reply: {exc}") from exc
+        usage = body.get("usage") or {}
+        usage = {k: int(usage.get(k) or 0) for k in ("prompt_tokens", "completion_tokens")}
+        return JudgeResult(content, usage=usage)
+
+    def _payload(self, messages: Sequence[Mapping[str, Any]], **settings) -> dict:
+        payload = {"model": self.config.model, "messages": to_openai_messages(messages), "temperature": self.config.temperature}
+        if self.config.max_tokens:
+            payload["max_tokens"] = self.config.max_tokens
+        payload.update(settings)
+        return payload
+
+    # -- public
+    def complete(self, messages: Sequence[Mapping[str, Any]] | Callable[[], Sequence[Mapping[str, Any]]], **settings) -> JudgeResult:
+        """One judged request. ``messages`` may be a callable that builds them, so images are decoded
+        only inside the worker that sends them (memory stays bounded in :meth:`complete_many`)."""
+        try:
+            msgs = messages() if callable(messages) else messages
+            payload = self._payload(msgs, **settings)
+        except Exception as exc:  # building the request failed (e.g. undecodable image)
+            self._count(failures=1)
+            return JudgeResult(None, error=f"request could not be built: {exc!r}")
+        key = request_key(self.config, payload)
+        if self.cache is not None:
+            hit = self.cache.get(key)
+            if hit is not None:
+                self._count(cache_hits=1)
+                return hit
+        last_error = "no attempt made"
+        for attempt in range(self.config.max_retries + 1):
+            try:
+                result = self._post_once(payload)
+                result.attempts = attempt + 1
+                if result.ok:
+                    self._count(prompt_tokens=result.usage.get("prompt_tokens", 0), completion_tokens=result.usage.get("completion_tokens", 0))
+                    if self.cache is not None:
+                        self.cache.put(key, result)
+                else:
+                    self._count(failures=1)
+                return result
+            except _Retryable as exc:
+                last_error = str(exc)
+                if attempt == self.config.max_retries:
+                    break
+                delay = exc.retry_after if exc.retry_after is not None else min(self.config.backoff_max, self.config.backoff_base * 2**attempt)
+                time.sleep(delay * (1.0 if exc.retry_after is not None else random.uniform(0.5, 1.0)))
+        self._count(failures=1)
+        return JudgeResult(None, error=last_error, attempts=self.config.max_retries + 1)
+
+    def complete_many(self, requests: Sequence[Any], progress: bool = False, desc: str = "judging", **settings) -> list[JudgeResult]:
+        """Judge many requests with ``config.concurrency`` in flight; results in input order."""
+        if not requests:
+            return []
+        bar = None
+        if progress:
+            try:
+                from tqdm import tqdm
+
+                bar = tqdm(total=len(requests), desc=desc)
+            except ImportError:
+                bar = None
+
+        def run(req):
+            try:
+                return self.complete(req, **settings)
+            finally:
+                if bar is not None:
+                    bar.update(1)
+
+        with ThreadPoolExecutor(max_workers=max(1, min(self.config.concurrency, len(requests)))) as pool:
+            results = list(pool.map(run, requests))
+        if bar is not None:
+            bar.close()
+        return results
+
+
+_JUDGES: dict[str, JudgeClient] = {}
+_JUDGES_LOCK = threading.Lock()
+_WARNED: set[str] = set()
+
+
+def get_judge(overrides: Mapping[str, Any] | None = None, purpose: str = "judge metrics") -> JudgeClient | None:
+    """The process-wide judge for the current settings, or None (with one warning) if none is
+    configured. Thread-safe; builds no client until first called."""
+    cfg = JudgeConfig.from_env(overrides)
+    if not cfg.configured:
+        if purpose not in _WARNED:
+            _WARNED.add(purpose)
+            logger.warning(
+                "lmms_eval_earthsci: no LLM judge configured (set EARTHSCI_JUDGE_BASE_URL and EARTHSCI_JUDGE_MODEL); "
+                "%s are reported as unavailable, rule-based metrics are unaffected",
+                purpose,
+            )
+        return None
+    ident = json.dumps({**cfg.public(), "cache_dir": cfg.cache_dir, "timeout": cfg.timeout, "retries": cfg.max_retries, "max_tokens": cfg.max_tokens}, sort_keys=True)
+    with _JUDGES_LOCK:
+        client = _JUDGES.get(ident)
+        if client is None or client.config.api_key != cfg.api_key:
+            client = _JUDGES[ident] = JudgeClient(cfg)
+        return client

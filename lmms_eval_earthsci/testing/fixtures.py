@@ -1,0 +1,236 @@
+"""Small datasets in each benchmark's exact upstream schema, laid out as the local mirror
+(``$EARTHSCI_DATA_MIRROR/<org>/<repo>/``, the Hub repo's own file layout), with figures drawn here.
+
+Tests, the demo and the benchmarks point ``EARTHSCI_DATA_MIRROR`` at a folder written by
+:func:`write_mirror` and run the real task loading code, the same ``datasets.load_dataset`` call as
+the Hub path. Nothing here is copied from any dataset: questions, options and figures are made up.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import os
+import random
+from typing import Any, Callable, Mapping, Sequence
+
+# --------------------------------------------------------------------------- figures
+
+
+def draw_figure(seed: int, kind: str = "auto", size: tuple[int, int] = (96, 72)):
+    """A small synthetic scientific figure (bar chart, line plot, scatter or diagram) as a PIL image;
+    the same seed always gives the same picture."""
+    from PIL import Image, ImageDraw
+
+    rng = random.Random(seed)
+    kinds = ["bars", "line", "scatter", "diagram"]
+    if kind == "auto":
+        kind = kinds[seed % len(kinds)]
+    w, h = size
+    img = Image.new("RGB", size, (255, 255, 255))
+    d = ImageDraw.Draw(img)
+    d.line([(8, h - 8), (w - 4, h - 8)], fill=(0, 0, 0))
+    d.line([(8, h - 8), (8, 4)], fill=(0, 0, 0))
+    color = tuple(rng.randrange(0, 200) for _ in range(3))
+    if kind == "bars":
+        n = rng.randint(3, 6)
+        bw = (w - 16) // n
+        for i in range(n):
+            top = rng.randint(8, h - 12)
+            d.rectangle([10 + i * bw, top, 10 + i * bw + bw - 3, h - 9], fill=color)
+    elif kind == "line":
+        phase, amp = rng.uniform(0, 3), rng.uniform(8, (h - 16) / 2)
+        pts = [(x, h / 2 + amp * math.sin(x / 9 + phase)) for x in range(10, w - 4, 3)]
+        d.line(pts, fill=color, width=2)
+    elif kind == "scatter":
+        for _ in range(25):
+            x, y = rng.randint(10, w - 6), rng.randint(6, h - 10)
+            d.ellipse([x - 2, y - 2, x + 2, y + 2], fill=color)
+    else:
+        for _ in range(3):
+            x, y = rng.randint(12, w - 24), rng.randint(6, h - 24)
+            d.rectangle([x, y, x + 16, y + 12], outline=color, width=2)
+        d.line([(20, 20), (w - 20, h - 20)], fill=(120, 120, 120), width=1)
+    return img
+
+
+def png_bytes(img) -> bytes:
+    buf = io.BytesIO()
+    img.save(buf, format="PNG")
+    return buf.getvalue()
+
+
+# --------------------------------------------------------------------------- Hub-layout writer
+
+
+def write_hf_repo(repo_dir: str, configs: Mapping[str, Mapping[str, Any]], features: Any, path_pattern: Callable[[str, str], str]) -> None:
+    """Write parquet files as ``push_to_hub`` lays them out, plus the README ``configs:`` header the
+    Hub uses to map config names and splits to files.
+
+    ``configs``: ``{config_name: {split: list_of_rows}}``; ``path_pattern(config, split)`` gives the
+    file path inside the repo (e.g. ``"Math/test-00000-of-00001.parquet"``).
+    """
+    import datasets
+
+    os.makedirs(repo_dir, exist_ok=True)
+    header = ["---", "configs:"]
+    for config, splits in configs.items():
+        header.append(f"- config_name: {config}")
+        header.append("  data_files:")
+        for split, rows in splits.items():
+            rel = path_pattern(config, split)
+            out = os.path.join(repo_dir, rel)
+            os.makedirs(os.path.dirname(out), exist_ok=True)
+            ds = datasets.Dataset.from_list(list(rows), features=features)
+            ds.to_parquet(out)
+            header.append(f"  - split: {split}")
+            header.append(f"    path: {rel}")
+    header.append("---")
+    header.append("Synthetic fixture written by lmms_eval_earthsci.testing.fixtures (not real benchmark data).")
+    with open(os.path.join(repo_dir, "README.md"), "w") as f:
+        f.write("\n".join(header) + "\n")
+
+
+# --------------------------------------------------------------------------- EMMA
+
+
+def emma_features():
+    import datasets
+
+    feats = {
+        "pid": datasets.Value("string"),
+        "question": datasets.Value("string"),
+        "options": datasets.Sequence(datasets.Value("string")),
+        "answer": datasets.Value("string"),
+    }
+    for k in range(1, 6):
+        feats[f"image_{k}"] = datasets.Image()
+    feats.update(
+        {
+            "solution": datasets.Value("string"),
+            "subject": datasets.Value("string"),
+            "task": datasets.Value("string"),
+            "category": datasets.Value("string"),
+            "source": datasets.Value("string"),
+            "type": datasets.Value("string"),
+            "context": datasets.Value("string"),
+        }
+    )
+    return datasets.Features(feats)
+
+
+def _emma_row(pid, subject, question, options, answer, qtype, category, images: Sequence[int], seed: int, task="", context="", source="new_annotated"):
+    row = {
+        "pid": pid,
+        "question": question,
+        "options": options,
+        "answer": answer,
+        "solution": None,
+        "subject": subject,
+        "task": task,
+        "category": category,
+        "source": source,
+        "type": qtype,
+        "context": context,
+    }
+    for k in range(1, 6):
+        row[f"image_{k}"] = {"bytes": png_bytes(draw_figure(seed * 10 + k)), "path": None} if k in images else None
+    return row
+
+
+def emma_rows() -> dict[str, list[dict]]:
+    """Fixture docs per EMMA subject, covering the data quirks of spec §2.2: both ``type`` spellings,
+    options ``None`` and ``[]``, lower-case answer letters, five images, placeholders not starting at
+    1, repeated placeholders, ``context`` None and non-empty, coding multi-label categories."""
+    MC, MCl, OE = "Multiple Choice", "Multiple choice", "Open-ended"
+    return {
+        "Math": [
+            _emma_row("Math_1", "Math", "<image_1>\nHow many cubes are hidden behind the front face?", None, "3", OE, "3D Spatial Simulation", [1], 1),
+            _emma_row("Math_2", "Math", "Which shape results from rotating the figure by 90 degrees?\n<image_1>", ["Square", "Triangle", "Circle", "Star", "Hexagon"], "B", MC, "2D Transformation", [1], 2, source="MathVision"),
+            _emma_row("Math_3", "Math", "<image_1>\nSubtract all small balls. How many objects are left?", [], "5", OE, "Multi-hop Visual Object Counting", [1], 3, source="MathVista"),
+        ],
+        "Physics": [
+            _emma_row("phy_1", "Physics", "A charge moves through the field shown. <image_2><image_3> Which path does it follow?", ["Up", "Down", "Left", "Right"], "c", MC, "3d Field Simulation", [2, 3], 4, context=None),
+            _emma_row(
+                "phy_2",
+                "Physics",
+                "Compare the graphs <image_1> and <image_2>, then <image_1> again. Which object accelerates faster?",
+                ["The first", "The second"],
+                "A",
+                MC,
+                "Graph Reasoning",
+                [1, 2],
+                5,
+                context="g = 9.8 m/s^2",
+                source="OlympiadBench",
+            ),
+        ],
+        "Chemistry": [
+            _emma_row("chem_1", "Chemistry", "<image_1>\nCount the bonds in the molecule, excluding bonds to hydrogen.", None, "11", OE, "Knowledge-based counting", [1], 6),
+            _emma_row(
+                "chem_2",
+                "Chemistry",
+                "<image_1>\nFollow the arrows. Which product forms?",
+                ["<image_2>", "<image_3>", "<image_4>", "<image_5>"],
+                "D",
+                MCl,
+                "Reaction Simulation Pro",
+                [1, 2, 3, 4, 5],
+                7,
+            ),
+        ],
+        "Coding": [
+            _emma_row(
+                "coding_1",
+                "Coding",
+                "Which code produces this chart? <image_1>\nUse Python version 3.11.0, matplotlib version 3.6.3, and seaborn version 0.12.2 (if applicable).",
+                ["plt.bar(x, y)", "plt.plot(x, y)", "plt.scatter(x, y)", "plt.pie(y)"],
+                "A",
+                MC,
+                "Advanced Chart Type;Axis & Scale",
+                [1],
+                8,
+                task="Vis Choose Code",
+            ),
+            _emma_row(
+                "coding_2",
+                "Coding",
+                "Which chart does this code draw?\nplt.plot([1, 2, 3])",
+                ["<image_1>", "<image_2>", "<image_3>", "<image_4>"],
+                "B",
+                MC,
+                "Color & Texture;Legend",
+                [1, 2, 3, 4],
+                9,
+                task="Code Choose Vis",
+            ),
+        ],
+    }
+
+
+def write_emma(root: str, repo_id: str = "luckychao/EMMA-mini") -> str:
+    repo_dir = os.path.join(root, *repo_id.split("/"))
+    rows = emma_rows()
+    write_hf_repo(repo_dir, {s: {"test": r} for s, r in rows.items()}, emma_features(), lambda c, s: f"{c}/{s}-00000-of-00001.parquet")
+    return repo_dir
+
+
+# --------------------------------------------------------------------------- all benchmarks
+
+WRITERS: dict[str, Callable[[str], str]] = {
+    "luckychao/EMMA-mini": lambda root: write_emma(root, "luckychao/EMMA-mini"),
+    "luckychao/EMMA": lambda root: write_emma(root, "luckychao/EMMA"),
+}
+
+
+def write_mirror(root: str, repos: Sequence[str] | None = None) -> str:
+    """Write fixture copies of ``repos`` (default: every benchmark repo) under ``root``."""
+    for repo in repos or list(WRITERS):
+        WRITERS[repo](root)
+    return root
+
+
+if __name__ == "__main__":  # python -m lmms_eval_earthsci.testing.fixtures OUT_DIR
+    import sys
+
+    print(write_mirror(sys.argv[1] if len(sys.argv) > 1 else "earthsci_fixture_mirror"))

@@ -1,0 +1,208 @@
+"""A real HTTP server on 127.0.0.1 speaking OpenAI chat-completions, for tests, benchmarks and the
+demo: it stands in for what is external and paid (a model API or an LLM judge), nothing else.
+
+It records every request body it received (``server.requests``), answers through a ``responder``
+callable, and can add a fixed latency, cap concurrency (requests beyond the cap queue, like a
+saturated vLLM server) and inject faults per request::
+
+    with FakeOpenAIServer(responder=lambda body: "Correct", latency=0.1, max_concurrency=64) as srv:
+        srv.base_url  # "http://127.0.0.1:<port>/v1"
+
+A responder returns the reply text, or a :class:`Fault` to misbehave on that request.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable
+
+
+@dataclass
+class Fault:
+    """``kind``: ``status`` (reply ``status`` with an error body, ``retry_after`` header if set),
+    ``malformed`` (200 with a body that is not JSON), ``truncated`` (Content-Length larger than the
+    body, then close), ``drop`` (close the connection without a reply), ``sleep`` (wait ``seconds``
+    before answering normally with ``text``: a client timeout)."""
+
+    kind: str
+    status: int = 500
+    retry_after: float | None = None
+    seconds: float = 0.0
+    text: str = ""
+
+
+Responder = Callable[[dict], "str | Fault"]
+
+
+def text_of(body: dict) -> str:
+    """All text parts of all messages of a request body, joined."""
+    out = []
+    for m in body.get("messages", []):
+        c = m.get("content")
+        if isinstance(c, str):
+            out.append(c)
+        elif isinstance(c, list):
+            out.extend(p.get("text", "") for p in c if p.get("type") == "text")
+    return "\n".join(out)
+
+
+def image_urls(body: dict) -> list[str]:
+    """The image data URLs of a request, in order."""
+    urls = []
+    for m in body.get("messages", []):
+        c = m.get("content")
+        if isinstance(c, list):
+            urls.extend(p["image_url"]["url"] for p in c if p.get("type") == "image_url")
+    return urls
+
+
+class FakeOpenAIServer:
+    def __init__(self, responder: Responder | None = None, latency: float = 0.0, max_concurrency: int | None = None, record: bool = True):
+        self.responder = responder or (lambda body: "A")
+        self.latency = latency
+        self.record = record
+        self.requests: list[dict] = []
+        self.count = 0
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self._lock = threading.Lock()
+        self._slots = threading.BoundedSemaphore(max_concurrency) if max_concurrency else None
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle
+    def start(self) -> "FakeOpenAIServer":
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):  # quiet
+                pass
+
+            def do_GET(self):  # /v1/models, for clients that probe
+                self._json(200, {"object": "list", "data": [{"id": "fake", "object": "model"}]})
+
+            def do_POST(self):
+                length = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(length)
+                try:
+                    body = json.loads(raw)
+                except ValueError:
+                    self._json(400, {"error": {"message": "body is not JSON"}})
+                    return
+                server._serve(self, body)
+
+            def _json(self, status: int, obj: Any, headers: dict | None = None):
+                data = json.dumps(obj).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                for k, v in (headers or {}).items():
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(data)
+
+        class Server(ThreadingHTTPServer):
+            daemon_threads = True
+            request_queue_size = 256
+
+        self._httpd = Server(("127.0.0.1", 0), Handler)
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    @property
+    def port(self) -> int:
+        assert self._httpd is not None, "server not started"
+        return self._httpd.server_address[1]
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    # -- serving
+    def _serve(self, handler, body: dict) -> None:
+        if self._slots:
+            self._slots.acquire()
+        with self._lock:
+            self.count += 1
+            if self.record:
+                self.requests.append(body)
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            if self.latency:
+                time.sleep(self.latency)
+            reply = self.responder(body)
+            if isinstance(reply, Fault):
+                self._fault(handler, reply)
+            else:
+                self._ok(handler, body, str(reply))
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+            if self._slots:
+                self._slots.release()
+
+    @staticmethod
+    def _ok(handler, body: dict, text: str) -> None:
+        handler._json(
+            200,
+            {
+                "id": "chatcmpl-fake",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": body.get("model", "fake"),
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": len(text_of(body).split()), "completion_tokens": len(text.split()), "total_tokens": 0},
+            },
+        )
+
+    def _fault(self, handler, f: Fault) -> None:
+        if f.kind == "status":
+            headers = {"Retry-After": f"{f.retry_after:g}"} if f.retry_after is not None else None
+            handler._json(f.status, {"error": {"message": "injected fault"}}, headers)
+        elif f.kind == "malformed":
+            data = b"{not json"
+            handler.send_response(200)
+            handler.send_header("Content-Type", "application/json")
+            handler.send_header("Content-Length", str(len(data)))
+            handler.end_headers()
+            handler.wfile.write(data)
+        elif f.kind == "truncated":
+            data = b'{"choices": [{"message": {"content": "Cor'
+            handler.send_response(200)
+            handler.send_header("Content-Type", "application/json")
+            handler.send_header("Content-Length", str(len(data) + 100))
+            handler.end_headers()
+            handler.wfile.write(data)
+            handler.wfile.flush()
+            handler.close_connection = True
+        elif f.kind == "drop":
+            handler.close_connection = True
+            try:
+                handler.connection.shutdown(2)
+            except OSError:
+                pass
+        elif f.kind == "sleep":
+            time.sleep(f.seconds)
+            self._ok(handler, {}, f.text)
+        else:
+            raise ValueError(f"unknown fault kind {f.kind!r}")
