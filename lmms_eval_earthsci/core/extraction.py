@@ -234,6 +234,12 @@ def letter_patterns(letters: str) -> list[tuple[str, re.Pattern]]:
 _PATTERN_CACHE: dict[str, list] = {}
 
 
+def _lists_options(text: str, letters: str) -> bool:
+    """True when the text carries option markers ("A) ", "B. ") for more than one letter."""
+    marks = re.findall(rf"(?:^|\s)[\(\[]?([{re.escape(letters)}])[\)\].]\s", text)
+    return len(set(marks)) > 1
+
+
 def extract_option_letter(response: Any, letters: str = "ABCD", rules: Iterable[str] | None = None) -> Extracted:
     """An option letter from ``letters`` (any letter set), upper-cased.
 
@@ -253,7 +259,7 @@ def extract_option_letter(response: Any, letters: str = "ABCD", rules: Iterable[
             continue
         if pat.pattern.startswith("^"):
             m = pat.match(text)
-            if m:
+            if m and not (rule == "letter-leading" and _lists_options(text, letters)):
                 return Extracted(m.group(1).upper(), rule)
             continue
         found = [m.group(1).upper() for m in pat.finditer(text)]

@@ -1,0 +1,75 @@
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SHARED = os.path.join(os.path.dirname(ROOT), "shared")
+VENV_BIN = os.path.dirname(sys.executable)
+
+
+def shared_path(*parts):
+    """A file under ../shared/reference; skips the test when ../shared is absent (a user's checkout)."""
+    path = os.path.join(SHARED, *parts)
+    if not os.path.exists(path):
+        pytest.skip(f"reference material not available: {path}")
+    return path
+
+
+@pytest.fixture(scope="session")
+def mirror(tmp_path_factory):
+    """A fixture mirror in every benchmark's upstream schema (written once per session)."""
+    from lmms_eval_earthsci.testing.fixtures import write_mirror
+
+    return write_mirror(str(tmp_path_factory.mktemp("mirror")))
+
+
+@pytest.fixture(scope="session")
+def hf_home(tmp_path_factory):
+    return str(tmp_path_factory.mktemp("hf_home"))
+
+
+def cli_env(mirror, hf_home, **extra):
+    env = dict(os.environ)
+    for k in list(env):
+        if k.startswith(("EARTHSCI_JUDGE", "OPENAI_", "API_TYPE", "AZURE_")):
+            env.pop(k)
+    env.update(
+        {
+            "EARTHSCI_DATA_MIRROR": mirror,
+            "HF_HOME": hf_home,
+            "HF_HUB_OFFLINE": "1",
+            "HF_DATASETS_OFFLINE": "1",
+            "TOKENIZERS_PARALLELISM": "false",
+            "PATH": VENV_BIN + os.pathsep + env.get("PATH", ""),
+        }
+    )
+    env.update(extra)
+    return env
+
+
+def run_cli(args, env, cwd, timeout=600, launcher=None):
+    """Run the real lmms-eval CLI (``--verbosity DEBUG`` so task errors exit non-zero)."""
+    cmd = (launcher or [os.path.join(VENV_BIN, "lmms-eval")]) + list(args) + ["--verbosity", "DEBUG"]
+    proc = subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    if proc.returncode != 0:
+        raise AssertionError(f"lmms-eval failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}")
+    return proc
+
+
+def read_outputs(output_path):
+    """(results dict, {task: [samples]}) from an lmms-eval output folder."""
+    import glob
+    import json
+
+    results = sorted(glob.glob(os.path.join(output_path, "**", "*_results.json"), recursive=True))
+    assert results, f"no results JSON under {output_path}"
+    with open(results[-1]) as f:
+        res = json.load(f)
+    samples = {}
+    for path in glob.glob(os.path.join(output_path, "**", "*_samples_*.jsonl"), recursive=True):
+        task = path.rsplit("_samples_", 1)[1][: -len(".jsonl")]
+        with open(path) as f:
+            samples[task] = [json.loads(line) for line in f if line.strip()]
+    return res, samples

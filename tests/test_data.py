@@ -1,0 +1,52 @@
+import io
+import os
+
+import pytest
+from PIL import Image
+
+from lmms_eval_earthsci.core import data
+
+
+def test_mirror_resolution(tmp_path, monkeypatch):
+    (tmp_path / "luckychao" / "EMMA-mini").mkdir(parents=True)
+    monkeypatch.setenv(data.MIRROR_ENV, str(tmp_path))
+    path, kwargs = data.resolve_dataset("luckychao/EMMA-mini", {"revision": "abc", "token": True, "num_proc": 1})
+    assert path == str(tmp_path / "luckychao" / "EMMA-mini")
+    assert kwargs == {"num_proc": 1}  # Hub-only settings dropped
+    # a repo that is not ours and not mirrored falls back to the Hub untouched
+    assert data.resolve_dataset("lmms-lab/ai2d", {"token": True}) == ("lmms-lab/ai2d", {"token": True})
+    # one of ours missing from the mirror: a clear error, never a silent Hub attempt
+    with pytest.raises(data.MirrorError, match="MSEarth/MSEarth_MCQ"):
+        data.resolve_dataset("MSEarth/MSEarth_MCQ", None)
+
+
+def test_no_mirror_means_hub(monkeypatch):
+    monkeypatch.delenv(data.MIRROR_ENV, raising=False)
+    assert data.resolve_dataset("luckychao/EMMA", {"revision": "r"}) == ("luckychao/EMMA", {"revision": "r"})
+
+
+def test_require_names_dataset_record_and_field():
+    rec = {"pid": "x", "answer": None, "options": "A"}
+    with pytest.raises(data.RecordError, match=r"EMMA/Math: record 'x', field 'question': missing"):
+        data.require(rec, "question", dataset="EMMA/Math", record_id="x")
+    with pytest.raises(data.RecordError, match="field 'answer': is None"):
+        data.require(rec, "answer", dataset="EMMA/Math", record_id="x")
+    with pytest.raises(data.RecordError, match="field 'options': expected list, got str"):
+        data.require(rec, "options", dataset="EMMA/Math", record_id="x", types=list)
+    assert data.require(rec, "answer", dataset="d", record_id="x", allow_none=True) is None
+
+
+def test_load_image_forms(tmp_path):
+    img = Image.new("L", (4, 3), 128)
+    buf = io.BytesIO()
+    img.save(buf, format="PNG")
+    raw = buf.getvalue()
+    path = tmp_path / "f.png"
+    path.write_bytes(raw)
+    for value in (img, raw, {"bytes": raw, "path": None}, {"bytes": None, "path": str(path)}, str(path)):
+        out = data.load_image(value, dataset="d", record_id=1, field="image")
+        assert out.mode == "RGB" and out.size == (4, 3)
+    with pytest.raises(data.RecordError, match="record 7, field 'image_2': image is missing"):
+        data.load_image(None, dataset="d", record_id=7, field="image_2")
+    with pytest.raises(data.RecordError, match="cannot be decoded"):
+        data.load_image(b"not a png", dataset="d", record_id=7, field="image")

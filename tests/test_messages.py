@@ -1,0 +1,52 @@
+from lmms_eval_earthsci.core import messages as m
+
+
+def resolver(k):
+    return f"IMG{k}"
+
+
+def test_interleaving_keeps_order_repeats_and_skips_whitespace():
+    text = "Compare <image_2> with <image_1>, then <image_2> again.\n<image_3>  \n"
+    msgs = m.chat_messages(text, resolver)
+    assert msgs == [
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "Compare "},
+                {"type": "image", "url": "IMG2"},
+                {"type": "text", "text": " with "},
+                {"type": "image", "url": "IMG1"},
+                {"type": "text", "text": ", then "},
+                {"type": "image", "url": "IMG2"},
+                {"type": "text", "text": " again.\n"},
+                {"type": "image", "url": "IMG3"},
+            ],
+        }
+    ]
+
+
+def test_bare_image_placeholders_count_in_order_and_system_message():
+    msgs = m.chat_messages("<image>Caption: x <image> q", resolver, system="sys")
+    assert msgs[0] == {"role": "system", "content": [{"type": "text", "text": "sys"}]}
+    assert [p.get("url") or p["text"] for p in msgs[1]["content"]] == ["IMG1", "Caption: x ", "IMG2", " q"]
+
+
+def test_no_placeholder_images_first_or_last():
+    first = m.chat_messages("question", images=["I"], images_first=True)[0]["content"]
+    last = m.chat_messages("question", images=["I"], images_first=False)[0]["content"]
+    assert [p["type"] for p in first] == ["image", "text"]
+    assert [p["type"] for p in last] == ["text", "image"]
+
+
+def test_interleaved_segments():
+    msgs = m.interleaved_messages(["A) ", "imgA", "B) ", "imgB", "Which?"][:0] + ["A) ", object, "Q"])
+    assert [p["type"] for p in msgs[0]["content"]] == ["text", "image", "text"]
+
+
+def test_simple_backend_visuals_distinct_sorted_and_text():
+    text = "x <image_3> y <image_1> z <image_3>"
+    assert m.referenced_images(text) == [1, 3]
+    assert m.simple_visuals(text, resolver) == ["IMG1", "IMG3"]
+    assert m.simple_text(text) == text
+    assert m.simple_text(text, "<image>") == "x <image> y <image> z <image>"
+    assert m.messages_text(m.chat_messages(text, resolver)) == "x  y  z "

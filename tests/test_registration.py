@@ -1,0 +1,95 @@
+import os
+import warnings
+
+import pytest
+
+import lmms_eval_earthsci
+from lmms_eval_earthsci import registration
+
+
+@pytest.fixture(scope="module")
+def indexes():
+    """(upstream index, our index, a TaskManager built after registration)."""
+    import lmms_eval.tasks as lt
+
+    registration.register()
+    tm = lt.TaskManager("ERROR")
+    upstream_dir = os.path.dirname(os.path.abspath(lt.__file__)) + "/"
+    return tm._get_task_and_group(upstream_dir), tm._get_task_and_group(lmms_eval_earthsci.TASKS_DIR), tm
+
+
+def _yaml_task_names():
+    import yaml
+
+    names = set()
+    for dirpath, _, files in os.walk(lmms_eval_earthsci.TASKS_DIR):
+        for f in files:
+            if f.endswith(".yaml"):
+                with open(os.path.join(dirpath, f)) as fh:
+                    cfg = yaml.load(fh, Loader=yaml.BaseLoader)  # tags ignored, like lmms-eval's index pass
+                names.add(cfg.get("task") if isinstance(cfg.get("task"), str) else cfg["group"])
+    return names
+
+
+def test_every_yaml_is_registered(indexes):
+    _, ours, tm = indexes
+    expected = _yaml_task_names()
+    assert {"emma_mini", "emma_mini_math", "emma_full_direct", "emma_full_direct_coding"} <= expected
+    assert expected == set(ours)
+    assert expected <= set(tm.all_tasks)
+
+
+def test_no_name_shadowed_by_upstream(indexes):
+    upstream, ours, _ = indexes
+    assert {"emma", "emma-mini"} <= set(upstream)  # the upstream names we must not reuse
+    assert not set(ours) & set(upstream)
+
+
+def test_register_is_idempotent_and_returns_no_models(indexes):
+    import lmms_eval.tasks as lt
+
+    assert registration.register() == []
+    assert registration.register() == []
+    assert registration.is_registered()
+    # patched exactly once: our folder appears once in the include paths
+    seen = []
+    original = lt.TaskManager._get_task_and_group
+
+    class Probe(lt.TaskManager):
+        def _get_task_and_group(self, task_dir):
+            seen.append(task_dir)
+            return {}
+
+    Probe("ERROR", include_path=[lmms_eval_earthsci.TASKS_DIR])
+    assert seen.count(lmms_eval_earthsci.TASKS_DIR) == 1
+    assert lt.TaskManager._get_task_and_group is original
+
+
+def test_loud_warning_when_internals_change():
+    class NoHook:
+        pass
+
+    class OtherSignature:
+        def initialize_tasks(self, paths):
+            return {}
+
+    with pytest.warns(registration.RegistrationWarning, match="include_path"):
+        assert registration.patch_task_manager(NoHook) is False
+    with pytest.warns(registration.RegistrationWarning, match="no longer takes `include_path`"):
+        assert registration.patch_task_manager(OtherSignature) is False
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+
+        class Fine:
+            def initialize_tasks(self, include_path=None, include_defaults=True):
+                return include_path
+
+        assert registration.patch_task_manager(Fine) is True
+        assert Fine().initialize_tasks(None) == [lmms_eval_earthsci.TASKS_DIR]
+        assert Fine().initialize_tasks("/x") == ["/x", lmms_eval_earthsci.TASKS_DIR]
+
+
+def test_generated_yamls_are_current():
+    from lmms_eval_earthsci import yamlgen
+
+    assert yamlgen.main(["--check"]) == 0
