@@ -39,8 +39,12 @@ def test_no_placeholder_images_first_or_last():
 
 
 def test_interleaved_segments():
-    msgs = m.interleaved_messages(["A) ", "imgA", "B) ", "imgB", "Which?"][:0] + ["A) ", object, "Q"])
-    assert [p["type"] for p in msgs[0]["content"]] == ["text", "image", "text"]
+    img_a, img_b = object(), object()
+    msgs = m.interleaved_messages(["A) ", img_a, "B) ", img_b, "", "Which?"], system="s")
+    assert msgs[0]["role"] == "system"
+    assert [(p["type"], p.get("text", p.get("url"))) for p in msgs[1]["content"]] == [
+        ("text", "A) "), ("image", img_a), ("text", "B) "), ("image", img_b), ("text", "Which?")
+    ]
 
 
 def test_simple_backend_visuals_distinct_sorted_and_text():
