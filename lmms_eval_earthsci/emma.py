@@ -168,7 +168,7 @@ def fast_extract_answer(response: Any) -> Extracted:
         return Extracted(r, "number")
     if "boxed{" in r:
         boxed = extract_boxed_answer(r)
-        if boxed.found or boxed.rule != "none":
+        if boxed.rule != "none":
             return boxed
     phrase = extract_after_phrase(r, ["final answer is", "correct answer is", "answer should be", "answer is", "answer:"])
     if phrase.rule != "none":
