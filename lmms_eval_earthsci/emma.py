@@ -16,7 +16,8 @@ from typing import Any
 
 from lmms_eval_earthsci.core import messages as msg
 from lmms_eval_earthsci.core.data import RecordError, load_image, require
-from lmms_eval_earthsci.core.extraction import Extracted, as_text, extract_after_phrase, extract_boxed_answer
+from lmms_eval_earthsci.core.extraction import Extracted, as_text, extract_after_phrase, extract_boxed_answer, extract_option_letter, option_letters
+from lmms_eval_earthsci.core.judge_pass import JudgeSpec, judged, outcome_for
 from lmms_eval_earthsci.core.metrics import breakdown_scores, percent, split_labels
 
 logger = logging.getLogger("lmms_eval_earthsci")
@@ -58,6 +59,11 @@ CATEGORIES = {
 QUESTION_TYPES = ["multiple choice", "open-ended"]
 CODING_TASKS = ["Vis Choose Code", "Code Choose Vis", "Modify Without Image", "Modify With Image"]
 METRIC = "emma_acc"
+LENIENT = "emma_acc_lenient"
+MAJ, PASS = "emma_maj@k", "emma_pass@k"
+JUDGE_METRIC, JUDGE_FAILED = "emma_judge_acc", "emma_judge_failed"
+# majority-vote ties are broken at random, seeded per question: the same run scores the same
+TIE_SEED = 1234
 # breakdown metrics: emma_<field>_<label> = emma_acc over that slice (see core.metrics)
 BREAKDOWN_PREFIX = "emma"
 
@@ -266,4 +272,139 @@ def process_results(doc, results):
             _warned_labels.add(label)
             logger.warning("EMMA %s: label %s is not a declared breakdown; it counts in emma_acc only", subject, label)
     out[METRIC] = {"score": score, **verdict}
+    return out
+
+
+# ---------------------------------------------------------------------------- lenient (ours, named)
+
+# a free-text answer is matched to an option's text only when it is clearly closest to one option
+LENIENT_MIN_SIMILARITY = 0.75
+LENIENT_MIN_MARGIN = 0.05
+
+
+def lenient_verdict(doc, response: Any, official: dict) -> dict:
+    """``emma_acc_lenient``: the official verdict, plus what a reader would accept on multiple-choice
+    questions: an option letter in markup or words (``(B)``, ``**B**``, ``\\textbf{B}``, "Option B",
+    "the answer is B"), else the option whose text the free-text answer matches (all-MiniLM-L6-v2,
+    similarity >= 0.75 and a margin >= 0.05 over the runner-up). Never lower than ``emma_acc``."""
+    if official["correct"] or not is_multiple_choice(doc):
+        return {"correct": official["correct"], "rule": "official"}
+    opts = options_of(doc)
+    letters = option_letters(len(opts)) if opts else "ABCD"
+    answer = str(doc.get("answer", "")).strip().upper()
+    text = as_text(response)
+    for source in (official["extraction"], text):
+        got = extract_option_letter(source, letters)
+        if got.found:
+            return {"correct": got.value == answer, "rule": got.rule, "letter": got.value}
+    free = official["extraction"].strip()
+    if free and opts and len(free) <= 500:
+        from lmms_eval_earthsci.core.similarity import get_matcher
+
+        m = get_matcher().best_match(free, opts)
+        if m is not None and m.score >= LENIENT_MIN_SIMILARITY and m.margin >= LENIENT_MIN_MARGIN:
+            letter = letters[m.index]
+            return {"correct": letter == answer, "rule": "similarity", "letter": letter, "similarity": round(m.score, 4)}
+    return {"correct": False, "rule": "none"}
+
+
+# ---------------------------------------------------------------------------- test-time scaling
+
+
+def _vote_key(pred: str) -> str:
+    return " ".join(pred.strip().lower().split())
+
+
+def scaling_verdicts(doc, responses: list) -> dict:
+    """``emma_maj@k`` and ``emma_pass@k`` over the k responses of one question (lmms-eval ``repeats``).
+    Majority vote over the non-empty official extractions (compared lower-cased, whitespace
+    collapsed); ties broken at random with a seed fixed per question; no extraction at all is wrong.
+    pass@k: any of the k responses is correct. With k = 1 both equal ``emma_acc``."""
+    scored = [score_response(doc, r) for r in responses] or [score_response(doc, "")]
+    votes: dict[str, list[dict]] = {}
+    for v in scored:
+        if v["extraction"].strip():
+            votes.setdefault(_vote_key(v["extraction"]), []).append(v)
+    if votes:
+        top = max(len(vs) for vs in votes.values())
+        tied = sorted(k for k, vs in votes.items() if len(vs) == top)
+        import random
+
+        pick = tied[0] if len(tied) == 1 else random.Random(f"{TIE_SEED}:{_pid(doc)}").choice(tied)
+        maj = votes[pick][0]["correct"]
+    else:
+        pick, maj = "", False
+    return {"k": len(scored), "majority": pick, "maj_correct": maj, "pass_correct": any(v["correct"] for v in scored)}
+
+
+def process_results_full(doc, results):
+    """All rule-based EMMA metrics: ``emma_acc`` and breakdowns, ``emma_acc_lenient``,
+    ``emma_maj@k`` / ``emma_pass@k``."""
+    out = process_results(doc, results)
+    official = out[METRIC]
+    response = results[0] if results else ""
+    lenient = lenient_verdict(doc, response, official)
+    out[LENIENT] = {"score": percent(lenient["correct"]), **lenient}
+    tts = scaling_verdicts(doc, list(results))
+    out[MAJ] = {"score": percent(tts["maj_correct"]), "k": tts["k"], "majority": tts["majority"]}
+    out[PASS] = {"score": percent(tts["pass_correct"]), "k": tts["k"]}
+    return out
+
+
+# ---------------------------------------------------------------------------- judge (official "LLMs-eval", spec §4.5)
+
+# exact text: lines 1-3 end with a space; the official code strips the whole prompt before use
+SCORE_DEMO_PROMPT = """Please read the following example. Then determine whether the response is correct and type it 
+at the end of the prompt. It is worth noting that the final answer in the response is usually in \\boxed{}, 
+You only need to compare the final answer in the response with the answer, without considering the logical 
+correctness of the response itself.
+
+Response: The correct answer is:
+
+A
+
+Answer: A
+
+Correct_or_not: Correct
+
+Response: The correct option is:
+
+\\[
+\\boxed{E}
+\\]
+
+Answer: C
+
+Correct_or_not: Incorrect
+"""
+
+
+def judge_prompt(doc, response: Any) -> str:
+    """The official judge input: one user message, no question, no options, no images."""
+    return SCORE_DEMO_PROMPT.strip() + "\n" + "Response: " + as_text(response) + "\n" + "Answer: " + str(doc.get("answer", "")) + "\n" + "Correct_or_not:"
+
+
+def judge_decision(reply: str) -> bool:
+    """The official decision rule, exactly: correct iff the reply is "correct" (case-insensitive,
+    stripped). Anything else, a verbose reply included, is incorrect."""
+    return reply.strip().lower() == "correct"
+
+
+JUDGE = JudgeSpec(
+    name="emma_judge",
+    build=lambda doc, response, images: [{"role": "user", "content": judge_prompt(doc, response)}],
+    parse=judge_decision,
+)
+
+
+@judged(JUDGE)
+def process_results_judge(doc, results):
+    """Judge variant: ``emma_judge_acc`` (official judge prompt and decision rule; a failed judge call
+    is scored wrong and counted in ``emma_judge_failed``), beside the rule-based ``emma_acc``."""
+    out = process_results_full(doc, results)
+    response = results[0] if results else ""
+    outcome = outcome_for(JUDGE, doc, as_text(response))
+    out[JUDGE_METRIC] = None if outcome.status == "unavailable" else percent(bool(outcome.ok and outcome.verdict))
+    out[JUDGE_FAILED] = outcome.failed_item()
+    out["emma_judge"] = outcome.log()
     return out

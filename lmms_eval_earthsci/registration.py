@@ -8,8 +8,10 @@ when ``lmms_eval.models`` is imported, which ``lmms_eval.evaluator`` does before
 - appends :data:`lmms_eval_earthsci.TASKS_DIR` to every ``TaskManager``'s include paths, and
 - routes dataset downloads to the local mirror when ``EARTHSCI_DATA_MIRROR`` is set
   (:func:`lmms_eval_earthsci.core.data.install_mirror_hook`),
+- runs the concurrent judge pass of judged tasks right after lmms-eval applies their filters
+  (:func:`lmms_eval_earthsci.core.judge_pass.install_judge_hook`),
 
-and returns no model manifests. It is idempotent. Both patches touch lmms-eval internals; if those
+and returns no model manifests. It is idempotent. The patches touch lmms-eval internals; if those
 change, a warning says what broke and how to run our tasks anyway (``--include_path``).
 """
 
@@ -87,6 +89,11 @@ def register():
 
     if not install_mirror_hook():
         _warn("the local-mirror hook could not be installed; EARTHSCI_DATA_MIRROR is ignored.")
+
+    from lmms_eval_earthsci.core.judge_pass import install_judge_hook
+
+    if not install_judge_hook():
+        logger.warning("lmms_eval_earthsci: the judge-pass hook could not be installed; judged metrics are computed one doc at a time.")
     return []
 
 

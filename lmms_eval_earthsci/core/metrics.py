@@ -45,6 +45,19 @@ def mean_present(items: Iterable[Any]) -> float | None:
     return sum(vals) / len(vals) if vals else None
 
 
+def group_mean(metrics: Sequence[Any], sizes: Sequence[int], weight_by_size: bool = True) -> float | None:
+    """A group's pooled value from its subtasks' values (lmms-eval group ``aggregation`` callable):
+    the size-weighted (or plain) mean over the subtasks that report the metric; None when none does
+    (e.g. a judge metric without a configured judge), where lmms-eval's own ``mean`` would crash."""
+    pairs = [(float(m), int(n)) for m, n in zip(metrics, sizes) if m is not None and not isinstance(m, str)]
+    if not pairs:
+        return None
+    if weight_by_size:
+        total = sum(n for _, n in pairs)
+        return sum(m * n for m, n in pairs) / total if total else None
+    return sum(m for m, _ in pairs) / len(pairs)
+
+
 def count_true(items: Iterable[Any]) -> int:
     """How many items are truthy (e.g. per-doc ``judge_failed`` flags)."""
     return sum(1 for i in items if score_of(i))

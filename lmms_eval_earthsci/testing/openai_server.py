@@ -80,6 +80,9 @@ class FakeOpenAIServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # headers and body go out in separate writes: without TCP_NODELAY, Nagle + the client's
+            # delayed ACK add ~40 ms to every reply
+            disable_nagle_algorithm = True
 
             def log_message(self, *args):  # quiet
                 pass
@@ -206,3 +209,81 @@ class FakeOpenAIServer:
             self._ok(handler, {}, f.text)
         else:
             raise ValueError(f"unknown fault kind {f.kind!r}")
+
+
+def _serve_asyncio(latency: float, max_concurrency: int | None, reply: str) -> None:
+    """A lighter server for throughput benchmarks (aiohttp, one event loop, no thread per
+    connection), so the server's own CPU cost does not mask the client's. Same protocol."""
+    import asyncio
+
+    from aiohttp import web
+
+    async def run():
+        slots = asyncio.Semaphore(max_concurrency) if max_concurrency else None
+
+        async def chat(request):
+            body = await request.json()
+            if slots:
+                await slots.acquire()
+            try:
+                if latency:
+                    await asyncio.sleep(latency)
+            finally:
+                if slots:
+                    slots.release()
+            return web.json_response(
+                {
+                    "id": "chatcmpl-fake",
+                    "object": "chat.completion",
+                    "created": int(time.time()),
+                    "model": body.get("model", "fake"),
+                    "choices": [{"index": 0, "message": {"role": "assistant", "content": reply}, "finish_reason": "stop"}],
+                    "usage": {"prompt_tokens": len(text_of(body).split()), "completion_tokens": len(reply.split()), "total_tokens": 0},
+                }
+            )
+
+        app = web.Application(client_max_size=256 * 1024**2)
+        app.router.add_post("/v1/chat/completions", chat)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0, backlog=1024)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]
+        print(f"PORT {port}", flush=True)
+        loop = asyncio.get_running_loop()
+        import sys
+
+        await loop.run_in_executor(None, sys.stdin.read)  # until the parent closes our stdin
+        await runner.cleanup()
+
+    asyncio.run(run())
+
+
+def main(argv=None) -> int:
+    """Serve from a separate process (benchmarks, manual tests): prints ``PORT <n>`` then serves until
+    stdin closes. ``--reply`` is the fixed answer text; ``--engine asyncio`` uses the lighter aiohttp
+    server (same protocol, latency and concurrency cap)."""
+    import argparse
+    import sys
+
+    ap = argparse.ArgumentParser(prog="python -m lmms_eval_earthsci.testing.openai_server")
+    ap.add_argument("--latency", type=float, default=0.0)
+    ap.add_argument("--max-concurrency", type=int, default=None)
+    ap.add_argument("--reply", default="Correct")
+    ap.add_argument("--engine", choices=["threads", "asyncio"], default="threads")
+    args = ap.parse_args(argv)
+    if args.engine == "asyncio":
+        _serve_asyncio(args.latency, args.max_concurrency, args.reply)
+        return 0
+    srv = FakeOpenAIServer(responder=lambda body: args.reply, latency=args.latency, max_concurrency=args.max_concurrency, record=False).start()
+    print(f"PORT {srv.port}", flush=True)
+    try:
+        sys.stdin.read()  # returns when the parent closes our stdin
+    except KeyboardInterrupt:
+        pass
+    srv.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,348 @@
+"""The judge pass: a task's judged docs are judged in one concurrent pass per rank, before
+``process_results`` runs, instead of one blocking call per doc inside ``process_results``.
+
+Why not the upstream pattern
+----------------------------
+lmms-eval calls ``process_results`` once per doc from a pool of ``--process_docs_parallel`` (4) threads,
+so a blocking judge call there caps throughput at 4 / latency, whatever the endpoint can take. Here:
+
+1. A benchmark declares a :class:`JudgeSpec` (how to build the judge request for one doc and response,
+   how to parse the reply) and attaches it to its ``process_results`` with :func:`judged`.
+2. :func:`install_judge_hook` (run by our entry point, like the task registration) wraps
+   ``ConfigurableTask.apply_filters``. Right after lmms-eval has applied the task's filters on a rank,
+   :func:`run_task_pass` collects that rank's (doc, response) pairs, which are exactly the docs this
+   rank will score, and judges them with :meth:`JudgeClient.complete_many`: ``concurrency / world_size``
+   requests in flight per rank (so the endpoint sees the configured total), a progress bar on rank 0,
+   the persistent verdict cache in front. No doc is judged twice across ranks: the shards are disjoint.
+3. ``process_results`` then only looks the outcome up (:func:`outcome_for`), instantly.
+
+Memory stays bounded: images are read *undecoded* (the dataset's stored bytes, no PIL round trip) by
+the worker that sends the request, one doc at a time per worker, and dropped after sending; nothing
+but small per-doc dicts ever reaches lmms-eval's cross-rank gather.
+
+If the hook is missing (lmms-eval internals changed), ``process_results`` falls back to judging its
+doc on the spot (text-only specs), or records a judge failure (specs that need images, which
+``process_results`` does not get): slower or counted, never silent.
+
+Failure policy (documented in the README): a request that still fails after the retries, or a reply
+that cannot be parsed, is recorded in the sample (``status``, ``error``, raw reply), counted in the
+``<prefix>_judge_failed`` metric, and scored as *wrong* in the judged metric, so the denominator is
+always every doc. With no judge configured, judged metrics are ``None`` (reported unavailable) and
+rule-based metrics are unaffected.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import logging
+import math
+import os
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+from lmms_eval_earthsci.core.judge import JudgeClient, JudgeResult, get_judge
+
+logger = logging.getLogger("lmms_eval_earthsci")
+
+Messages = Sequence[Mapping[str, Any]]
+# build(doc, response, images) -> messages; ``images()`` returns the doc's media columns, undecoded
+Builder = Callable[[Mapping[str, Any], str, Callable[[], dict]], Messages]
+
+
+@dataclass(frozen=True)
+class JudgeSpec:
+    """How one benchmark uses the judge.
+
+    ``name`` is the metric prefix (``<name>_judge_failed``); ``build`` makes the request for one doc and
+    response; ``parse`` turns the raw reply into a verdict and raises ``ValueError`` if it cannot;
+    ``uses_images`` says whether ``build`` calls its ``images`` argument; ``settings`` are extra
+    chat-completions fields (e.g. ``max_tokens``)."""
+
+    name: str
+    build: Builder
+    parse: Callable[[str], Any]
+    uses_images: bool = False
+    settings: Mapping[str, Any] = field(default_factory=dict)
+
+
+def judged(spec: JudgeSpec):
+    """Decorator: mark a ``process_results`` function as judged by ``spec`` (the hook finds it)."""
+
+    def deco(fn):
+        fn.judge_spec = spec
+        return fn
+
+    return deco
+
+
+# --------------------------------------------------------------------------- outcomes
+
+JUDGED, REQUEST_FAILED, PARSE_FAILED, UNAVAILABLE = "judged", "request_failed", "parse_failed", "unavailable"
+
+
+@dataclass
+class Outcome:
+    status: str
+    verdict: Any = None
+    reply: str | None = None
+    error: str | None = None
+    cached: bool = False
+    attempts: int = 0
+    usage: dict = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == JUDGED
+
+    @property
+    def failed(self) -> bool:
+        return self.status in (REQUEST_FAILED, PARSE_FAILED)
+
+    def log(self) -> dict:
+        """What goes into the logged sample: raw reply, parsed verdict, status, error."""
+        return {"status": self.status, "verdict": self.verdict, "reply": self.reply, "error": self.error, "cached": self.cached}
+
+    def failed_item(self) -> dict | None:
+        """Per-doc value of ``<prefix>_judge_failed`` (None when no judge is configured)."""
+        if self.status == UNAVAILABLE:
+            return None
+        return {
+            "score": 1 if self.failed else 0,
+            "cached": self.cached,
+            "attempts": self.attempts,
+            "prompt_tokens": int(self.usage.get("prompt_tokens", 0)),
+            "completion_tokens": int(self.usage.get("completion_tokens", 0)),
+        }
+
+
+def outcome_of(spec: JudgeSpec, result: JudgeResult) -> Outcome:
+    common = dict(reply=result.content, cached=result.cached, attempts=result.attempts, usage=dict(result.usage))
+    if not result.ok:
+        return Outcome(REQUEST_FAILED, error=result.error, **common)
+    try:
+        verdict = spec.parse(result.content)
+    except Exception as exc:  # a reply that cannot be parsed is a parse failure, never a crash
+        return Outcome(PARSE_FAILED, error=f"unparseable judge reply: {exc}", **common)
+    return Outcome(JUDGED, verdict=verdict, **common)
+
+
+# --------------------------------------------------------------------------- registry of pass results
+
+
+def _is_media(value: Any) -> bool:
+    if isinstance(value, (bytes, bytearray)):
+        return True
+    if isinstance(value, Mapping) and "bytes" in value:
+        return True
+    if isinstance(value, (list, tuple)):
+        return any(_is_media(v) for v in value)
+    return type(value).__module__.startswith("PIL.")
+
+
+def doc_key(doc: Mapping[str, Any]) -> str:
+    """Identity of a doc from its non-media fields (the same with or without the image columns)."""
+    plain = {k: v for k, v in doc.items() if not _is_media(v)}
+    blob = json.dumps(plain, sort_keys=True, default=str, ensure_ascii=False)
+    return hashlib.sha1(blob.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+_OUTCOMES: dict[tuple[str, str, str], Outcome] = {}
+_OUTCOMES_LOCK = threading.Lock()
+
+
+def _store(spec: JudgeSpec, key: str, response: str, outcome: Outcome) -> None:
+    with _OUTCOMES_LOCK:
+        _OUTCOMES[(spec.name, key, response)] = outcome
+
+
+def forget(spec_name: str | None = None) -> None:
+    """Drop stored outcomes (tests; or to bound memory between tasks)."""
+    with _OUTCOMES_LOCK:
+        for k in [k for k in _OUTCOMES if spec_name is None or k[0] == spec_name]:
+            del _OUTCOMES[k]
+
+
+def outcome_for(spec: JudgeSpec, doc: Mapping[str, Any], response: str, overrides: Mapping[str, Any] | None = None) -> Outcome:
+    """The verdict for ``response`` on ``doc``: from this rank's judge pass, else judged now (the
+    fallback when the pass did not run), else UNAVAILABLE when no judge is configured."""
+    response = response if isinstance(response, str) else ("" if response is None else str(response))
+    key = doc_key(doc)
+    with _OUTCOMES_LOCK:
+        hit = _OUTCOMES.get((spec.name, key, response))
+    if hit is not None:
+        return hit
+    client = get_judge(overrides, purpose=f"{spec.name} metrics")
+    if client is None:
+        return Outcome(UNAVAILABLE)
+    if spec.uses_images:
+        out = Outcome(REQUEST_FAILED, error="the judge pass did not run for this doc (lmms-eval hook missing) and process_results has no images")
+    else:
+        out = outcome_of(spec, client.complete(lambda: spec.build(doc, response, dict), **dict(spec.settings)))
+    _store(spec, key, response, out)
+    return out
+
+
+# --------------------------------------------------------------------------- the pass
+
+
+@dataclass
+class PassItem:
+    doc: Mapping[str, Any]
+    response: str
+    images: Callable[[], dict] = dict
+    key: str = ""
+
+    def __post_init__(self):
+        if not self.key:
+            self.key = doc_key(self.doc)
+
+
+def world() -> tuple[int, int]:
+    """(rank, world_size) from the launcher's environment (accelerate / torchrun set these)."""
+    try:
+        size = int(os.environ.get("WORLD_SIZE", "1"))
+        rank = int(os.environ.get("RANK", os.environ.get("LOCAL_RANK", "0")))
+    except ValueError:
+        size, rank = 1, 0
+    return rank, max(1, size)
+
+
+def run_pass(spec: JudgeSpec, items: Sequence[PassItem], client: JudgeClient, *, concurrency: int | None = None, progress: bool = False, desc: str = "judging") -> list[Outcome]:
+    """Judge ``items`` concurrently (deduplicated on doc and response), store and return outcomes in
+    input order. Never raises for a failing request or reply."""
+    unique: dict[tuple[str, str], PassItem] = {}
+    for it in items:
+        unique.setdefault((it.key, it.response), it)
+    todo = list(unique.values())
+
+    def request(it: PassItem):
+        return lambda: spec.build(it.doc, it.response, it.images)
+
+    results = client.complete_many([request(it) for it in todo], progress=progress, desc=desc, concurrency=concurrency, **dict(spec.settings))
+    by_key = {}
+    for it, res in zip(todo, results):
+        out = outcome_of(spec, res)
+        _store(spec, it.key, it.response, out)
+        by_key[(it.key, it.response)] = out
+    return [by_key[(it.key, it.response)] for it in items]
+
+
+def summarize(outcomes: Sequence[Outcome]) -> dict:
+    return {
+        "items": len(outcomes),
+        "judged": sum(o.ok for o in outcomes),
+        "failed": sum(o.failed for o in outcomes),
+        "cache_hits": sum(o.cached for o in outcomes),
+        "requests": sum(o.attempts for o in outcomes if not o.cached),
+        "prompt_tokens": sum(int(o.usage.get("prompt_tokens", 0)) for o in outcomes if not o.cached),
+        "completion_tokens": sum(int(o.usage.get("completion_tokens", 0)) for o in outcomes if not o.cached),
+    }
+
+
+def _undecoded(dataset):
+    """``dataset`` with its image columns returning stored bytes instead of PIL images."""
+    try:
+        import datasets
+    except ImportError:  # pragma: no cover
+        return dataset
+    if not isinstance(dataset, datasets.Dataset):
+        return dataset
+    for name, feat in dataset.features.items():
+        if isinstance(feat, datasets.Image):
+            dataset = dataset.cast_column(name, datasets.Image(decode=False))
+        elif isinstance(getattr(feat, "feature", None), datasets.Image):
+            inner = datasets.Image(decode=False)
+            dataset = dataset.cast_column(name, type(feat)(inner) if not hasattr(feat, "length") else type(feat)(inner, length=feat.length))
+    return dataset
+
+
+def run_task_pass(task) -> list[Outcome] | None:
+    """The hook body: judge this rank's docs of ``task`` if its ``process_results`` is judged."""
+    spec = getattr(getattr(task.config, "process_results", None), "judge_spec", None)
+    if spec is None:
+        return None
+    meta = task.config.metadata if isinstance(task.config.metadata, dict) else {}
+    client = get_judge(meta.get("judge"), purpose=f"{spec.name} metrics")
+    if client is None:
+        return None
+    name = getattr(task.config, "task", spec.name)
+    docs = task.eval_docs_no_media
+    media = {}
+
+    def images_of(doc_id: int) -> Callable[[], dict]:
+        def load() -> dict:
+            if "ds" not in media:
+                media["ds"] = _undecoded(task.eval_docs)
+            row = media["ds"][doc_id]
+            return {k: v for k, v in row.items() if _is_media(v)}
+
+        return load
+
+    items = []
+    for inst in task.instances:
+        if isinstance(inst.metadata, dict) and inst.metadata.get("__padding_only__"):
+            continue
+        doc = docs[inst.doc_id]
+        for resp in inst.filtered_resps.values():
+            for r in resp if isinstance(resp, list) else [resp]:
+                items.append(PassItem(doc, r if isinstance(r, str) else str(r), images_of(inst.doc_id)))
+    rank, size = world()
+    conc = max(1, math.ceil(client.config.concurrency / size))
+    outcomes = run_pass(spec, items, client, concurrency=conc, progress=rank == 0, desc=f"judging {name}")
+    s = summarize(outcomes)
+    logger.info("lmms_eval_earthsci judge pass %s (rank %d/%d, %d in flight): %s", name, rank, size, conc, json.dumps(s))
+    return outcomes
+
+
+def install_judge_hook() -> bool:
+    """Run :func:`run_task_pass` right after ``ConfigurableTask.apply_filters``. Idempotent; False if
+    the lmms-eval internals it relies on are gone."""
+    try:
+        from lmms_eval.api.task import ConfigurableTask
+    except Exception:  # pragma: no cover - lmms-eval layout changed
+        return False
+    if getattr(ConfigurableTask, "_earthsci_judge_hook", False):
+        return True
+    original = getattr(ConfigurableTask, "apply_filters", None)
+    if original is None:
+        return False
+
+    @functools.wraps(original)
+    def apply_filters(self, *args, **kwargs):
+        out = original(self, *args, **kwargs)
+        try:
+            run_task_pass(self)
+        except Exception:  # the pass must never kill the run; process_results falls back per doc
+            logger.exception("lmms_eval_earthsci: the judge pass failed; judging falls back to one doc at a time")
+        return out
+
+    ConfigurableTask.apply_filters = apply_filters
+    ConfigurableTask._earthsci_judge_hook = True
+    return True
+
+
+# --------------------------------------------------------------------------- aggregation
+
+
+def judge_failed(items: Sequence[Any]) -> int | None:
+    """Aggregation of ``<prefix>_judge_failed``: the number of docs whose judging failed, or None if no
+    judge was configured. Logs the run summary (requests, cache hits, failures, tokens); the per-doc
+    details are in the logged samples."""
+    present = [i for i in items if isinstance(i, Mapping)]
+    if not present:
+        return None
+    summary = {
+        "docs": len(present),
+        "failed": sum(int(i.get("score") or 0) for i in present),
+        "cache_hits": sum(bool(i.get("cached")) for i in present),
+        "requests": sum(int(i.get("attempts") or 0) for i in present if not i.get("cached")),
+        "prompt_tokens": sum(int(i.get("prompt_tokens") or 0) for i in present if not i.get("cached")),
+        "completion_tokens": sum(int(i.get("completion_tokens") or 0) for i in present if not i.get("cached")),
+    }
+    logger.info("lmms_eval_earthsci judge summary: %s", json.dumps(summary))
+    if summary["failed"]:
+        logger.warning("lmms_eval_earthsci: %d of %d judged docs failed (scored wrong; see `status`/`error` in the samples)", summary["failed"], summary["docs"])
+    return summary["failed"]

@@ -1,0 +1,192 @@
+"""The judge pass through the real lmms-eval CLI: verdicts, failures counted, no judge configured,
+SIGKILL mid-pass then resume from the cache, and accelerate ranks without duplicate calls."""
+
+import os
+import re
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import VENV_BIN, cli_env, read_outputs, run_cli
+from lmms_eval_earthsci.core.judge import JudgeConfig, encode_payload, request_key
+from lmms_eval_earthsci.testing.openai_server import FakeOpenAIServer, Fault, text_of
+
+pytestmark = pytest.mark.e2e
+
+JUDGE_MODEL = "judge-m"
+SUBJECT_TASKS = ["emma_mini_judge_math", "emma_mini_judge_physics", "emma_mini_judge_chemistry", "emma_mini_judge_coding"]
+
+
+def model_reply(body):
+    """The model under test (openai backend): a distinct response per question, always boxing B."""
+    first = text_of(body).strip().splitlines()[0][:40]
+    return f"Thinking about: {first}\nSo the answer is \\boxed{{B}}"
+
+
+def judge_reply(body):
+    """A judge that reads the official prompt's last lines: Correct iff the response boxes the answer."""
+    text = text_of(body)
+    m = re.search(r"Answer: (.*)\nCorrect_or_not:$", text)
+    return "Correct" if m and f"\\boxed{{{m.group(1)}}}" in text.rsplit("Response: ", 1)[1] else "Incorrect"
+
+
+def is_judge(body):
+    return body.get("model") == JUDGE_MODEL
+
+
+class Both:
+    """One loopback server playing the model and the judge; ``judge_hook`` may slow or break judging."""
+
+    def __init__(self, judge_hook=None):
+        self.judge_hook = judge_hook
+        self.answered = []  # judge bodies whose reply was produced
+
+    def __call__(self, body):
+        if not is_judge(body):
+            return model_reply(body)
+        if self.judge_hook is not None:
+            out = self.judge_hook(body)
+            if out is not None:
+                return out
+        self.answered.append(body)
+        return judge_reply(body)
+
+
+def judge_env(mirror, hf_home, srv, cache, **extra):
+    return cli_env(mirror, hf_home, EARTHSCI_JUDGE_BASE_URL=srv.base_url, EARTHSCI_JUDGE_MODEL=JUDGE_MODEL, EARTHSCI_JUDGE_API_KEY="sk-judge-secret", EARTHSCI_JUDGE_CACHE=str(cache), **extra)
+
+
+def model_args(srv):
+    return ["--model", "openai", "--model_args", f"model=fake,base_url={srv.base_url},api_key=sk-fake,num_concurrent=4"]
+
+
+def judged_bodies(srv):
+    return [b for b in srv.requests if is_judge(b)]
+
+
+# fixture docs whose answer is B (Math_2, coding_2): the judge says Correct exactly there
+EXPECTED = {"emma_mini_judge_math": 100 / 3, "emma_mini_judge_physics": 0.0, "emma_mini_judge_chemistry": 0.0, "emma_mini_judge_coding": 50.0}
+
+
+def _key(body):
+    return request_key(JudgeConfig(model=JUDGE_MODEL, api_type="openai"), encode_payload(body))
+
+
+def test_judge_verdicts_failures_and_samples(mirror, hf_home, tmp_path):
+    # coding_1's judge request always fails with 500: counted, scored wrong, nothing raised
+    def hook(body):
+        return Fault("status", status=500) if "plt.bar" in text_of(body) or "Which code produces" in text_of(body) else None
+
+    with FakeOpenAIServer(responder=Both(hook)) as srv:
+        out = tmp_path / "out"
+        env = judge_env(mirror, hf_home, srv, tmp_path / "cache", EARTHSCI_JUDGE_MAX_RETRIES="1")
+        run_cli(model_args(srv) + ["--tasks", "emma_mini_judge", "--output_path", str(out), "--log_samples"], env, str(tmp_path))
+    res, samples = read_outputs(str(out))
+    r = res["results"]
+    for task, acc in EXPECTED.items():
+        assert r[task]["emma_judge_acc,none"] == pytest.approx(acc), task
+        assert r[task]["emma_acc,none"] == pytest.approx(acc), task  # the rule-based scorer agrees here
+    assert r["emma_mini_judge_coding"]["emma_judge_failed,none"] == 1
+    assert r["emma_mini_judge_math"]["emma_judge_failed,none"] == 0
+    assert r["emma_mini_judge"]["emma_judge_acc,none"] == pytest.approx(200 / 9)
+    # raw reply and parsed verdict in every logged sample; the failure is recorded with its error
+    logged = {s["emma_acc"]["pid"]: s["emma_judge"] for t in SUBJECT_TASKS for s in samples[t]}
+    assert len(logged) == 9
+    assert logged["Math_2"] == {"status": "judged", "verdict": True, "reply": "Correct", "error": None, "cached": False}
+    assert logged["Math_1"]["verdict"] is False and logged["Math_1"]["reply"] == "Incorrect"
+    assert logged["coding_1"]["status"] == "request_failed" and "HTTP 500" in logged["coding_1"]["error"]
+    # the key is never written anywhere
+    for path in out.rglob("*"):
+        if path.is_file():
+            assert "sk-judge-secret" not in path.read_text(errors="ignore"), path
+
+
+def test_no_judge_configured_reports_unavailable(mirror, hf_home, tmp_path):
+    out = tmp_path / "out"
+    proc = run_cli(["--model", "dummy", "--model_args", "response=\\boxed{B}", "--tasks", "emma_mini_judge", "--output_path", str(out)], cli_env(mirror, hf_home), str(tmp_path))
+    res, _ = read_outputs(str(out))
+    r = res["results"]
+    assert r["emma_mini_judge"]["emma_judge_acc,none"] is None
+    assert r["emma_mini_judge_math"]["emma_judge_acc,none"] is None and r["emma_mini_judge_math"]["emma_judge_failed,none"] is None
+    assert r["emma_mini_judge"]["emma_acc,none"] == pytest.approx(200 / 9)  # rule-based metrics unaffected
+    assert (proc.stdout + proc.stderr).count("no LLM judge configured") == 1
+
+
+def _wait_for(cond, timeout, what):
+    end = time.time() + timeout
+    while time.time() < end:
+        if cond():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def _cached_keys(cache_dir):
+    con = sqlite3.connect(os.path.join(cache_dir, "verdicts.sqlite3"))
+    try:
+        return {k for (k,) in con.execute("SELECT key FROM verdicts")}
+    finally:
+        con.close()
+
+
+def test_sigkill_mid_pass_then_resume_reuses_verdicts(mirror, hf_home, tmp_path):
+    slow = Both(judge_hook=lambda body: time.sleep(0.4))  # judging is slow; the run is killed during it
+    cache = tmp_path / "cache"
+    with FakeOpenAIServer(responder=slow) as srv:
+        env = judge_env(mirror, hf_home, srv, cache, EARTHSCI_JUDGE_CONCURRENCY="1")
+        args = model_args(srv) + ["--tasks", "emma_mini_judge", "--output_path", str(tmp_path / "killed"), "--verbosity", "DEBUG"]
+        proc = subprocess.Popen([os.path.join(VENV_BIN, "lmms-eval")] + args, env=env, cwd=str(tmp_path), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            _wait_for(lambda: len(slow.answered) >= 3, 240, "three judge verdicts")
+        finally:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(timeout=30)
+        assert proc.returncode == -signal.SIGKILL
+        before = _cached_keys(str(cache))
+        assert len(before) >= 3
+        assert before <= {_key(b) for b in slow.answered}  # only verdicts actually obtained are cached
+
+        first = len(srv.requests)
+        resumed = tmp_path / "resumed"
+        run_cli(model_args(srv) + ["--tasks", "emma_mini_judge", "--output_path", str(resumed), "--log_samples"], judge_env(mirror, hf_home, srv, cache), str(tmp_path))
+        rerun_judge = [b for b in srv.requests[first:] if is_judge(b)]
+        all_keys = {_key(b) for b in judged_bodies(srv)}
+    # cached verdicts were not requested again; everything else was, once
+    assert not ({_key(b) for b in rerun_judge} & before)
+    assert len(rerun_judge) == len({_key(b) for b in rerun_judge}) == len(all_keys - before)
+
+    # identical results to an uninterrupted run with an empty cache
+    with FakeOpenAIServer(responder=Both()) as srv2:
+        clean = tmp_path / "clean"
+        run_cli(model_args(srv2) + ["--tasks", "emma_mini_judge", "--output_path", str(clean), "--log_samples"], judge_env(mirror, hf_home, srv2, tmp_path / "cache2"), str(tmp_path))
+    (r1, s1), (r2, s2) = read_outputs(str(resumed)), read_outputs(str(clean))
+    for task in SUBJECT_TASKS + ["emma_mini_judge"]:
+        assert r1["results"][task]["emma_judge_acc,none"] == r2["results"][task]["emma_judge_acc,none"], task
+    verdicts = lambda s: {x["emma_acc"]["pid"]: (x["emma_judge"]["verdict"], x["emma_judge"]["reply"]) for t in SUBJECT_TASKS for x in s[t]}
+    assert verdicts(s1) == verdicts(s2) and len(verdicts(s1)) == 9
+    cached = [x["emma_judge"]["cached"] for t in SUBJECT_TASKS for x in s1[t]]
+    assert sum(cached) >= len(before)
+
+
+def test_accelerate_ranks_judge_each_doc_once(mirror, hf_home, tmp_path):
+    launcher = [sys.executable, "-m", "accelerate.commands.launch", "--cpu", "--num_processes", "2", "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", "29519", "-m", "lmms_eval"]
+    runs = {}
+    for name, launch in (("one", None), ("two", launcher)):
+        with FakeOpenAIServer(responder=Both()) as srv:
+            out = tmp_path / name
+            env = judge_env(mirror, hf_home, srv, "off", OMP_NUM_THREADS="1")
+            run_cli(model_args(srv) + ["--tasks", "emma_mini_judge", "--output_path", str(out), "--log_samples"], env, str(tmp_path), launcher=launch)
+            keys = [_key(b) for b in judged_bodies(srv)]
+        runs[name] = (read_outputs(str(out)), keys)
+    (r1, _), k1 = runs["one"]
+    (r2, s2), k2 = runs["two"]
+    assert len(k2) == len(set(k2)) == len(set(k1))  # no request made twice across the two ranks
+    for task in SUBJECT_TASKS + ["emma_mini_judge"]:
+        m1 = {k: v for k, v in r1["results"][task].items() if "stderr" not in k}
+        m2 = {k: v for k, v in r2["results"][task].items() if "stderr" not in k}
+        assert m1 == m2, task
+    assert sum(len(s2[t]) for t in SUBJECT_TASKS) == 9

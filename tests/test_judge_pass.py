@@ -1,0 +1,142 @@
+"""The judge pass (core.judge_pass) against the loopback server: concurrency, faults, parse failures,
+deduplication, undecoded images, the fallback path and the failure metric."""
+
+import base64
+import io
+
+import pytest
+from PIL import Image
+
+from lmms_eval_earthsci.core import judge as J
+from lmms_eval_earthsci.core import judge_pass as P
+from lmms_eval_earthsci.testing.openai_server import FakeOpenAIServer, Fault, image_urls, text_of
+
+SPEC = P.JudgeSpec(
+    name="t_spec",
+    build=lambda doc, response, images: [{"role": "user", "content": f"doc {doc['id']}\nResponse: {response}"}],
+    parse=lambda reply: {"yes": True, "no": False}[reply.strip().lower()],
+)
+
+
+@pytest.fixture(autouse=True)
+def _clean():
+    P.forget()
+    yield
+    P.forget()
+
+
+def client(srv, tmp_path, **kw):
+    cfg = dict(base_url=srv.base_url, model="judge-m", cache_dir=str(tmp_path / "cache"), backoff_base=0.01, backoff_max=0.05, timeout=1.0, max_retries=2)
+    cfg.update(kw)
+    return J.JudgeClient(J.JudgeConfig(**cfg))
+
+
+def test_pass_runs_concurrently_and_in_order(tmp_path):
+    with FakeOpenAIServer(responder=lambda b: "yes" if "Response: good" in text_of(b) else "no", latency=0.05) as srv:
+        items = [P.PassItem({"id": i}, "good" if i % 3 else "bad") for i in range(40)]
+        outs = P.run_pass(SPEC, items, client(srv, tmp_path, concurrency=16))
+        assert [o.verdict for o in outs] == [bool(i % 3) for i in range(40)]
+        assert srv.count == 40 and 8 < srv.max_in_flight <= 16
+        # process_results then finds each outcome without a request
+        assert P.outcome_for(SPEC, {"id": 4}, "good").verdict is True
+        assert srv.count == 40
+
+
+def test_duplicates_are_judged_once(tmp_path):
+    with FakeOpenAIServer(responder=lambda b: "yes") as srv:
+        items = [P.PassItem({"id": 1}, "same"), P.PassItem({"id": 1}, "same"), P.PassItem({"id": 2}, "same")]
+        outs = P.run_pass(SPEC, items, client(srv, tmp_path))
+        assert [o.ok for o in outs] == [True, True, True] and srv.count == 2
+
+
+def test_every_fault_ends_judged_or_counted(tmp_path):
+    seen = {}
+
+    def responder(body):
+        doc = text_of(body).split("\n")[0]
+        n = seen[doc] = seen.get(doc, 0) + 1
+        plan = {
+            "doc 0": [Fault("status", status=500)],
+            "doc 1": [Fault("status", status=429, retry_after=0.05)],
+            "doc 2": [Fault("malformed")],
+            "doc 3": [Fault("truncated")],
+            "doc 4": [Fault("drop")],
+            "doc 5": [Fault("sleep", seconds=1.5, text="yes")],  # client timeout (1 s)
+            "doc 6": [Fault("status", status=503)] * 10,  # never recovers
+            "doc 7": [Fault("status", status=400)],  # not retried
+            "doc 8": ["maybe"],  # unparseable verdict
+        }.get(doc, [])
+        return plan[n - 1] if n <= len(plan) else "yes"
+
+    with FakeOpenAIServer(responder=responder) as srv:
+        items = [P.PassItem({"id": i}, "r") for i in range(10)]
+        outs = P.run_pass(SPEC, items, client(srv, tmp_path, concurrency=4))
+    status = [o.status for o in outs]
+    assert status == ["judged"] * 6 + ["request_failed", "request_failed", "parse_failed", "judged"]
+    assert all(o.verdict is True for o in outs if o.ok)
+    assert "HTTP 503" in outs[6].error and "HTTP 400" in outs[7].error and "unparseable" in outs[8].error
+    assert outs[8].reply == "maybe"  # the raw reply is kept for the sample
+    assert seen["doc 6"] == 3 and seen["doc 7"] == 1  # bounded retries; 4xx not retried
+    assert P.summarize(outs)["failed"] == 3
+    items = [o.failed_item() for o in outs]
+    assert P.judge_failed(items) == 3 and [i["score"] for i in items] == [0] * 6 + [1, 1, 1, 0]
+
+
+def test_failures_are_not_cached_and_are_retried_next_run(tmp_path):
+    state = {"down": True}
+    with FakeOpenAIServer(responder=lambda b: Fault("status", status=500) if state["down"] else "yes") as srv:
+        c = client(srv, tmp_path, max_retries=0)
+        assert P.run_pass(SPEC, [P.PassItem({"id": 1}, "r")], c)[0].status == "request_failed"
+        state["down"] = False
+        P.forget()
+        out = P.run_pass(SPEC, [P.PassItem({"id": 1}, "r")], client(srv, tmp_path, max_retries=0))[0]
+        assert out.ok and not out.cached
+
+
+def test_outcome_for_fallback_and_unavailable(tmp_path, monkeypatch):
+    for k in ("EARTHSCI_JUDGE_BASE_URL", "EARTHSCI_JUDGE_MODEL", "OPENAI_API_URL", "MODEL_VERSION", "DEPLOYMENT_NAME", "API_TYPE"):
+        monkeypatch.delenv(k, raising=False)
+    out = P.outcome_for(SPEC, {"id": 1}, "r")
+    assert out.status == "unavailable" and out.failed_item() is None
+    assert P.judge_failed([None, None]) is None
+    with FakeOpenAIServer(responder=lambda b: "no") as srv:
+        monkeypatch.setenv("EARTHSCI_JUDGE_BASE_URL", srv.base_url)
+        monkeypatch.setenv("EARTHSCI_JUDGE_MODEL", "judge-m")
+        monkeypatch.setenv("EARTHSCI_JUDGE_CACHE", str(tmp_path / "c"))
+        # no pass ran for this doc (hook missing): a text-only spec is judged on the spot
+        out = P.outcome_for(SPEC, {"id": 2, "image": {"bytes": b"\x89PNG", "path": None}}, "r")
+        assert out.ok and out.verdict is False and srv.count == 1
+        # a spec that needs images cannot be judged from process_results: a counted failure
+        img_spec = P.JudgeSpec(name="t_img", build=SPEC.build, parse=SPEC.parse, uses_images=True)
+        out = P.outcome_for(img_spec, {"id": 3}, "r")
+        assert out.status == "request_failed" and "did not run" in out.error and srv.count == 1
+
+
+def test_doc_key_ignores_media_columns():
+    plain = {"id": 7, "q": "x"}
+    assert P.doc_key(plain) == P.doc_key({**plain, "image_1": Image.new("RGB", (2, 2)), "image_2": {"bytes": b"..", "path": None}})
+    assert P.doc_key(plain) != P.doc_key({"id": 8, "q": "x"})
+
+
+def test_images_are_sent_as_stored_bytes(tmp_path):
+    import datasets
+
+    jpeg = io.BytesIO()
+    Image.new("RGB", (8, 8), (200, 10, 10)).save(jpeg, format="JPEG")
+    png = io.BytesIO()
+    Image.new("RGB", (8, 8), (10, 200, 10)).save(png, format="PNG")
+    feats = datasets.Features({"id": datasets.Value("int32"), "image": datasets.Image()})
+    ds = datasets.Dataset.from_dict({"id": [0, 1], "image": [{"bytes": jpeg.getvalue(), "path": None}, {"bytes": png.getvalue(), "path": None}]}, features=feats)
+    raw = P._undecoded(ds)
+    spec = P.JudgeSpec(
+        name="t_images",
+        build=lambda doc, response, images: [{"role": "user", "content": [{"type": "text", "text": "judge"}, {"type": "image", "url": images()["image"]}]}],
+        parse=lambda r: r,
+        uses_images=True,
+    )
+    with FakeOpenAIServer(responder=lambda b: "ok") as srv:
+        items = [P.PassItem({"id": i}, "r", lambda i=i: {"image": raw[i]["image"]}) for i in range(2)]
+        assert all(o.ok for o in P.run_pass(spec, items, client(srv, tmp_path)))
+        urls = sorted((image_urls(b)[0] for b in srv.requests), key=lambda u: u.startswith("data:image/png"))
+    assert urls[0] == "data:image/jpeg;base64," + base64.b64encode(jpeg.getvalue()).decode()
+    assert urls[1] == "data:image/png;base64," + base64.b64encode(png.getvalue()).decode()
