@@ -31,5 +31,8 @@ def _find_tasks_dir() -> str:
 
 
 TASKS_DIR: str = _find_tasks_dir()
+PACKAGE_DIR: str = os.path.dirname(os.path.abspath(__file__))
+# the papers' published numbers, one JSON per benchmark, each naming its source table
+PAPER_NUMBERS_DIR: str = os.path.join(PACKAGE_DIR, "paper_numbers")
 
-__all__ = ["TASKS_DIR", "__version__"]
+__all__ = ["TASKS_DIR", "PACKAGE_DIR", "PAPER_NUMBERS_DIR", "__version__"]

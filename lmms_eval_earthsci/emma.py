@@ -68,6 +68,7 @@ TIE_SEED = 1234
 BREAKDOWN_PREFIX = "emma"
 
 
+@functools.lru_cache(maxsize=None)
 def breakdowns(subject: str) -> dict[str, list[str]]:
     """Breakdown labels reported by one subject task (``emma_<field>_<label>`` metrics)."""
     out = {"category": CATEGORIES[subject], "type": QUESTION_TYPES}
@@ -167,8 +168,9 @@ def doc_to_target(doc, model_specific_target_kwargs=None):
 def fast_extract_answer(response: Any) -> Extracted:
     """The official rule-based extraction (current official code, spec §4.2)."""
     r = as_text(response).strip()
+    upper = r.upper() if len(r) == 1 else None
     for ch in "ABCDEFGH":
-        if r.upper() == ch or r.startswith(ch + ":") or r.startswith(ch + "."):
+        if upper == ch or r.startswith(ch + ":") or r.startswith(ch + "."):
             return Extracted(ch, "letter")
     if _is_float(r):
         return Extracted(r, "number")
@@ -195,11 +197,22 @@ _PLAIN_NUMBER_RE = re.compile(r"^-?\d+(?:\.\d+)?$")
 _LATEX_MAX_CHARS = 200
 
 
+# Plain words (letters, spaces, sentence punctuation; no digit, backslash or operator) parse to a
+# product of symbols, which has no numeric value, unless every letter is a constant: "e" (Euler's
+# number) or "i" ("i i" = -1). Those strings skip the parser; a test checks this against latex2sympy.
+_WORDS_ONLY_RE = re.compile(r"^[A-Za-z\s.,;?!'\"]*$")
+_NON_CONSTANT_LETTER_RE = re.compile(r"[A-DF-HJ-Za-df-hj-z]")
+
+
+def _certainly_not_numeric(s: str) -> bool:
+    return bool(_WORDS_ONLY_RE.match(s)) and bool(_NON_CONSTANT_LETTER_RE.search(s))
+
+
 @functools.lru_cache(maxsize=65536)
 def _latex_value(s: str) -> float | None:
     if _PLAIN_NUMBER_RE.match(s):
         return float(s)
-    if len(s) > _LATEX_MAX_CHARS:
+    if len(s) > _LATEX_MAX_CHARS or _certainly_not_numeric(s):
         return None
     try:
         from latex2sympy2 import latex2sympy
@@ -315,12 +328,12 @@ def _vote_key(pred: str) -> str:
     return " ".join(pred.strip().lower().split())
 
 
-def scaling_verdicts(doc, responses: list) -> dict:
+def scaling_verdicts(doc, responses: list, first: dict | None = None) -> dict:
     """``emma_maj@k`` and ``emma_pass@k`` over the k responses of one question (lmms-eval ``repeats``).
     Majority vote over the non-empty official extractions (compared lower-cased, whitespace
     collapsed); ties broken at random with a seed fixed per question; no extraction at all is wrong.
     pass@k: any of the k responses is correct. With k = 1 both equal ``emma_acc``."""
-    scored = [score_response(doc, r) for r in responses] or [score_response(doc, "")]
+    scored = [first if (i == 0 and first is not None) else score_response(doc, r) for i, r in enumerate(responses)] or [score_response(doc, "")]
     votes: dict[str, list[dict]] = {}
     for v in scored:
         if v["extraction"].strip():
@@ -345,7 +358,7 @@ def process_results_full(doc, results):
     response = results[0] if results else ""
     lenient = lenient_verdict(doc, response, official)
     out[LENIENT] = {"score": percent(lenient["correct"]), **lenient}
-    tts = scaling_verdicts(doc, list(results))
+    tts = scaling_verdicts(doc, list(results), first=official)
     out[MAJ] = {"score": percent(tts["maj_correct"]), "k": tts["k"], "majority": tts["majority"]}
     out[PASS] = {"score": percent(tts["pass_correct"]), "k": tts["k"]}
     return out

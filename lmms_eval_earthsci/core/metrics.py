@@ -20,6 +20,7 @@ as the reported value.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections import defaultdict
@@ -68,12 +69,14 @@ def count_true(items: Iterable[Any]) -> int:
 _SLUG_RE = re.compile(r"[^a-z0-9]+")
 
 
+@functools.lru_cache(maxsize=4096)
 def slug(label: str) -> str:
     """``"Alignment, Orientation, & Position"`` -> ``"alignment_orientation_position"``."""
     s = _SLUG_RE.sub("_", str(label).lower()).strip("_")
     return s or "empty"
 
 
+@functools.lru_cache(maxsize=4096)
 def breakdown_key(prefix: str, field: str, label: str) -> str:
     return f"{prefix}_{field}_{slug(label)}"
 

@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import os
 import threading
+from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Sequence
 
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 MODEL_ENV = "EARTHSCI_SIMILARITY_MODEL"
 BATCH_SIZE = 64
+CACHE_SIZE = 100_000  # embeddings kept (384 floats each: ~150 MB at most)
 
 
 def resolve_model_source(name: str | None = None) -> str:
@@ -53,6 +55,7 @@ class SimilarityMatcher:
         self._model = None
         self._load_lock = threading.Lock()
         self._encode_lock = threading.Lock()
+        self._cache: "OrderedDict[str, Any]" = OrderedDict()
 
     @property
     def model(self):
@@ -65,11 +68,24 @@ class SimilarityMatcher:
         return self._model
 
     def encode(self, texts: Sequence[str]):
-        """L2-normalised embeddings (numpy array, one row per text)."""
+        """L2-normalised embeddings (numpy array, one row per text). Texts seen before (option texts
+        recur across runs and repeats) come from a bounded cache; the rest are encoded in one batch."""
+        import numpy as np
+
+        texts = list(texts)
         with self._encode_lock:  # torch inference on one model object is not re-entrant-safe
-            return self.model.encode(
-                list(texts), batch_size=BATCH_SIZE, convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False
-            )
+            missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
+            if missing:
+                vecs = self.model.encode(missing, batch_size=BATCH_SIZE, convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False)
+                for t, v in zip(missing, vecs):
+                    self._cache[t] = v
+            rows = []
+            for t in texts:
+                self._cache.move_to_end(t)
+                rows.append(self._cache[t])
+            while len(self._cache) > CACHE_SIZE:
+                self._cache.popitem(last=False)
+        return np.stack(rows) if rows else np.zeros((0, 0), dtype=np.float32)
 
     def best_matches(self, queries: Sequence[str], candidates: Sequence[Sequence[str]]) -> list[Match | None]:
         """For each query, the most similar of its own candidate list; ``None`` where the candidate
