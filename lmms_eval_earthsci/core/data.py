@@ -32,6 +32,9 @@ KNOWN_DATASETS: frozenset[str] = frozenset(
         "MSEarth/MSEarth_MCQ",
         "MSEarth/MSEarth_Open_Ended",
         "MSEarth/MSEarth_Captioning",
+        "MSEarth-Data/MSEarth-Benchmark-MCQ",
+        "MSEarth-Data/MSEarth-Benchmark-OpenQA",
+        "MSEarth-Data/MSEarth-Benchmark-Captioning",
         "jonathan-roberts1/SciFIBench",
     }
 )

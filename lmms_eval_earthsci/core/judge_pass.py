@@ -59,13 +59,20 @@ class JudgeSpec:
     ``name`` is the metric prefix (``<name>_judge_failed``); ``build`` makes the request for one doc and
     response; ``parse`` turns the raw reply into a verdict and raises ``ValueError`` if it cannot;
     ``uses_images`` says whether ``build`` calls its ``images`` argument; ``settings`` are extra
-    chat-completions fields (e.g. ``max_tokens``)."""
+    chat-completions fields (e.g. ``max_tokens``); ``judged_text`` maps the model's raw response to
+    the text the judge sees (e.g. the JSON ``answer`` field); ``process_results`` looks outcomes up
+    with that same text."""
 
     name: str
     build: Builder
     parse: Callable[[str], Any]
     uses_images: bool = False
     settings: Mapping[str, Any] = field(default_factory=dict)
+    judged_text: Callable[[str], str] | None = None
+
+    def text_of(self, response: Any) -> str:
+        text = response if isinstance(response, str) else ("" if response is None else str(response))
+        return self.judged_text(text) if self.judged_text is not None else text
 
 
 def judged(spec: JudgeSpec):
@@ -73,6 +80,19 @@ def judged(spec: JudgeSpec):
 
     def deco(fn):
         fn.judge_spec = spec
+        return fn
+
+    return deco
+
+
+def batched(prepare: Callable[[list[tuple[Mapping[str, Any], str]]], None]):
+    """Decorator: before ``process_results`` runs on a rank, the same hook calls ``prepare`` once with
+    every (doc, response) of the rank, so work that batches well (e.g. sentence embeddings) is done in
+    one go; ``prepare`` stores what ``process_results`` will look up (and ``process_results`` must
+    still work alone, one doc at a time, if the hook did not run)."""
+
+    def deco(fn):
+        fn.batch_prepare = prepare
         return fn
 
     return deco
@@ -259,24 +279,16 @@ def _undecoded(dataset):
     return dataset
 
 
-def run_task_pass(task) -> list[Outcome] | None:
-    """The hook body: judge this rank's docs of ``task`` if its ``process_results`` is judged."""
-    spec = getattr(getattr(task.config, "process_results", None), "judge_spec", None)
-    if spec is None:
-        return None
-    meta = task.config.metadata if isinstance(task.config.metadata, dict) else {}
-    client = get_judge(meta.get("judge"), purpose=f"{spec.name} metrics")
-    if client is None:
-        return None
-    name = getattr(task.config, "task", spec.name)
+def _rank_items(task, media: bool) -> list["PassItem"]:
+    """(doc, response) items of this rank's instances of ``task``, images loaded lazily."""
     docs = task.eval_docs_no_media
-    media = {}
+    cache = {}
 
     def images_of(doc_id: int) -> Callable[[], dict]:
         def load() -> dict:
-            if "ds" not in media:
-                media["ds"] = _undecoded(task.eval_docs)
-            row = media["ds"][doc_id]
+            if "ds" not in cache:
+                cache["ds"] = _undecoded(task.eval_docs)
+            row = cache["ds"][doc_id]
             return {k: v for k, v in row.items() if _is_media(v)}
 
         return load
@@ -288,7 +300,30 @@ def run_task_pass(task) -> list[Outcome] | None:
         doc = docs[inst.doc_id]
         for resp in inst.filtered_resps.values():
             for r in resp if isinstance(resp, list) else [resp]:
-                items.append(PassItem(doc, r if isinstance(r, str) else str(r), images_of(inst.doc_id)))
+                items.append(PassItem(doc, r if isinstance(r, str) else str(r), images_of(inst.doc_id) if media else dict))
+    return items
+
+
+def run_task_pass(task) -> list[Outcome] | None:
+    """The hook body: batch preparation, then the judge pass, for this rank's docs of ``task``."""
+    pr = getattr(task.config, "process_results", None)
+    prepare = getattr(pr, "batch_prepare", None)
+    if prepare is not None:
+        try:
+            prepare([(it.doc, it.response) for it in _rank_items(task, media=False)])
+        except Exception:  # process_results still scores each doc on its own
+            logger.exception("lmms_eval_earthsci: batch preparation failed; scoring one doc at a time")
+    spec = getattr(pr, "judge_spec", None)
+    if spec is None:
+        return None
+    meta = task.config.metadata if isinstance(task.config.metadata, dict) else {}
+    client = get_judge(meta.get("judge"), purpose=f"{spec.name} metrics")
+    if client is None:
+        return None
+    name = getattr(task.config, "task", spec.name)
+    items = _rank_items(task, media=spec.uses_images)
+    for it in items:
+        it.response = spec.text_of(it.response)
     rank, size = world()
     conc = max(1, math.ceil(client.config.concurrency / size))
     outcomes = run_pass(spec, items, client, concurrency=conc, progress=rank == 0, desc=f"judging {name}")

@@ -76,7 +76,9 @@ class SimilarityMatcher:
         with self._encode_lock:  # torch inference on one model object is not re-entrant-safe
             missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
             if missing:
-                vecs = self.model.encode(missing, batch_size=BATCH_SIZE, convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False)
+                # lone surrogates (undecodable bytes in model output) would crash the tokenizer
+                clean = [t.encode("utf-8", "replace").decode("utf-8") for t in missing]
+                vecs = self.model.encode(clean, batch_size=BATCH_SIZE, convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False)
                 for t, v in zip(missing, vecs):
                     self._cache[t] = v
             rows = []

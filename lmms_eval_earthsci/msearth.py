@@ -1,0 +1,507 @@
+"""MSEarth: "MSEarth: A Benchmark for Multimodal Scientific Comprehension of Earth Science" (Zhao, Xu et
+al.; arXiv 2505.20740 v1). Multiple-choice VQA, open-ended VQA and figure captioning.
+
+What is specific to MSEarth lives here: the official prompts (exact strings, open-source-model script
+by default, closed-model variants selectable), the record mapping for both upload schemas, the official
+JSON/option extraction and MCQ verdict (quirks included) beside the paper's described method (similarity
+fallback from the shared core), the judge prompts and their parsers. Messages, similarity, text metrics,
+the judge pass and breakdown metrics come from :mod:`lmms_eval_earthsci.core`.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import logging
+import re
+import threading
+from typing import Any, Mapping
+
+from lmms_eval_earthsci.core.data import RecordError, load_image
+from lmms_eval_earthsci.core.extraction import as_text
+from lmms_eval_earthsci.core import textmetrics
+from lmms_eval_earthsci.core.judge_pass import JudgeSpec, batched, doc_key, judged, outcome_for
+from lmms_eval_earthsci.core.metrics import breakdown_scores, percent
+
+logger = logging.getLogger("lmms_eval_earthsci")
+
+DATASETS = {"mcq": "MSEarth/MSEarth_MCQ", "open": "MSEarth/MSEarth_Open_Ended", "caption": "MSEarth/MSEarth_Captioning"}
+# re-uploads with other field names; accepted through `dataset_path` overrides (never the training set)
+REUPLOADS = {"mcq": "MSEarth-Data/MSEarth-Benchmark-MCQ", "open": "MSEarth-Data/MSEarth-Benchmark-OpenQA", "caption": "MSEarth-Data/MSEarth-Benchmark-Captioning"}
+TRAINING_SET = "MSEarth-Data/MSEarth-MCQ-Train"
+
+# ---------------------------------------------------------------------------- prompts (spec §3, exact)
+# open-source-model scripts (auto_evaluator/evaluation/*.py): the defaults
+MCQ_PROMPT = '\n    You are tasked with answering a multiple-choice question about the given input image.\n\n    {question}\n\n    Based on the image, select the correct option (e.g., \'A\', \'B\', \'C\') or directly state the correct option content.\n\n    The output must be written in **JSON format** using the structure below:\n    ```json\n    {\n        "answer": "Correct option or short answer",\n        "Explanation": "Reasoning explaining how to derive the correct answer." \n    },\n    ```\n    '
+OE_PROMPT = '\n        You are tasked with answering a open-ended question about the given input image.\n\n        {question}\n\n        Based on the image and caption, give a concise and precise answer (no more than 4 words).\n\n        The output must be written in **JSON format** using the structure below:\n        ```json\n        {\n            "answer": "short answer",\n            "Explanation": "Reasoning explaining how to derive the correct answer." \n        },\n        ```\n        '
+CAPTION_PROMPT = '\n        You are an expert in Earth sciences, tasked with generating a detailed caption for the given input image.\n\n        The output must be written in **JSON format** using the structure below:\n        ```json\n        {\n            "caption": "Detailed and insightful caption about the image."\n        },\n        ```\n        '
+OE_JUDGE_PROMPT = '\n    You are tasked with evaluating the correctness of a generated answer to an open-ended question about a given input image.\n\n    Question: {query}\n    Image Caption: {caption}\n    Standard Answer: {response}\n    Generated Answer: {generated_answer}\n\n    Based on the image caption, question, and standard answer, determine if the generated answer is correct.\n\n    **Important Instructions**: \n    - Only output the determine in the specified JSON format.\n    - Do not provide any explanations, comments, or additional text.\n\n    Provide your evaluation in **JSON format** using the structure below:\n    ```json\n    {\n        "is_correct": true or false\n    }\n    ```\n    '
+CAPTION_JUDGE_PROMPT = '\n    Evaluate the quality of a generated caption for a geoscience research paper figure or image.\n\n    Evaluation Criteria:\n    1. Scientific Accuracy: Does the generated caption accurately describe the scientific content of the figure or image?\n    2. Clarity and Coherence: Is the caption well-structured, logically organized, and easy to understand?\n    3. Relevance and Completeness: Does the caption provide all necessary information to understand the figure or image?\n    \n    Evaluation Steps:\n    1. Compare the **Generated Caption** to the **Standard Caption**. Assess whether the generated caption aligns with the scientific content and intent of the standard caption.\n    2. Assign a score for coherence on a scale of 1 to 5, where 1 is the lowest and 5 is the highest, based on the Evaluation Criteria.\n\n    Standard Caption: {response}\n    Generated Caption: {generated_caption}\n\n    **Important Instructions**: \n    - Only output the score in the specified JSON format.\n    - Do not provide any explanations, comments, or additional text.\n\n    Provide your evaluation in **JSON format** using the structure below:\n    ```json\n    {\n        "score": 1-5\n    }\n    ```\n    '
+
+
+def _closed_mcq(p: str) -> str:
+    """Closed-model script (spec §3.1): 12-space indent, no ```json fence, one more blank line."""
+    lines = [ln for ln in p.split("\n") if ln.strip() not in ("```json", "```")]
+    text = "\n".join(("        " + ln) if ln.startswith("    ") else ln for ln in lines)
+    return text.replace("structure below:\n", "structure below:\n\n", 1)
+
+
+MCQ_PROMPT_CLOSED = _closed_mcq(MCQ_PROMPT)
+# closed-model OE (spec §3.2): 12-space indent, only {"answer": ...}, and a fence that is opened twice
+OE_PROMPT_CLOSED = (
+    "\n            You are tasked with answering a open-ended question about the given input image.\n\n"
+    "            {question}\n\n"
+    "            Based on the image and caption, give a concise and precise answer (no more than 4 words).\n\n"
+    "            The output must be written in **JSON format** using the structure below:\n"
+    "            ```json\n"
+    '            {"answer": "short answer"}\n'
+    "            ```json\n"
+    "            "
+)
+# closed-model captioning (spec §3.3): the same text, the JSON key is "answer"
+CAPTION_PROMPT_CLOSED = CAPTION_PROMPT.replace('"caption": "Detailed', '"answer": "Detailed')
+PROMPTS = {
+    ("mcq", "open_source"): MCQ_PROMPT,
+    ("mcq", "closed"): MCQ_PROMPT_CLOSED,
+    ("open", "open_source"): OE_PROMPT,
+    ("open", "closed"): OE_PROMPT_CLOSED,
+    ("caption", "open_source"): CAPTION_PROMPT,
+    ("caption", "closed"): CAPTION_PROMPT_CLOSED,
+}
+
+# ---------------------------------------------------------------------------- breakdowns (spec §1.3, §2.2)
+SPHERES = ["Atmospheric Sciences", "Ecology and Biosciences", "Hydrology", "Oceanography", "Geology", "Geography", "Solid Earth Geophysics", "Polar Science", "Other"]
+IMAGE_TYPES = {
+    "Single Image Question Answering": "SINGLE",
+    "Single Sub-image Question Answering in Multi-image Figure": "MULTI",
+    "Multi Sub-image Question Answering in Multi-image Figure": "CROSS",
+}
+CATEGORIES = ["Discovery", "Perception"]
+BREAKDOWN_PREFIX = "msearth"
+MCQ_METRIC, MCQ_STRICT = "msearth_acc", "msearth_acc_strict"
+OE_METRIC, CAP_METRIC = "msearth_oe_acc", "msearth_cap_score"
+
+
+def breakdowns(kind: str) -> dict[str, list[str]]:
+    out = {"sphere": SPHERES}
+    if kind in ("mcq", "open"):
+        out["image"] = ["SINGLE", "MULTI", "CROSS"]
+    if kind == "mcq":
+        out["category"] = CATEGORIES
+    return out
+
+# ---------------------------------------------------------------------------- record mapping (both schemas)
+
+
+def _rid(doc) -> str:
+    return str(doc.get("question_id") or doc.get("id") or "<no question_id>")
+
+
+def _dataset(doc, kind: str = "") -> str:
+    return f"MSEarth{('/' + kind) if kind else ''}"
+
+
+def _mapping(value: Any, field: str, doc, column: str) -> dict:
+    """A dict column as uploaded: a dict (repo JSON), a JSON string (HF) or a Python-literal string
+    (released repo file). A bare label string becomes ``{field: label}``; None/"" gives ``{}``."""
+    if value is None or value == "":
+        return {}
+    if isinstance(value, Mapping):
+        return dict(value)
+    if isinstance(value, str):
+        s = value.strip()
+        if s.startswith("{"):
+            for parse in (json.loads, ast.literal_eval):
+                try:
+                    out = parse(s)
+                    if isinstance(out, Mapping):
+                        return dict(out)
+                except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+                    continue
+            raise RecordError(_dataset(doc), _rid(doc), column, f"not a dict, JSON or Python literal: {s[:80]!r}")
+        return {field: s}
+    raise RecordError(_dataset(doc), _rid(doc), column, f"expected a dict or a string, got {type(value).__name__}")
+
+
+def query_of(doc) -> str:
+    q = doc.get("query")
+    if not isinstance(q, str):
+        raise RecordError(_dataset(doc), _rid(doc), "query", "missing or not a string")
+    return q
+
+
+def refined_caption(doc) -> str:
+    """The refined caption the OE judge sees (``caption`` in every upload of the OE set)."""
+    return str(doc.get("caption") or "")
+
+
+def sphere_of(doc) -> str:
+    s = str(_mapping(doc.get("classification_result"), "primary_sphere", doc, "classification_result").get("primary_sphere") or "").strip()
+    return s if s in SPHERES else "Other"
+
+
+def image_type_of(doc) -> str | None:
+    v = str(_mapping(doc.get("vqa_type"), "vqa_type", doc, "vqa_type").get("vqa_type") or "").strip()
+    return IMAGE_TYPES.get(v)
+
+
+def category_of(doc) -> str | None:
+    v = str(_mapping(doc.get("vqa_type"), "vqa_type", doc, "vqa_type").get("question_category") or "").strip().lower()
+    if v.startswith("discover"):
+        return "Discovery"
+    if v.startswith("percept"):
+        return "Perception"
+    return None
+
+
+def image_of(doc):
+    field = "image" if "image" in doc else "images" if "images" in doc else "image"
+    value = doc.get(field)
+    if isinstance(value, list):
+        value = value[0] if value else None
+    return load_image(value, dataset=_dataset(doc), record_id=_rid(doc), field=field)
+
+
+_CAPTION_RE = re.compile(r"Caption:.*?Question:", re.DOTALL)
+
+
+def question_text(doc, kind: str, with_caption: bool = True) -> str:
+    """``{question}`` of the prompt: the query without ``<image>`` (MCQ and OE); for the "w/o OC"
+    setting the official (commented-out) regex removes the raw caption."""
+    q = query_of(doc).replace("<image>", "")
+    if not with_caption:
+        q = _CAPTION_RE.sub("Question:", q)
+    return q
+
+
+def build_prompt(doc, kind: str, variant: str = "open_source", with_caption: bool = True) -> str:
+    try:
+        template = PROMPTS[(kind, variant)]
+    except KeyError:
+        raise ValueError(f"MSEarth prompt variant must be 'open_source' or 'closed', got {variant!r}") from None
+    if kind == "caption":
+        return template  # the dataset's `query` is ignored by the official captioning scripts
+    return template.replace("{question}", question_text(doc, kind, with_caption))
+
+
+def _settings(kwargs) -> tuple[str, str, bool]:
+    kw = kwargs or {}
+    return kw.get("kind", "mcq"), kw.get("prompt", "open_source"), bool(kw.get("with_caption", True))
+
+
+# ---------------------------------------------------------------------------- lmms-eval hooks
+
+
+def doc_to_messages(doc, lmms_eval_specific_kwargs=None):
+    """One user turn, text then image, as the official scripts send it; no system prompt."""
+    kind, variant, cap = _settings(lmms_eval_specific_kwargs)
+    return [{"role": "user", "content": [{"type": "text", "text": build_prompt(doc, kind, variant, cap)}, {"type": "image", "url": image_of(doc)}]}]
+
+
+def doc_to_visual(doc):
+    return [image_of(doc)]
+
+
+def doc_to_text(doc, lmms_eval_specific_kwargs=None):
+    kind, variant, cap = _settings(lmms_eval_specific_kwargs)
+    return build_prompt(doc, kind, variant, cap)
+
+
+def doc_to_target(doc, model_specific_target_kwargs=None):
+    return str(doc.get("response", ""))
+
+
+# ---------------------------------------------------------------------------- official extraction (spec §4.1)
+
+_FENCED_RE = re.compile(r"(?<=```json\n)([\s\S]*?)(?=\n```)")
+_BARE_RE = re.compile(r"{[\s\S]*?}")
+_TRAILING_RE = re.compile(r",\s*([}\]])")
+
+
+def official_json(text: str, clean_backslashes: bool = True) -> tuple[Any, str]:
+    """(parsed JSON or None, the text searched). Open-source scripts delete every backslash first;
+    the judge's reply is parsed without that step."""
+    t = text.replace("\\", "") if clean_backslashes else text
+    m = _FENCED_RE.search(t) or _BARE_RE.search(t)
+    if m:
+        try:
+            return json.loads(_TRAILING_RE.sub(r"\1", m.group(1) if m.re is _FENCED_RE else m.group(0))), t
+        except (ValueError, RecursionError):
+            pass
+    return None, t
+
+
+def generated_answer(response: Any, keys: tuple[str, ...] = ("answer",)) -> tuple[Any, str]:
+    """(the model's answer, how it was found): the first of ``keys`` in the parsed JSON (it may be a
+    non-string: the caller decides), else the raw text."""
+    text = as_text(response)
+    parsed, cleaned = official_json(text)
+    if isinstance(parsed, dict):
+        for k in keys:
+            if k in parsed:
+                return parsed[k], f"json:{k}"
+        return None, "json-without-" + "/".join(keys)
+    return cleaned, "raw"
+
+
+# ---------------------------------------------------------------------------- MCQ (spec §4.2)
+
+_OPTION_RE = re.compile(r"^\s*([abcdABCD])(?!\w)\s*[):.,\s]?\s*(.*)$")
+_OPTIONS_BLOCK_RE = re.compile(r"Options:\s*((?:[A-D]\.\s.*?(?:\n|$))+)")
+
+
+def parse_option(s: str) -> tuple[str | None, str | None]:
+    """The official ``parse``: (letter, rest or None) when the regex matches, else (None, text)."""
+    m = _OPTION_RE.match(s)
+    if m:
+        return m.group(1), (m.group(2) or None)
+    return None, s.strip()
+
+
+def option_lines(doc) -> list[str]:
+    """The option lines ("A. text") of an MCQ, parsed from ``query`` as the authors' fallback does."""
+    m = _OPTIONS_BLOCK_RE.search(query_of(doc))
+    if not m:
+        return []
+    return [ln.strip() for ln in m.group(1).split("\n") if ln.strip()]
+
+
+def gold_option(doc) -> tuple[str, str | None]:
+    resp = doc.get("response")
+    if not isinstance(resp, str) or not resp.strip():
+        raise RecordError(_dataset(doc, "MCQ"), _rid(doc), "response", "missing gold answer")
+    letter, content = parse_option(resp)
+    if letter is None:
+        raise RecordError(_dataset(doc, "MCQ"), _rid(doc), "response", f"gold {resp[:40]!r} does not start with an option letter")
+    return letter, content
+
+
+def strict_verdict(doc, answer: Any) -> dict:
+    """``msearth_acc_strict``: the official verdict, quirks included (a lower-case letter never
+    matches; a leading article "A " reads as option A; exact case-sensitive content compare). A
+    missing or non-string ``answer`` is wrong (the official script drops or crashes on it)."""
+    real_option, real_content = gold_option(doc)
+    if not isinstance(answer, str):
+        return {"correct": False, "option": None, "content": None, "reason": "answer is missing or not a string"}
+    option, content = parse_option(answer)
+    if option:
+        correct = option == real_option
+    elif content:
+        correct = content == real_content
+    else:
+        correct = False
+    return {"correct": correct, "option": option, "content": content}
+
+
+def paper_verdicts(docs_answers: list[tuple[Mapping, Any]]) -> list[dict]:
+    """``msearth_acc`` for a batch: letters case-insensitive; when no letter was extracted and the
+    content does not match exactly, the answer goes to the similarity fallback (all-MiniLM-L6-v2,
+    argmax over the option lines; paper §4.2). All fallbacks of the batch are encoded together."""
+    out: list[dict] = []
+    pending: list[int] = []
+    for doc, answer in docs_answers:
+        real_option, real_content = gold_option(doc)
+        if not isinstance(answer, str):
+            out.append({"correct": False, "rule": "no-answer"})
+            continue
+        option, content = parse_option(answer)
+        if option:
+            out.append({"correct": option.upper() == real_option.upper(), "rule": "letter", "option": option.upper()})
+        elif content and content == real_content:
+            out.append({"correct": True, "rule": "content"})
+        elif not answer.strip() or not option_lines(doc):
+            out.append({"correct": False, "rule": "none"})
+        else:
+            out.append({"correct": False, "rule": "similarity"})
+            pending.append(len(out) - 1)
+    if pending:
+        from lmms_eval_earthsci.core.similarity import get_matcher
+
+        queries = [as_text(docs_answers[i][1]) for i in pending]
+        cands = [option_lines(docs_answers[i][0]) for i in pending]
+        for i, m in zip(pending, get_matcher().best_matches(queries, cands)):
+            doc = docs_answers[i][0]
+            if m is None:
+                continue
+            line = cands[pending.index(i)][m.index]
+            letter = parse_option(line)[0]
+            out[i].update({"option": letter, "similarity": round(m.score, 4), "correct": bool(letter) and letter.upper() == gold_option(doc)[0].upper()})
+    return out
+
+
+def _breakdown(kind: str, doc, score) -> dict:
+    labels = {"sphere": [sphere_of(doc)]}
+    if kind in ("mcq", "open"):
+        it = image_type_of(doc)
+        labels["image"] = [it] if it else []
+    if kind == "mcq":
+        c = category_of(doc)
+        labels["category"] = [c] if c else []
+    out, _ = breakdown_scores(BREAKDOWN_PREFIX, score, labels, breakdowns(kind))
+    return out
+
+
+_PREPARED: dict[tuple[str, str], dict] = {}
+_PREPARED_LOCK = threading.Lock()
+
+
+def prepare_mcq(pairs) -> None:
+    """Batch step run by the hook before ``process_results`` (one rank's docs): every answer that
+    needs the similarity fallback is encoded in one batch."""
+    keyed = []
+    for doc, response in pairs:
+        answer, _ = generated_answer(response)
+        keyed.append(((doc_key(doc), response), doc, answer))
+    verdicts = paper_verdicts([(doc, answer) for _, doc, answer in keyed])
+    with _PREPARED_LOCK:
+        for (key, _, _), v in zip(keyed, verdicts):
+            _PREPARED[key] = v
+
+
+@batched(prepare_mcq)
+def process_results_mcq(doc, results):
+    """``msearth_acc`` (paper method), ``msearth_acc_strict`` (official code) and breakdowns of
+    ``msearth_acc``. Any response, however malformed, is scored (wrong) and counted."""
+    response = results[0] if results else ""
+    response = response if isinstance(response, str) else as_text(response)
+    answer, source = generated_answer(response)
+    strict = strict_verdict(doc, answer)
+    with _PREPARED_LOCK:
+        paper = _PREPARED.pop((doc_key(doc), response), None)
+    if paper is None:
+        paper = paper_verdicts([(doc, answer)])[0]
+    score = percent(paper["correct"])
+    out = _breakdown("mcq", doc, score)
+    shown = answer if isinstance(answer, str) else repr(answer)
+    out[MCQ_METRIC] = {"score": score, "id": _rid(doc), "answer": shown[:500], "source": source, **paper}
+    out[MCQ_STRICT] = {"score": percent(strict["correct"]), **strict}
+    return out
+
+
+# ---------------------------------------------------------------------------- open-ended (spec §4.3)
+
+
+def _image_part(images) -> dict:
+    media = images()
+    value = media.get("image") if "image" in media else media.get("images")
+    if isinstance(value, list):
+        value = value[0] if value else None
+    if value is None:
+        raise ValueError("the doc has no image for the judge")
+    return {"type": "image", "url": value}
+
+
+def oe_judge_prompt(doc, generated: str) -> str:
+    """The official OE judge prompt: the raw query (with ``<image>`` and the raw caption), the refined
+    caption, the gold and the generated answer."""
+    return (
+        OE_JUDGE_PROMPT.replace("{query}", query_of(doc))
+        .replace("{caption}", refined_caption(doc))
+        .replace("{response}", str(doc.get("response", "")))
+        .replace("{generated_answer}", generated)
+    )
+
+
+def parse_oe_verdict(reply: str) -> bool:
+    """``is_correct`` as the official code reads it (``str(v).strip().lower() in ["true", "1"]``); a
+    reply without a JSON object is a parse failure (the official code crashes there)."""
+    parsed, _ = official_json(reply, clean_backslashes=False)
+    if not isinstance(parsed, dict):
+        raise ValueError(f"no JSON object in {reply[:80]!r}")
+    return str(parsed.get("is_correct")).strip().lower() in ["true", "1"]
+
+
+OE_JUDGE = JudgeSpec(
+    name="msearth_oe",
+    build=lambda doc, answer, images: [{"role": "user", "content": [{"type": "text", "text": oe_judge_prompt(doc, answer)}, _image_part(images)]}],
+    parse=parse_oe_verdict,
+    uses_images=True,
+    judged_text=lambda response: _answer_text(response, ("answer",)),
+)
+
+
+def _answer_text(response: Any, keys: tuple[str, ...]) -> str:
+    answer, _ = generated_answer(response, keys)
+    if answer is None:
+        return ""
+    return answer if isinstance(answer, str) else json.dumps(answer, ensure_ascii=False)
+
+
+def _text_items(prefix: str, reference: str, candidate: str) -> dict:
+    scores = textmetrics.sample_scores(reference, candidate)
+    out = {f"{prefix}_{m}": (None if scores is None else scores.get(m)) for m in textmetrics.SAMPLE_METRICS}
+    out[f"{prefix}_bertscore"] = None if scores is None else {"reference": reference, "candidate": candidate}
+    return out
+
+
+@judged(OE_JUDGE)
+def process_results_open(doc, results):
+    """``msearth_oe_acc`` (judge; failures scored wrong and counted), the text metrics, breakdowns."""
+    response = results[0] if results else ""
+    answer = OE_JUDGE.text_of(response)
+    outcome = outcome_for(OE_JUDGE, doc, answer)
+    score = None if outcome.status == "unavailable" else percent(bool(outcome.ok and outcome.verdict))
+    out = _breakdown("open", doc, score)
+    out[OE_METRIC] = None if score is None else {"score": score, "id": _rid(doc), "answer": answer[:500]}
+    out["msearth_oe_judge_failed"] = outcome.failed_item()
+    out["msearth_oe_judge"] = outcome.log()
+    out.update(_text_items("msearth_oe", str(doc.get("response", "")), answer))
+    return out
+
+
+# ---------------------------------------------------------------------------- captioning (spec §4.4)
+
+
+def caption_judge_prompt(doc, generated: str) -> str:
+    return CAPTION_JUDGE_PROMPT.replace("{response}", str(doc.get("response", ""))).replace("{generated_caption}", generated)
+
+
+def parse_caption_score(reply: str) -> float:
+    """The judge's 1-5 ``score`` (a number or a numeric string); anything else is a parse failure."""
+    parsed, _ = official_json(reply, clean_backslashes=False)
+    if not isinstance(parsed, dict) or parsed.get("score") is None:
+        raise ValueError(f"no JSON score in {reply[:80]!r}")
+    value = float(parsed["score"])
+    if not 1.0 <= value <= 5.0:
+        raise ValueError(f"score {value} is outside 1-5")
+    return value
+
+
+CAPTION_JUDGE = JudgeSpec(
+    name="msearth_cap",
+    build=lambda doc, caption, images: [{"role": "user", "content": [{"type": "text", "text": caption_judge_prompt(doc, caption)}, _image_part(images)]}],
+    parse=parse_caption_score,
+    uses_images=True,
+    judged_text=lambda response: _answer_text(response, ("caption", "answer")),
+)
+
+
+@judged(CAPTION_JUDGE)
+def process_results_caption(doc, results):
+    """``msearth_cap_score`` (judge, 1-5; as the official aggregation, docs whose judging failed are
+    left out of the mean and counted in ``msearth_cap_judge_failed``) and the text metrics."""
+    response = results[0] if results else ""
+    caption = CAPTION_JUDGE.text_of(response)
+    outcome = outcome_for(CAPTION_JUDGE, doc, caption)
+    if outcome.status == "unavailable" or not outcome.ok:
+        value = None
+    else:
+        value = {"score": outcome.verdict, "id": _rid(doc)}
+    out = _breakdown("caption", doc, None if value is None else value["score"])
+    out[CAP_METRIC] = value
+    out["msearth_cap_judge_failed"] = outcome.failed_item()
+    out["msearth_cap_judge"] = outcome.log()
+    out.update(_text_items("msearth_cap", str(doc.get("response", "")), caption))
+    return out
+
+
+# ---------------------------------------------------------------------------- aggregations
+
+
+def bertscore(items) -> float | None:
+    """BERTScore F1 x100, per sample then mean, one batched pass; None if the model is unavailable."""
+    pairs = [i for i in items if isinstance(i, Mapping)]
+    if not pairs:
+        return None
+    f1 = textmetrics.bertscore_f1([p["reference"] for p in pairs], [p["candidate"] for p in pairs])
+    return None if f1 is None else 100 * sum(f1) / len(f1)
