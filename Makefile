@@ -16,6 +16,10 @@ $(VENV)/.installed: pyproject.toml Makefile
 	$(PY) -m pip install -q "$(TORCH_SPEC)"
 	$(PY) -m pip install -q -e '.[test]'
 	$(PY) -m pip uninstall -y -q torchvision || true
+	@# WordNet 3.0 for METEOR, from the distribution's package mirror when we may install (optional:
+	@# without it METEOR is reported unavailable and its value tests skip)
+	@if [ ! -d /usr/share/wordnet ] && command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
+		apt-get install -y -q wordnet-base >/dev/null 2>&1 || (apt-get update -q >/dev/null 2>&1 && apt-get install -y -q wordnet-base >/dev/null 2>&1) || echo "wordnet-base not installed: METEOR will be unavailable"; fi
 	touch $@
 
 setup: $(VENV)/.installed

@@ -1,0 +1,62 @@
+"""Text metrics against values worked out by hand from the definitions `evaluate` uses."""
+
+import math
+import os
+
+import pytest
+
+from lmms_eval_earthsci.core import textmetrics as T
+
+
+def test_bleu_brevity_penalty_and_order_four():
+    # all n-gram precisions are 1; the candidate is 5 tokens against 6: BP = exp(1 - 6/5)
+    assert T.bleu("a b c d e f", "a b c d e") == pytest.approx(math.exp(1 - 6 / 5))
+    assert T.bleu("hello there general kenobi", "hello there general kenobi") == 1.0
+    # fewer than 4 tokens: no 4-gram, no smoothing -> 0 (why short OE answers mostly score 0)
+    assert T.bleu("Tang dynasty", "Tang dynasty") == 0.0
+    # 13a tokenisation splits punctuation: "mat." == "mat ."
+    assert T.bleu("the cat sat on the mat .", "the cat sat on the mat.") == 1.0
+    with pytest.raises(ZeroDivisionError):
+        T.bleu("a b c d", "")
+
+
+def test_bleu_partial_matches():
+    ref, hyp = "the cat sat on the red mat today", "the cat sat on a red mat today"
+    # 1-grams 7/8, 2-grams 5/7, 3-grams 3/6, 4-grams 1/5; same length (no brevity penalty)
+    expected = math.exp((math.log(7 / 8) + math.log(5 / 7) + math.log(3 / 6) + math.log(1 / 5)) / 4)
+    assert T.bleu(ref, hyp) == pytest.approx(expected)
+
+
+def test_rouge_f_measures():
+    r = T.rouge("the cat sat on the mat", "the cat on the mat")
+    assert r["rouge1"] == pytest.approx(2 * 1 * (5 / 6) / (1 + 5 / 6))
+    assert r["rouge2"] == pytest.approx(2 * (3 / 4) * (3 / 5) / (3 / 4 + 3 / 5))
+    assert r["rougeL"] == pytest.approx(r["rouge1"])  # the LCS is the whole candidate
+    assert T.rouge("Han and Tang dynasties", "TANG, dynasties!")["rouge1"] == pytest.approx(2 * 1 * 0.5 / 1.5)  # lower-cased, punctuation dropped
+
+
+def test_meteor_stem_match_value():
+    if T._wordnet() is None:
+        pytest.skip("no WordNet here (Debian wordnet-base or NLTK data)")
+    # ref 4 tokens, hyp 2; "tang" exact, "dynasty"~"dynasties" by Porter stem: P=1, R=1/2, one chunk
+    fmean = (1 * 0.5) / (0.9 * 1 + 0.1 * 0.5)
+    assert T.meteor("Han and Tang dynasties", "Tang dynasty") == pytest.approx(fmean * (1 - 0.5 * (1 / 2) ** 3))
+    # identical 6-token sentences: one chunk, penalty 0.5 * (1/6)^3
+    assert T.meteor("it is a guide to action", "it is a guide to action") == pytest.approx(1 - 0.5 / 216)
+
+
+def test_missing_resources_are_unavailable_not_errors(monkeypatch, tmp_path, caplog):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv(T.BERTSCORE_MODEL_ENV, str(tmp_path / "no-model-here"))
+    T._bertscorer.cache_clear()
+    T._warned.discard("bertscore")
+    try:
+        assert T.bertscore_f1(["a b"], ["a b"]) is None
+        assert T.bertscore_f1([], []) == []
+        assert any("BERTScore is unavailable" in r.message for r in caplog.records)
+    finally:
+        T._bertscorer.cache_clear()
+    scores = T.sample_scores("Han and Tang dynasties", "Tang dynasty")
+    # no stemmer: only "tang" matches (P 1/2, R 1/4)
+    assert scores["rouge1"] == pytest.approx(100 / 3) and scores["bleu"] == 0.0
+    assert T.sample_scores("ref", "   ") is None
