@@ -16,6 +16,10 @@ so a blocking judge call there caps throughput at 4 / latency, whatever the endp
    the persistent verdict cache in front. No doc is judged twice across ranks: the shards are disjoint.
 3. ``process_results`` then only looks the outcome up (:func:`outcome_for`), instantly.
 
+The same hook also runs a benchmark's *batch preparation* (:func:`batched`) first: work that batches
+well across docs (sentence embeddings for MSEarth's similarity fallback) is done for the whole shard in
+one call, and ``process_results`` looks its results up the same way.
+
 Memory stays bounded: images are read *undecoded* (the dataset's stored bytes, no PIL round trip) by
 the worker that sends the request, one doc at a time per worker, and dropped after sending; nothing
 but small per-doc dicts ever reaches lmms-eval's cross-rank gather.
