@@ -1,0 +1,317 @@
+"""SciFIBench: "SciFIBench: Benchmarking Large Multimodal Models for Scientific Figure Interpretation"
+(Roberts, Han, Houlsby, Albanie; NeurIPS 2024 Datasets & Benchmarks). Figure->caption (F->C) and
+caption->figure (C->F) five-way choice.
+
+What is specific to SciFIBench lives here: the prompt wordings (spec §3; the dataset ``Question`` verbatim
+by default), the interleaved C->F layout, the staged answer extractor (spec §6; the paper itself used an
+LLM extractor, available here as the optional judge), and the alignment variants (spec §1.4/§3.5).
+"""
+
+from __future__ import annotations
+
+import difflib
+import random
+import re
+from typing import Any
+
+from lmms_eval_earthsci.core.data import RecordError, load_image
+from lmms_eval_earthsci.core.extraction import Extracted, as_text, extract_option_letter
+from lmms_eval_earthsci.core.judge_pass import JudgeSpec, judged, outcome_for
+from lmms_eval_earthsci.core.metrics import breakdown_scores, percent
+
+DATASET = "jonathan-roberts1/SciFIBench"
+SPLITS = {
+    ("cs", "f2c"): "CS_Figure2Caption",
+    ("cs", "c2f"): "CS_Caption2Figure",
+    ("general", "f2c"): "General_Figure2Caption",
+    ("general", "c2f"): "General_Caption2Figure",
+}
+LETTERS = "ABCDE"
+METRIC, NO_ANSWER, JUDGE_METRIC = "scifibench_acc", "scifibench_no_answer", "scifibench_acc_judge"
+BREAKDOWN_PREFIX = "scifibench"
+# spec §1.2: CS fine-grained labels; General top-level arXiv categories (exact strings unverified:
+# other labels still count in scifibench_acc and are logged)
+CATEGORIES = {
+    "cs": ["cs.NI", "cs.CV", "cs.DC", "cs.SY", "cs.CR", "cs.AI", "cs.CL", "cs.RO", "cs.LG", "cs.SE", "other cs", "cross-list"],
+    "general": ["physics", "math", "stat", "q-bio", "q-fin", "eess", "econ"],
+}
+
+# ---------------------------------------------------------------------------- prompts (spec §3)
+_THINK = " Let's think step by step."
+_ONLY = {"f2c": " Only provide the letter of the correct caption as your answer.", "c2f": " Only provide the letter of the correct image as your answer."}
+_APPENDIX_QUESTION = {"f2c": "Which of the captions best describes the image?", "c2f": "Which of the images best matches the caption?"}
+ALIGNMENT_SENTENCE = "A human expert marked one of the captions as <Correct>."
+ALIGNMENT_INSTRUCTION = "Ignore this information."
+ALIGNMENT_SEED = 2024
+
+
+def _rid(doc) -> str:
+    return str(doc.get("ID", "<no ID>"))
+
+
+def _dataset(doc) -> str:
+    return f"SciFIBench/{doc.get('_split', '?')}"
+
+
+def options_of(doc) -> list[str]:
+    opts = doc.get("Options")
+    if not isinstance(opts, (list, tuple)) or len(opts) != 5:
+        raise RecordError(_dataset(doc), _rid(doc), "Options", f"expected 5 options, got {opts!r:.80}")
+    return [str(o) for o in opts]
+
+
+def images_of(doc) -> list:
+    imgs = doc.get("Images")
+    if not isinstance(imgs, (list, tuple)) or not imgs:
+        raise RecordError(_dataset(doc), _rid(doc), "Images", "missing or empty")
+    return [load_image(v, dataset=_dataset(doc), record_id=_rid(doc), field=f"Images[{i}]") for i, v in enumerate(imgs)]
+
+
+def caption_text(option: str) -> str:
+    """An F->C option without its letter prefix ("A)  text" -> "text")."""
+    return re.sub(r"^\s*[A-Ea-e]\)\s*", "", option).strip()
+
+
+def _settings(kwargs) -> dict:
+    kw = dict(kwargs or {})
+    kw.setdefault("direction", "f2c")
+    kw.setdefault("prompt", "default")
+    if kw["prompt"] not in ("default", "paper_appendix", "reasoning"):
+        raise ValueError(f"SciFIBench prompt must be default, paper_appendix or reasoning, got {kw['prompt']!r}")
+    return kw
+
+
+def _question_line(doc, kw) -> str:
+    d = kw["direction"]
+    if kw["prompt"] == "paper_appendix":
+        if d == "c2f":  # the C->F Question carries the caption: keep it, then the appendix instruction
+            return str(doc.get("Question", "")).strip() + "\n" + _APPENDIX_QUESTION[d]
+        q = _APPENDIX_QUESTION[d]
+    else:
+        q = str(doc.get("Question", "")).strip()
+    return q
+
+
+def _tail(doc, kw) -> str:
+    only = "" if kw["prompt"] == "reasoning" else _ONLY[kw["direction"]]
+    return _question_line(doc, kw) + _THINK + only + " Answer:"
+
+
+def marked_option(doc, mark: str) -> int:
+    """Index of the option that gets the ``<Correct>`` tag: the right one, or a wrong one chosen with a
+    generator seeded by the question (the same in every run)."""
+    gold = LETTERS.index(str(doc.get("Answer", "A")).strip().upper()[:1] or "A")
+    if mark == "correct":
+        return gold
+    wrong = [i for i in range(5) if i != gold]
+    return random.Random(f"{ALIGNMENT_SEED}:{doc.get('_split', '')}:{_rid(doc)}").choice(wrong)
+
+
+def f2c_option_lines(doc, kw) -> list[str]:
+    lines = [o.strip() for o in options_of(doc)]
+    mark = kw.get("mark")
+    if mark:
+        i = marked_option(doc, mark)
+        m = re.match(r"^([A-Ea-e]\))\s*", lines[i])
+        prefix = m.group(1) if m else f"{LETTERS[i]})"
+        lines[i] = f"{prefix} <Correct> {lines[i][m.end():] if m else lines[i]}"
+    return lines
+
+
+def f2c_text(doc, kw) -> str:
+    head = ""
+    if kw.get("mark"):
+        head = ALIGNMENT_SENTENCE + (" " + ALIGNMENT_INSTRUCTION if kw.get("instruction") else "") + "\n"
+    return head + "\n".join(f2c_option_lines(doc, kw)) + "\n" + _tail(doc, kw)
+
+
+def doc_to_messages(doc, lmms_eval_specific_kwargs=None):
+    """F->C: the figure, then the lettered captions and the question. C->F: "A) " + image A ... "E) " +
+    image E, then the question (which carries the caption)."""
+    kw = _settings(lmms_eval_specific_kwargs)
+    imgs = images_of(doc)
+    if kw["direction"] == "f2c":
+        content = [{"type": "image", "url": imgs[0]}, {"type": "text", "text": f2c_text(doc, kw)}]
+    else:
+        content = []
+        for i, (opt, img) in enumerate(zip(options_of(doc), imgs)):
+            label = opt[:3] if re.match(r"^[A-E]\) ", opt[:3]) else f"{LETTERS[i]}) "
+            content += [{"type": "text", "text": label}, {"type": "image", "url": img}]
+        content.append({"type": "text", "text": "\n" + _tail(doc, kw)})
+    return [{"role": "user", "content": content}]
+
+
+def doc_to_visual(doc):
+    """Simple backends: the figure (F->C) or the five candidate figures in A-E order (C->F)."""
+    return images_of(doc)
+
+
+def doc_to_text(doc, lmms_eval_specific_kwargs=None):
+    """Simple backends (images are passed separately, in order): F->C as the chat text; C->F as
+    ``A) <image>`` ... ``E) <image>`` lines, then the question."""
+    kw = _settings(lmms_eval_specific_kwargs)
+    if kw["direction"] == "f2c":
+        return f2c_text(doc, kw)
+    return "".join(f"{LETTERS[i]}) <image>\n" for i in range(5)) + _tail(doc, kw)
+
+
+def doc_to_target(doc, model_specific_target_kwargs=None):
+    return str(doc.get("Answer", ""))
+
+
+def process_docs_for(split: str):
+    """``process_docs`` that tags each doc with its split (IDs repeat across splits)."""
+
+    def process(dataset):
+        if hasattr(dataset, "add_column"):  # a column, not a map: no image is decoded
+            return dataset.add_column("_split", [split] * len(dataset))
+        return [{**d, "_split": split} for d in dataset]
+
+    return process
+
+
+def process_docs_cs_f2c(dataset):
+    return process_docs_for("CS_Figure2Caption")(dataset)
+
+
+def process_docs_cs_c2f(dataset):
+    return process_docs_for("CS_Caption2Figure")(dataset)
+
+
+def process_docs_general_f2c(dataset):
+    return process_docs_for("General_Figure2Caption")(dataset)
+
+
+def process_docs_general_c2f(dataset):
+    return process_docs_for("General_Caption2Figure")(dataset)
+
+
+# ---------------------------------------------------------------------------- staged extraction (spec §6)
+
+_BOLD_RE = re.compile(r"\*\*|__")
+_LAST_ANSWER_RE = re.compile(r"answer\s*:", re.I)
+# the nouns are case-insensitive, the letter is not ("the answer is a bar chart" names no option)
+_PHRASE_RE = re.compile(r"(?i:answer|option|caption|image|figure|choice)\s*(?i:is|would be|should be)?\s*:?\s*\(?([A-E])\)?(?![A-Za-z0-9])")
+_LETTER_PAREN_RE = re.compile(r"(?:^|[\s(\[])([A-E])\)")
+# similarity stage: accept the best caption only when clearly best (captions are near-duplicates)
+SIM_MIN_RATIO = 0.6
+SIM_MIN_GAP = 0.1
+
+
+def _norm(text: str) -> str:
+    """Lower-case words only: punctuation (spaced out in SciCap captions) never decides a match."""
+    return " ".join(re.sub(r"[^\w]+", " ", text.lower()).split())
+
+
+def extract(response: Any, options: list[str] | None = None) -> Extracted:
+    """The staged extractor. ``rule`` is the stage that fired: ``strict``, ``leading``, ``phrase``,
+    ``similarity`` (F->C only, ``options`` given) or ``none`` (no answer; ``ambiguous`` when several
+    letters are named without a decisive phrase)."""
+    text = _BOLD_RE.sub("", as_text(response)).replace("</s>", "").strip()
+    tail = text
+    marks = list(_LAST_ANSWER_RE.finditer(text))
+    if marks:
+        tail = text[marks[-1].end() :].strip() or text
+    for source in dict.fromkeys([tail, text]):
+        got = extract_option_letter(source, LETTERS, rules=["letter-bare", "letter-markup"])
+        if got.found:
+            return Extracted(got.value, "strict")
+    for source in dict.fromkeys([tail, text]):
+        got = extract_option_letter(source, LETTERS, rules=["letter-leading"])
+        if got.found:
+            return Extracted(got.value, "leading")
+        m = re.match(r"^\s*\(?([A-E])\)", source)
+        if m and not _lists_options(source):
+            return Extracted(m.group(1), "leading")
+    phrases = [m.group(1).upper() for m in _PHRASE_RE.finditer(text)]
+    if phrases:
+        return Extracted(phrases[-1], "phrase")  # the last decisive mention
+    letters = {m.group(1) for m in _LETTER_PAREN_RE.finditer(text)}
+    if len(letters) == 1:
+        return Extracted(letters.pop(), "phrase")
+    if len(letters) > 1:
+        return Extracted("", "ambiguous")
+    if options:
+        hit = _similar_caption(text, options)
+        if hit is not None:
+            return Extracted(LETTERS[hit], "similarity")
+    return Extracted("", "none")
+
+
+def _lists_options(text: str) -> bool:
+    return len(set(re.findall(r"(?:^|\n)\s*\(?([A-E])\)", text))) > 1
+
+
+def _similar_caption(text: str, options: list[str]) -> int | None:
+    """The one option whose caption the response contains, else the clearly closest one."""
+    resp = _norm(text)
+    caps = [_norm(caption_text(o)) for o in options]
+    contained = [i for i, c in enumerate(caps) if c and c in resp]
+    if len(contained) == 1:
+        return contained[0]
+    if len(contained) > 1:  # one caption inside another: the longest contained one, if unique
+        longest = max(len(caps[i]) for i in contained)
+        top = [i for i in contained if len(caps[i]) == longest]
+        return top[0] if len(top) == 1 else None
+    ratios = sorted(((difflib.SequenceMatcher(None, resp, c).ratio(), i) for i, c in enumerate(caps)), reverse=True)
+    if ratios and ratios[0][0] >= SIM_MIN_RATIO and ratios[0][0] - ratios[1][0] >= SIM_MIN_GAP:
+        return ratios[0][1]
+    return None
+
+
+# ---------------------------------------------------------------------------- scoring
+
+
+def _breakdown(doc, score) -> dict:
+    subset = "cs" if str(doc.get("_split", "")).startswith("CS") else "general"
+    cat = str(doc.get("Category", "")).strip()
+    out, _ = breakdown_scores(BREAKDOWN_PREFIX, score, {"category": [cat] if cat else []}, {"category": CATEGORIES[subset]})
+    return out
+
+
+def process_results(doc, results):
+    """``scifibench_acc`` (staged extractor), the no-answer rate and per-category accuracy. Every doc
+    counts: no extracted letter is wrong."""
+    response = results[0] if results else ""
+    gold = str(doc.get("Answer", "")).strip().upper()
+    if gold not in LETTERS or not gold:
+        raise RecordError(_dataset(doc), _rid(doc), "Answer", f"expected one letter A-E, got {doc.get('Answer')!r}")
+    direction = "c2f" if "Caption2Figure" in str(doc.get("_split", "")) else "f2c"
+    got = extract(response, options_of(doc) if direction == "f2c" else None)
+    correct = got.value == gold
+    score = percent(correct)
+    out = _breakdown(doc, score)
+    out[METRIC] = {"score": score, "id": _rid(doc), "split": doc.get("_split"), "category": doc.get("Category"), "gold": gold, "parsed": got.value or None, "stage": got.rule}
+    out[NO_ANSWER] = percent(not got.value)
+    return out
+
+
+# the paper's extractor prompt (code version, backslash-continuation spaces normalised; spec §3.4)
+EXTRACTOR_PROMPT = 'Here is the output from a generative model:\n"{output}"\nThe output contains the answer to a multiple choice question with options A) - E). Return only the letter of the answer. If no answer is found, return "None".'
+
+
+def parse_judge_letter(reply: str) -> str | None:
+    m = re.search(r"[A-E]", reply or "")
+    return m.group(0) if m else None
+
+
+JUDGE = JudgeSpec(
+    name="scifibench",
+    build=lambda doc, response, images: [{"role": "user", "content": EXTRACTOR_PROMPT.replace("{output}", response)}],
+    parse=parse_judge_letter,
+    settings={"max_tokens": 8},
+)
+
+
+@judged(JUDGE)
+def process_results_judge(doc, results):
+    """Adds ``scifibench_acc_judge``: the paper's LLM extractor (sees only the output) through the
+    judge engine; its first A-E letter, else no answer (wrong); judge failures counted and wrong."""
+    out = process_results(doc, results)
+    response = results[0] if results else ""
+    outcome = outcome_for(JUDGE, doc, as_text(response))
+    gold = out[METRIC]["gold"]
+    out[JUDGE_METRIC] = None if outcome.status == "unavailable" else percent(bool(outcome.ok and outcome.verdict == gold))
+    out["scifibench_judge_failed"] = outcome.failed_item()
+    out["scifibench_judge"] = outcome.log()
+    return out

@@ -1,0 +1,107 @@
+"""SciFIBench: prompts and layouts, the staged extractor on the paper's example outputs, alignment
+variants, scoring and the LLM-extractor parser."""
+
+import pytest
+
+from lmms_eval_earthsci import scifibench as S
+from lmms_eval_earthsci.core.data import RecordError
+from lmms_eval_earthsci.testing.fixtures import scifibench_rows
+
+OPTS = [
+    "A)  ber vs snr for fft size=2048 using ls , lmmse , lr-lmmse .",
+    "B)  ber vs snr for fft size=1024 using ls , lmmse , lr-lmmse .",
+    "C)  surowiec-south flow rates over the season .",
+    "D)  expected lookup time for different table sizes .",
+    "E)  the roc curves of three detectors .",
+]
+
+
+@pytest.mark.parametrize(
+    "response, letter, stage",
+    [
+        ("D)", "D", "strict"),
+        ("D", "D", "strict"),
+        ("**B**", "B", "strict"),
+        ("A) surowiec-south flow …", "A", "leading"),
+        ("The correct caption that best describes the image is: E) expected lookup time …</s>", "E", "phrase"),
+        ("Answer: E", "E", "strict"),
+        ("The answer is E) the roc curves …", "E", "phrase"),
+        ("Let's think step by step. The plot shows flow rates over a season, so it is C. Answer: C", "C", "strict"),
+        ("The figure is a line plot of bit error rate against snr for several estimators, with no clear winner among them at high snr.", "", "none"),
+        ("A) ber vs snr\nB) ber vs snr 1024\nC) surowiec\nD) lookup\nE) roc curves", "", "ambiguous"),  # lists all options
+        ("Either (B) or (D).", "", "ambiguous"),
+        ("the answer is a bar chart", "", "none"),  # lower-case "a" is a word, not an option
+        ("the roc curves of three detectors", "E", "similarity"),  # exactly one caption contained
+        ("ber vs snr for fft size=1024 using ls , lmmse , lr-lmmse", "B", "similarity"),  # near-duplicates: the contained one
+        ("ber vs snr for fft size using ls and lmmse", "", "none"),  # close to A and B alike: no margin
+    ],
+)
+def test_staged_extractor(response, letter, stage):
+    got = S.extract(response, OPTS)
+    assert (got.value, got.rule) == (letter, stage)
+
+
+def test_no_similarity_stage_for_caption_to_figure():
+    assert S.extract("the roc curves of three detectors", None).rule == "none"
+
+
+def test_f2c_prompt_layout():
+    doc = {**scifibench_rows("CS_Figure2Caption")[1], "_split": "CS_Figure2Caption"}
+    msgs = S.doc_to_messages(doc, {"direction": "f2c"})
+    parts = msgs[0]["content"]
+    assert [p["type"] for p in parts] == ["image", "text"]
+    expected = "\n".join(o.strip() for o in doc["Options"]) + "\nWhich caption best matches the image? Let's think step by step. Only provide the letter of the correct caption as your answer. Answer:"
+    assert parts[1]["text"] == expected
+    assert parts[1]["text"].startswith("A)  lookup time vs load factor .\nB)  ")  # options verbatim, never reordered
+    appendix = S.doc_to_text(doc, {"direction": "f2c", "prompt": "paper_appendix"})
+    assert appendix.endswith("\nWhich of the captions best describes the image? Let's think step by step. Only provide the letter of the correct caption as your answer. Answer:")
+    reasoning = S.doc_to_text(doc, {"direction": "f2c", "prompt": "reasoning"})
+    assert reasoning.endswith("Which caption best matches the image? Let's think step by step. Answer:")
+    with pytest.raises(ValueError):
+        S.doc_to_text(doc, {"direction": "f2c", "prompt": "cot"})
+
+
+def test_c2f_interleaved_layout_and_simple_text():
+    doc = {**scifibench_rows("CS_Caption2Figure")[0], "_split": "CS_Caption2Figure"}
+    parts = S.doc_to_messages(doc, {"direction": "c2f"})[0]["content"]
+    assert [p["type"] for p in parts] == ["text", "image"] * 5 + ["text"]
+    assert [parts[i]["text"] for i in range(0, 10, 2)] == ["A) ", "B) ", "C) ", "D) ", "E) "]
+    assert [parts[i]["url"].size for i in range(1, 10, 2)] == [(64 + 8 * k, 48) for k in range(5)]  # A-E order
+    assert parts[-1]["text"] == "\n" + doc["Question"] + " Let's think step by step. Only provide the letter of the correct image as your answer. Answer:"
+    assert [im.size for im in S.doc_to_visual(doc)] == [(64 + 8 * k, 48) for k in range(5)]
+    assert S.doc_to_text(doc, {"direction": "c2f"}).startswith("A) <image>\nB) <image>\nC) <image>\nD) <image>\nE) <image>\nCaption: ")
+
+
+def test_alignment_variants():
+    doc = {**scifibench_rows("CS_Figure2Caption")[1], "_split": "CS_Figure2Caption"}  # answer C
+    right = S.doc_to_text(doc, {"direction": "f2c", "mark": "correct"})
+    assert right.startswith(S.ALIGNMENT_SENTENCE + "\nA)  lookup")
+    assert "\nC) <Correct> expected lookup time for different table sizes .\n" in right
+    wrong = S.doc_to_text(doc, {"direction": "f2c", "mark": "incorrect", "instruction": True})
+    assert wrong.startswith("A human expert marked one of the captions as <Correct>. Ignore this information.\n")
+    tagged = [line[0] for line in wrong.split("\n") if "<Correct> " in line and line[:2].endswith(")")]
+    assert len(tagged) == 1 and tagged[0] != "C"
+    assert S.marked_option(doc, "incorrect") == S.marked_option(doc, "incorrect")  # seeded: every run agrees
+    picks = {S.marked_option({**doc, "ID": i}, "incorrect") for i in range(30)}
+    assert len(picks) == 4 and 2 not in picks
+
+
+def test_scoring_and_breakdowns():
+    doc = {**scifibench_rows("General_Figure2Caption")[1], "_split": "General_Figure2Caption"}  # answer D, q-bio
+    out = S.process_results(doc, ["Answer: D"])
+    assert out["scifibench_acc"]["score"] == 100.0 and out["scifibench_acc"]["stage"] == "strict"
+    assert out["scifibench_category_q_bio"] == 100.0 and out["scifibench_category_physics"] is None
+    assert out["scifibench_no_answer"] == 0.0
+    out = S.process_results(doc, ["I cannot tell."])
+    assert out["scifibench_acc"]["score"] == 0.0 and out["scifibench_no_answer"] == 100.0
+    for bad in (None, 12, "\udcff" * 3, "x" * 200_000):
+        assert S.process_results(doc, [bad])["scifibench_acc"]["score"] in (0.0, 100.0)
+    with pytest.raises(RecordError, match=r"record '1', field 'Answer'"):
+        S.process_results({**doc, "Answer": "F"}, ["F"])
+
+
+def test_llm_extractor_prompt_and_parser():
+    msg = S.JUDGE.build({}, "It is D) expected lookup", dict)
+    assert msg[0]["content"] == 'Here is the output from a generative model:\n"It is D) expected lookup"\nThe output contains the answer to a multiple choice question with options A) - E). Return only the letter of the answer. If no answer is found, return "None".'
+    assert S.parse_judge_letter("D") == "D" and S.parse_judge_letter(" B)") == "B"
+    assert S.parse_judge_letter("None") is None and S.parse_judge_letter("") is None
