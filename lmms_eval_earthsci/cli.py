@@ -4,6 +4,10 @@
 - ``lmms-eval-earthsci run ARGS...``: run ``lmms-eval ARGS...`` with our tasks on the include path,
   a fallback for when automatic registration is unavailable.
 - ``lmms-eval-earthsci write-fixtures DIR``: write the synthetic local mirror used by the tests.
+- ``lmms-eval-earthsci demo [--model M --model_args A --tasks T --limit N --data sample|hub]``: the
+  offline demo (tiny local VLM, bundled sample mirror, real lmms-eval run, report).
+- ``lmms-eval-earthsci report OUTPUT_PATH... [--out DIR] [--paper-model NAME]``: Markdown tables and PNG
+  charts from one or several lmms-eval output folders, with the papers' numbers as reference.
 """
 
 from __future__ import annotations
@@ -34,6 +38,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         from lmms_eval.cli.dispatch import main as lmms_main
 
         return lmms_main() or 0
+    if cmd == "demo":
+        from lmms_eval_earthsci.demo import main as demo_main
+
+        return demo_main(rest)
+    if cmd == "report":
+        import argparse
+
+        from lmms_eval_earthsci.report import ReportError, write_report
+
+        ap = argparse.ArgumentParser(prog="lmms-eval-earthsci report")
+        ap.add_argument("paths", nargs="+")
+        ap.add_argument("--out", default=None)
+        ap.add_argument("--paper-model", default=None)
+        a = ap.parse_args(rest)
+        try:
+            path, text = write_report(a.paths, a.out, a.paper_model)
+        except ReportError as exc:
+            print(f"lmms-eval-earthsci report: {exc}", file=sys.stderr)
+            return 2
+        print(text)
+        print(f"\nreport: {path}")
+        return 0
     if cmd == "write-fixtures":
         from lmms_eval_earthsci.testing.fixtures import write_mirror
 

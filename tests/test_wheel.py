@@ -22,6 +22,14 @@ def wheel(tmp_path_factory):
     return whl
 
 
+def test_wheel_ships_data_files(wheel):
+    names = set(zipfile.ZipFile(wheel).namelist())
+    assert {"lmms_eval_earthsci/paper_numbers/emma.json", "lmms_eval_earthsci/paper_numbers/msearth.json", "lmms_eval_earthsci/paper_numbers/scifibench.json"} <= names
+    mirror = {n for n in names if n.startswith("lmms_eval_earthsci/sample_mirror/") and n.endswith(".parquet")}
+    assert any("luckychao/EMMA-mini/Math" in n for n in mirror) and any("MSEarth/MSEarth_MCQ" in n for n in mirror)
+    assert any("SciFIBench/data/CS_Caption2Figure" in n for n in mirror)
+
+
 def test_wheel_ships_every_task_file(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
     for dirpath, _, files in os.walk(os.path.join(ROOT, "task_yamls")):

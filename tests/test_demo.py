@@ -1,0 +1,60 @@
+"""The demo on a subset (tiny local VLM, bundled sample mirror, real lmms-eval CLI, report), and the
+bundled mirror itself."""
+
+import glob
+import json
+import os
+import re
+import subprocess
+
+import pytest
+
+from conftest import VENV_BIN, cli_env
+from lmms_eval_earthsci.demo import SAMPLE_MIRROR
+
+pytestmark = pytest.mark.e2e
+
+
+def test_bundled_mirror_is_the_fixture_writer_output():
+    import datasets
+
+    from lmms_eval_earthsci.testing import fixtures as F
+
+    expected = {
+        "luckychao/EMMA-mini/Math": F.emma_rows()["Math"],
+        "MSEarth/MSEarth_MCQ": F.msearth_rows("mcq"),
+        "jonathan-roberts1/SciFIBench/CS_Caption2Figure": F.scifibench_rows("CS_Caption2Figure"),
+    }
+    for key, rows in expected.items():
+        parts = key.split("/")
+        repo = os.path.join(SAMPLE_MIRROR, parts[0], parts[1])
+        if parts[0] == "luckychao":
+            ds = datasets.load_dataset(repo, parts[2], split="test")
+        elif parts[0] == "MSEarth":
+            ds = datasets.load_dataset(repo, split="train")
+        else:
+            ds = datasets.load_dataset(repo, data_files={parts[2]: f"data/{parts[2]}-*.parquet"}, split=parts[2])
+        got = [{k: v for k, v in r.items() if not k.lower().startswith("image")} for r in ds]
+        want = [{k: v for k, v in r.items() if not k.lower().startswith("image")} for r in rows]
+        assert got == want, key
+
+
+def test_demo_subset_writes_report(hf_home, tmp_path):
+    out = tmp_path / "demo"
+    env = cli_env(SAMPLE_MIRROR, hf_home, EARTHSCI_CACHE_DIR=str(tmp_path / "cache"))
+    env.pop("EARTHSCI_DATA_MIRROR")  # the demo sets it itself
+    cmd = [os.path.join(VENV_BIN, "lmms-eval-earthsci"), "demo", "--out", str(out), "--tasks", "emma_mini_math,msearth_mcq,scifibench_cs_c2f"]
+    proc = subprocess.run(cmd, env=env, cwd=str(tmp_path), capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "random noise" in proc.stdout and "report:" in proc.stdout
+    report = (out / "report" / "report.md").read_text()
+    results = json.load(open(glob.glob(str(out / "runs" / "**" / "*_results.json"), recursive=True)[0]))["results"]
+    # every number in the tables is the one in the results JSON
+    for task, metric in (("emma_mini_math", "emma_acc"), ("msearth_mcq", "msearth_acc"), ("msearth_mcq", "msearth_acc_strict"), ("scifibench_cs_c2f", "scifibench_acc")):
+        value = results[task][f"{metric},none"]
+        assert f"| {task} | {metric} | {value:.2f} |" in report
+    assert re.search(r"\| .*tiny-llava \| emma_mini_math \| 3 \| \d+ \| 0 \| 0 \|", report)
+    for name in ("EMMA", "MSEarth", "SciFIBench"):
+        assert f"## {name}" in report
+    assert (out / "report" / "emma_1.png").stat().st_size > 1000 and (out / "report" / "scifibench_1.png").exists()
+    assert os.path.exists(tmp_path / "cache" / "tiny-llava" / "model.safetensors")
