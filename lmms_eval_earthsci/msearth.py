@@ -293,8 +293,14 @@ def strict_verdict(doc, answer: Any) -> dict:
     return {"correct": correct, "option": option, "content": content}
 
 
+# a lower-case "a" followed by a space and a word is the article (the official regex reads it as a
+# letter, which no gold matches since gold letters are upper-case; upper-casing must not turn it into A)
+_ARTICLE_RE = re.compile(r"^\s*a\s+[A-Za-z]{2,}")
+
+
 def paper_verdicts(docs_answers: list[tuple[Mapping, Any]]) -> list[dict]:
-    """``msearth_acc`` for a batch: letters case-insensitive; when no letter was extracted and the
+    """``msearth_acc`` for a batch: letters case-insensitive (a lower-case article "a ..." is not a
+    letter); when no letter was extracted and the
     content does not match exactly, the answer goes to the similarity fallback (all-MiniLM-L6-v2,
     argmax over the option lines; paper §4.2). All fallbacks of the batch are encoded together."""
     out: list[dict] = []
@@ -305,6 +311,8 @@ def paper_verdicts(docs_answers: list[tuple[Mapping, Any]]) -> list[dict]:
             out.append({"correct": False, "rule": "no-answer"})
             continue
         option, content = parse_option(answer)
+        if option and option.islower() and _ARTICLE_RE.match(answer):
+            option, content = None, answer.strip()  # "a decrease in salinity": an article, not option A
         if option:
             out.append({"correct": option.upper() == real_option.upper(), "rule": "letter", "option": option.upper()})
         elif content and content == real_content:

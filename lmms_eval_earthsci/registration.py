@@ -54,6 +54,23 @@ def _with_our_tasks(include_path):
     return paths
 
 
+def wrap_task_method(name: str, marker: str, make_wrapper, requires: tuple[str, ...] = ()) -> bool:
+    """Replace ``ConfigurableTask.<name>`` by ``make_wrapper(original)`` once (``marker`` records it).
+    False, changing nothing, if lmms-eval no longer has the method or the attributes in ``requires``."""
+    try:
+        from lmms_eval.api.task import ConfigurableTask
+    except Exception:  # pragma: no cover - lmms-eval layout changed
+        return False
+    if getattr(ConfigurableTask, marker, False):
+        return True
+    original = getattr(ConfigurableTask, name, None)
+    if original is None or not all(hasattr(ConfigurableTask, r) for r in requires):
+        return False
+    setattr(ConfigurableTask, name, functools.wraps(original)(make_wrapper(original)))
+    setattr(ConfigurableTask, marker, True)
+    return True
+
+
 def patch_task_manager(task_manager_cls) -> bool:
     """Make ``task_manager_cls.initialize_tasks`` always index :data:`TASKS_DIR`. Returns success."""
     if getattr(task_manager_cls, "_earthsci_patched", False):

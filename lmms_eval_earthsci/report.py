@@ -85,7 +85,8 @@ def read_runs(paths: Sequence[str]) -> list[Run]:
             for task, metrics in data["results"].items():
                 if not isinstance(metrics, dict):
                     raise ReportError(f"{path}: results for {task!r} are not a table")
-                results[task] = {k.split(",")[0]: v for k, v in metrics.items() if "," in k and "_stderr" not in k}
+                # "metric,filter": the filter name is kept unless it is lmms-eval's default "none"
+                results[task] = {(k.split(",", 1)[0] if k.endswith(",none") else k): v for k, v in metrics.items() if "," in k and "_stderr" not in k}
             stamp = os.path.basename(path)[: -len("_results.json")]
             samples = {}
             for sp in glob.glob(os.path.join(os.path.dirname(path), f"{stamp}_samples_*.jsonl")):

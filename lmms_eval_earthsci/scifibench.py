@@ -192,6 +192,7 @@ _BOLD_RE = re.compile(r"\*\*|__")
 _LAST_ANSWER_RE = re.compile(r"answer\s*:", re.I)
 # the nouns are case-insensitive, the letter is not ("the answer is a bar chart" names no option)
 _PHRASE_RE = re.compile(r"(?i:answer|option|caption|image|figure|choice)\s*(?i:is|would be|should be)?\s*:?\s*\(?([A-E])\)?(?![A-Za-z0-9])")
+_ANSWER_PHRASE_RE = re.compile(r"(?i:answer)\s*(?i:is|would be|should be)?\s*:?\s*\(?([A-E])\)?(?![A-Za-z0-9])")
 _LETTER_PAREN_RE = re.compile(r"(?:^|[\s(\[])([A-E])\)")
 # similarity stage: accept the best caption only when clearly best (captions are near-duplicates)
 SIM_MIN_RATIO = 0.6
@@ -223,9 +224,21 @@ def extract(response: Any, options: list[str] | None = None) -> Extracted:
         m = re.match(r"^\s*\(?([A-E])\)", source)
         if m and not _lists_options(source):
             return Extracted(m.group(1), "leading")
-    phrases = [m.group(1).upper() for m in _PHRASE_RE.finditer(text)]
-    if phrases:
-        return Extracted(phrases[-1], "phrase")  # the last decisive mention
+    # an explicit answer phrase decides (its last occurrence); mentions of options, images or
+    # captions decide only when they all name the same letter ("unlike image A ... image E" does not)
+    answers = [m.group(1) for m in _ANSWER_PHRASE_RE.finditer(text)]
+    if answers:
+        return Extracted(answers[-1], "phrase")
+    first_line = tail.split("\n", 1)[0].strip()
+    if marks and first_line != tail:  # "Answer: C\nExplanation: ...": the line after "Answer:" decides
+        got = extract_option_letter(first_line, LETTERS, rules=["letter-bare", "letter-markup", "letter-leading"])
+        if got.found:
+            return Extracted(got.value, "leading")
+    mentions = {m.group(1) for m in _PHRASE_RE.finditer(text)}
+    if len(mentions) == 1:
+        return Extracted(mentions.pop(), "phrase")
+    if len(mentions) > 1:
+        return Extracted("", "ambiguous")
     letters = {m.group(1) for m in _LETTER_PAREN_RE.finditer(text)}
     if len(letters) == 1:
         return Extracted(letters.pop(), "phrase")
@@ -274,7 +287,7 @@ def process_results(doc, results):
     counts: no extracted letter is wrong."""
     response = results[0] if results else ""
     gold = str(doc.get("Answer", "")).strip().upper()
-    if gold not in LETTERS or not gold:
+    if len(gold) != 1 or gold not in LETTERS:
         raise RecordError(_dataset(doc), _rid(doc), "Answer", f"expected one letter A-E, got {doc.get('Answer')!r}")
     direction = "c2f" if "Caption2Figure" in str(doc.get("_split", "")) else "f2c"
     got = extract(response, options_of(doc) if direction == "f2c" else None)

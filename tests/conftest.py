@@ -73,3 +73,18 @@ def read_outputs(output_path):
         with open(path) as f:
             samples[task] = [json.loads(line) for line in f if line.strip()]
     return res, samples
+
+
+def run_with_judge(mirror, hf_home, tmp_path, responder, tasks, judge_model="judge-m", **env_extra):
+    """Run the openai chat backend against one loopback server playing the model (``model=fake``)
+    and the judge (``judge_model``); returns (results, samples, request bodies)."""
+    from lmms_eval_earthsci.testing.openai_server import FakeOpenAIServer
+
+    with FakeOpenAIServer(responder=responder) as srv:
+        out = tmp_path / "out"
+        env = cli_env(mirror, hf_home, EARTHSCI_JUDGE_BASE_URL=srv.base_url, EARTHSCI_JUDGE_MODEL=judge_model, EARTHSCI_JUDGE_CACHE=str(tmp_path / "cache"), **env_extra)
+        args = ["--model", "openai", "--model_args", f"model=fake,base_url={srv.base_url},api_key=sk-fake,num_concurrent=2", "--tasks", tasks, "--output_path", str(out), "--log_samples"]
+        run_cli(args, env, str(tmp_path))
+        bodies = list(srv.requests)
+    res, samples = read_outputs(str(out))
+    return res, samples, bodies

@@ -90,6 +90,7 @@ GOLD_B = {"question_id": "X1", "query": "<image>Caption:c\nQuestion:\nq?\nOption
         ('{"answer": "warm and humid air"}', False, True, "similarity"),  # case differs: fallback
         ('{"answer": "A brief period of warm humid air"}', False, False, "letter"),  # the "A " article quirk
         ('{"answer": "The answer is B"}', False, None, "similarity"),
+        ('{"answer": "a warm and humid air mass"}', False, True, "similarity"),  # lower-case article, not option A
         ("B", True, True, "letter"),  # no JSON: the raw text
         ("The warm and humid air mass.", False, True, "similarity"),
         ('{"answer": 2}', False, False, "no-answer"),  # non-string answer: wrong, counted

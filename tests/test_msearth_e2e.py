@@ -7,9 +7,9 @@ import re
 import pytest
 from PIL import Image
 
-from conftest import cli_env, read_outputs, run_cli
+from conftest import cli_env, read_outputs, run_cli, run_with_judge
 from lmms_eval_earthsci.testing.fixtures import draw_figure, msearth_rows, write_msearth
-from lmms_eval_earthsci.testing.openai_server import FakeOpenAIServer, image_urls, text_of
+from lmms_eval_earthsci.testing.openai_server import image_urls, text_of
 
 pytestmark = pytest.mark.e2e
 
@@ -70,13 +70,7 @@ def judge_reply(body):
 
 def test_chat_backend_and_judge_on_reupload_schema(reupload_mirror, hf_home, tmp_path):
     responder = lambda body: judge_reply(body) if body.get("model") == "judge-m" else model_reply(body)
-    with FakeOpenAIServer(responder=responder) as srv:
-        out = tmp_path / "out"
-        env = cli_env(reupload_mirror, hf_home, EARTHSCI_JUDGE_BASE_URL=srv.base_url, EARTHSCI_JUDGE_MODEL="judge-m", EARTHSCI_JUDGE_CACHE=str(tmp_path / "cache"))
-        args = ["--model", "openai", "--model_args", f"model=fake,base_url={srv.base_url},api_key=sk-fake,num_concurrent=2", "--tasks", "msearth_mcq,msearth_open,msearth_caption", "--output_path", str(out), "--log_samples"]
-        run_cli(args, env, str(tmp_path))
-        bodies = list(srv.requests)
-    res, samples = read_outputs(str(out))
+    res, samples, bodies = run_with_judge(reupload_mirror, hf_home, tmp_path, responder, "msearth_mcq,msearth_open,msearth_caption")
     r = res["results"]
     # MCQ: every answer is "c"; gold C for two of six
     assert r["msearth_mcq"]["msearth_acc,none"] == pytest.approx(100 / 3) and r["msearth_mcq"]["msearth_acc_strict,none"] == 0.0

@@ -34,6 +34,10 @@ OPTS = [
         ("the roc curves of three detectors", "E", "similarity"),  # exactly one caption contained
         ("ber vs snr for fft size=1024 using ls , lmmse , lr-lmmse", "B", "similarity"),  # near-duplicates: the contained one
         ("ber vs snr for fft size using ls and lmmse", "", "none"),  # close to A and B alike: no margin
+        ("Answer: C\nExplanation: unlike image A and image E, it shows flow.", "C", "phrase"),  # the answer, not the mentions
+        ("The answer is C. Note that option A is close.", "C", "phrase"),  # the answer phrase beats mentions
+        ("Image D matches; image D has the curve.", "D", "phrase"),
+        ("Option A has flow, option E has curves.", "", "ambiguous"),
     ],
 )
 def test_staged_extractor(response, letter, stage):
@@ -98,6 +102,8 @@ def test_scoring_and_breakdowns():
         assert S.process_results(doc, [bad])["scifibench_acc"]["score"] in (0.0, 100.0)
     with pytest.raises(RecordError, match=r"record '1', field 'Answer'"):
         S.process_results({**doc, "Answer": "F"}, ["F"])
+    with pytest.raises(RecordError, match="Answer"):
+        S.process_results({**doc, "Answer": "AB"}, ["A"])
 
 
 def test_llm_extractor_prompt_and_parser():

@@ -7,8 +7,8 @@ import io
 import pytest
 from PIL import Image
 
-from conftest import cli_env, read_outputs, run_cli
-from lmms_eval_earthsci.testing.openai_server import FakeOpenAIServer, image_urls, text_of
+from conftest import cli_env, read_outputs, run_cli, run_with_judge
+from lmms_eval_earthsci.testing.openai_server import image_urls, text_of
 
 pytestmark = pytest.mark.e2e
 
@@ -46,13 +46,7 @@ def test_chat_backend_interleaves_and_llm_extractor(mirror, hf_home, tmp_path):
             return "It looks like the fourth one."  # no letter for the rules; the extractor says D
         return "B"
 
-    with FakeOpenAIServer(responder=responder) as srv:
-        out = tmp_path / "out"
-        env = cli_env(mirror, hf_home, EARTHSCI_JUDGE_BASE_URL=srv.base_url, EARTHSCI_JUDGE_MODEL="judge-m", EARTHSCI_JUDGE_CACHE=str(tmp_path / "cache"))
-        args = ["--model", "openai", "--model_args", f"model=fake,base_url={srv.base_url},api_key=sk-fake,num_concurrent=2", "--tasks", "scifibench_judge", "--output_path", str(out), "--log_samples"]
-        run_cli(args, env, str(tmp_path))
-        bodies = list(srv.requests)
-    res, samples = read_outputs(str(out))
+    res, samples, bodies = run_with_judge(mirror, hf_home, tmp_path, responder, "scifibench_judge")
     r = res["results"]
     # C->F: rules find no letter (0 %, all no-answer); the LLM extractor maps every output to D
     assert r["scifibench_cs_c2f_judge"]["scifibench_acc,none"] == 0.0 and r["scifibench_cs_c2f_judge"]["scifibench_no_answer,none"] == 100.0

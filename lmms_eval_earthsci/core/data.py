@@ -13,7 +13,6 @@ the record id and the field.
 
 from __future__ import annotations
 
-import functools
 import io
 import logging
 import os
@@ -91,29 +90,21 @@ def resolve_dataset(dataset_path: str, dataset_kwargs: Mapping[str, Any] | None)
 def install_mirror_hook() -> bool:
     """Route ``ConfigurableTask.download`` through :func:`resolve_dataset`. Idempotent; False if the
     lmms-eval internals it relies on are gone."""
-    try:
-        from lmms_eval.api.task import ConfigurableTask
-    except Exception:  # pragma: no cover - lmms-eval layout changed
-        return False
-    if getattr(ConfigurableTask, "_earthsci_mirror", False):
-        return True
-    original = getattr(ConfigurableTask, "download", None)
-    if original is None or not hasattr(ConfigurableTask, "DATASET_PATH"):
-        return False
+    from lmms_eval_earthsci.registration import wrap_task_method
 
-    @functools.wraps(original)
-    def download(self, dataset_kwargs=None, *args, **kwargs):
-        path = getattr(self, "DATASET_PATH", None)
-        if path and mirror_root():
-            local, dataset_kwargs = resolve_dataset(path, dataset_kwargs)
-            if local != path:
-                logger.info("lmms_eval_earthsci: loading %s from the local mirror %s", path, local)
-                self.DATASET_PATH = local
-        return original(self, dataset_kwargs, *args, **kwargs)
+    def make(original):
+        def download(self, dataset_kwargs=None, *args, **kwargs):
+            path = getattr(self, "DATASET_PATH", None)
+            if path and mirror_root():
+                local, dataset_kwargs = resolve_dataset(path, dataset_kwargs)
+                if local != path:
+                    logger.info("lmms_eval_earthsci: loading %s from the local mirror %s", path, local)
+                    self.DATASET_PATH = local
+            return original(self, dataset_kwargs, *args, **kwargs)
 
-    ConfigurableTask.download = download
-    ConfigurableTask._earthsci_mirror = True
-    return True
+        return download
+
+    return wrap_task_method("download", "_earthsci_mirror", make, requires=("DATASET_PATH",))
 
 
 def require(record: Mapping[str, Any], field: str, *, dataset: str, record_id: Any, types: type | tuple = object, allow_none: bool = False):

@@ -229,6 +229,17 @@ class VerdictCache:
 # --------------------------------------------------------------------------- client
 
 
+def _usage(raw: Any) -> dict:
+    """Token counts from a reply's ``usage`` (anything unexpected counts as 0)."""
+    out = {}
+    for k in ("prompt_tokens", "completion_tokens"):
+        try:
+            out[k] = max(0, int(raw.get(k) or 0)) if isinstance(raw, Mapping) else 0
+        except (TypeError, ValueError):
+            out[k] = 0
+    return out
+
+
 class _Retryable(Exception):
     def __init__(self, msg: str, retry_after: float | None = None):
         super().__init__(msg)
@@ -280,19 +291,27 @@ class _Transport:
 
     def post(self, url: str, body: bytes, headers: Mapping[str, str]) -> tuple[int, dict, bytes]:
         u = urllib.parse.urlsplit(url)
-        key, conn = self._connection(u.scheme or "http", u.hostname or "", u.port)
         path = (u.path or "/") + (f"?{u.query}" if u.query else "")
-        try:
-            conn.request("POST", path, body=body, headers=dict(headers))
-            resp = conn.getresponse()
-            data = resp.read()
-            status, resp_headers = resp.status, {k.lower(): v for k, v in resp.getheaders()}
-            if resp.will_close:
+        for attempt in (0, 1):
+            key, conn = self._connection(u.scheme or "http", u.hostname or "", u.port)
+            reused = conn.sock is not None
+            try:
+                conn.request("POST", path, body=body, headers=dict(headers))
+                resp = conn.getresponse()
+                data = resp.read()
+                status, resp_headers = resp.status, {k.lower(): v for k, v in resp.getheaders()}
+                if resp.will_close:
+                    self._drop(key, conn)
+                return status, resp_headers, data
+            except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
                 self._drop(key, conn)
-            return status, resp_headers, data
-        except BaseException:
-            self._drop(key, conn)  # a broken connection is never reused
-            raise
+                if not (reused and attempt == 0):
+                    raise
+                # the server closed an idle keep-alive connection (vLLM does after 5 s): resend at once
+            except BaseException:
+                self._drop(key, conn)  # a broken connection is never reused
+                raise
+        raise http.client.HTTPException("unreachable")
 
     def _drop(self, key, conn) -> None:
         try:
@@ -310,18 +329,18 @@ class JudgeClient:
         self.stats = JudgeStats()
         self._stats_lock = threading.Lock()
         self._transport = _Transport(config.timeout)
-        self._pools: dict[int, ThreadPoolExecutor] = {}
+        self._workers: ThreadPoolExecutor | None = None
         self._pools_lock = threading.Lock()
 
     # -- plumbing
-    def _pool(self, workers: int) -> ThreadPoolExecutor:
-        """A worker pool kept for the client's life (its threads keep their connections open across
-        passes), started up front: threads started while others are busy wait for the GIL, which
-        delays the first wave of requests by a few ms per thread."""
+    def _pool(self) -> ThreadPoolExecutor:
+        """One worker pool for the client's life, ``config.concurrency`` threads (they keep their
+        connections open across passes), started up front: threads started while others are busy
+        wait for the GIL, which delays the first wave of requests by a few ms per thread."""
         with self._pools_lock:
-            pool = self._pools.get(workers)
-            if pool is None:
-                pool = self._pools[workers] = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="earthsci-judge")
+            if self._workers is None:
+                workers = max(1, self.config.concurrency)
+                self._workers = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="earthsci-judge")
                 barrier = threading.Barrier(workers)
 
                 def started():
@@ -330,9 +349,9 @@ class JudgeClient:
                     except threading.BrokenBarrierError:
                         pass
 
-                for f in [pool.submit(started) for _ in range(workers)]:
+                for f in [self._workers.submit(started) for _ in range(workers)]:
                     f.result()
-            return pool
+            return self._workers
 
     def _url_and_headers(self) -> tuple[str, dict]:
         cfg = self.config
@@ -359,8 +378,8 @@ class JudgeClient:
             raise _Retryable(f"{type(exc).__name__}: {exc}") from exc
         if status == 429 or status >= 500:
             ra = resp_headers.get("retry-after")
-            try:
-                retry_after = float(ra) if ra is not None else None
+            try:  # honoured, but never negative and never longer than the backoff cap
+                retry_after = min(max(0.0, float(ra)), self.config.backoff_max) if ra is not None else None
             except ValueError:
                 retry_after = None
             raise _Retryable(f"HTTP {status}", retry_after)
@@ -374,9 +393,7 @@ class JudgeClient:
                 raise TypeError("content is not a string")
         except (ValueError, KeyError, IndexError, TypeError) as exc:
             raise _Retryable(f"malformed reply: {exc}") from exc
-        usage = reply.get("usage") or {}
-        usage = {k: int(usage.get(k) or 0) for k in ("prompt_tokens", "completion_tokens")}
-        return JudgeResult(content, usage=usage)
+        return JudgeResult(content, usage=_usage(reply.get("usage")))
 
     def _payload(self, messages: Sequence[Mapping[str, Any]], **settings) -> dict:
         payload = {"model": self.config.model, "messages": to_openai_messages(messages), "temperature": self.config.temperature}
@@ -388,7 +405,15 @@ class JudgeClient:
     # -- public
     def complete(self, messages: Sequence[Mapping[str, Any]] | Callable[[], Sequence[Mapping[str, Any]]], **settings) -> JudgeResult:
         """One judged request. ``messages`` may be a callable that builds them, so images are decoded
-        only inside the worker that sends them (memory stays bounded in :meth:`complete_many`)."""
+        only inside the worker that sends them (memory stays bounded in :meth:`complete_many`).
+        Never raises: anything unexpected comes back as a failed :class:`JudgeResult`."""
+        try:
+            return self._complete(messages, **settings)
+        except Exception as exc:  # a cache or client error must not take the other requests down
+            self._count(failures=1)
+            return JudgeResult(None, error=f"judge client error: {type(exc).__name__}: {exc}")
+
+    def _complete(self, messages, **settings) -> JudgeResult:
         try:
             msgs = messages() if callable(messages) else messages
             payload = self._payload(msgs, **settings)
@@ -398,7 +423,11 @@ class JudgeClient:
         body = encode_payload(payload)
         key = request_key(self.config, body)
         if self.cache is not None:
-            hit = self.cache.get(key)
+            try:
+                hit = self.cache.get(key)
+            except sqlite3.Error as exc:
+                logger.warning("lmms_eval_earthsci: judge cache read failed (%s); asking the judge", exc)
+                hit = None
             if hit is not None:
                 self._count(cache_hits=1)
                 return hit
@@ -410,7 +439,10 @@ class JudgeClient:
                 if result.ok:
                     self._count(prompt_tokens=result.usage.get("prompt_tokens", 0), completion_tokens=result.usage.get("completion_tokens", 0))
                     if self.cache is not None:
-                        self.cache.put(key, result)
+                        try:
+                            self.cache.put(key, result)
+                        except sqlite3.Error as exc:
+                            logger.warning("lmms_eval_earthsci: judge cache write failed (%s); verdict kept for this run only", exc)
                 else:
                     self._count(failures=1)
                 return result
@@ -437,14 +469,17 @@ class JudgeClient:
             except ImportError:
                 bar = None
 
-        def run(req):
-            try:
-                return self.complete(req, **settings)
-            finally:
-                if bar is not None:
-                    bar.update(1)
+        slots = threading.BoundedSemaphore(max(1, min(concurrency or self.config.concurrency, self.config.concurrency)))
 
-        pool = self._pool(max(1, min(concurrency or self.config.concurrency, len(requests))))
+        def run(req):
+            with slots:  # at most `concurrency` of the pool's workers in flight for this call
+                try:
+                    return self.complete(req, **settings)
+                finally:
+                    if bar is not None:
+                        bar.update(1)
+
+        pool = self._pool()
         # While the pass runs, this process only waits on the judge: a shorter GIL switch interval lets
         # a worker whose reply has arrived run at once instead of after up to 5 ms (restored after).
         interval = sys.getswitchinterval()

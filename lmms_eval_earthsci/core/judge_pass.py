@@ -37,7 +37,6 @@ rule-based metrics are unaffected.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import logging
@@ -167,14 +166,55 @@ def _is_media(value: Any) -> bool:
 
 
 def doc_key(doc: Mapping[str, Any]) -> str:
-    """Identity of a doc from its non-media fields (the same with or without the image columns)."""
-    plain = {k: v for k, v in doc.items() if not _is_media(v)}
+    """Identity of a doc from its non-media, non-null fields (the same with or without the image
+    columns, whose empty slots are None in one and absent in the other)."""
+    plain = {k: v for k, v in doc.items() if v is not None and not _is_media(v)}
     blob = json.dumps(plain, sort_keys=True, default=str, ensure_ascii=False)
     return hashlib.sha1(blob.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 _OUTCOMES: dict[tuple[str, str, str], Outcome] = {}
 _OUTCOMES_LOCK = threading.Lock()
+# per spec: the task metadata overrides and reasoning tags the pass used (for the per-doc fallback)
+_PASS_SETTINGS: dict[str, tuple[Any, Any]] = {}
+
+# lmms-eval strips reasoning blocks (and surrounding whitespace) from each response after the filters
+# and before process_results; the pass runs between the two, so it applies the same stripping.
+_LMMS_DEFAULT_REASONING_TAGS = '[["<think>", "</think>"], ["<analysis>", "</analysis>"]]'
+
+
+def _cli_reasoning_tags() -> str | None:
+    import sys
+
+    argv = sys.argv
+    for i, a in enumerate(argv):
+        if a == "--reasoning_tags" and i + 1 < len(argv):
+            return argv[i + 1]
+        if a.startswith("--reasoning_tags="):
+            return a.split("=", 1)[1]
+    return _LMMS_DEFAULT_REASONING_TAGS
+
+
+def reasoning_tags_for(task) -> Any:
+    """The reasoning tags lmms-eval will strip for ``task`` (task setting over the CLI's), or None."""
+    try:
+        from lmms_eval.api.reasoning import parse_reasoning_tags_config
+
+        return parse_reasoning_tags_config(cli_value=_cli_reasoning_tags(), task_value=getattr(task.config, "reasoning_tags", None))
+    except Exception:  # older/newer lmms-eval without this module: nothing is stripped
+        return None
+
+
+def normalize_response(text: str, tags: Any) -> str:
+    """The response as ``process_results`` will receive it (idempotent)."""
+    if not tags:
+        return text
+    try:
+        from lmms_eval.api.reasoning import strip_reasoning_tags
+
+        return strip_reasoning_tags(text, tags)
+    except Exception:
+        return text
 
 
 def _store(spec: JudgeSpec, key: str, response: str, outcome: Outcome) -> None:
@@ -196,9 +236,10 @@ def outcome_for(spec: JudgeSpec, doc: Mapping[str, Any], response: str, override
     key = doc_key(doc)
     with _OUTCOMES_LOCK:
         hit = _OUTCOMES.get((spec.name, key, response))
+        used_overrides, _ = _PASS_SETTINGS.get(spec.name, (None, None))
     if hit is not None:
         return hit
-    client = get_judge(overrides, purpose=f"{spec.name} metrics")
+    client = get_judge(overrides if overrides is not None else used_overrides, purpose=f"{spec.name} metrics")
     if client is None:
         return Outcome(UNAVAILABLE)
     if spec.uses_images:
@@ -283,15 +324,18 @@ def _undecoded(dataset):
     return dataset
 
 
-def _rank_items(task, media: bool) -> list["PassItem"]:
-    """(doc, response) items of this rank's instances of ``task``, images loaded lazily."""
+def _rank_items(task, media: bool, tags: Any = None) -> list["PassItem"]:
+    """(doc, response) items of this rank's instances of ``task``, responses as ``process_results``
+    will see them, images loaded lazily."""
     docs = task.eval_docs_no_media
     cache = {}
+    lock = threading.Lock()
 
     def images_of(doc_id: int) -> Callable[[], dict]:
         def load() -> dict:
-            if "ds" not in cache:
-                cache["ds"] = _undecoded(task.eval_docs)
+            with lock:  # the undecoded view is built once, not by every worker at once
+                if "ds" not in cache:
+                    cache["ds"] = _undecoded(task.eval_docs)
             row = cache["ds"][doc_id]
             return {k: v for k, v in row.items() if _is_media(v)}
 
@@ -304,7 +348,8 @@ def _rank_items(task, media: bool) -> list["PassItem"]:
         doc = docs[inst.doc_id]
         for resp in inst.filtered_resps.values():
             for r in resp if isinstance(resp, list) else [resp]:
-                items.append(PassItem(doc, r if isinstance(r, str) else str(r), images_of(inst.doc_id) if media else dict))
+                text = normalize_response(r if isinstance(r, str) else str(r), tags)
+                items.append(PassItem(doc, text, images_of(inst.doc_id) if media else dict))
     return items
 
 
@@ -312,20 +357,25 @@ def run_task_pass(task) -> list[Outcome] | None:
     """The hook body: batch preparation, then the judge pass, for this rank's docs of ``task``."""
     pr = getattr(task.config, "process_results", None)
     prepare = getattr(pr, "batch_prepare", None)
+    spec = getattr(pr, "judge_spec", None)
+    if prepare is None and spec is None:
+        return None
+    tags = reasoning_tags_for(task)
     if prepare is not None:
         try:
-            prepare([(it.doc, it.response) for it in _rank_items(task, media=False)])
+            prepare([(it.doc, it.response) for it in _rank_items(task, media=False, tags=tags)])
         except Exception:  # process_results still scores each doc on its own
             logger.exception("lmms_eval_earthsci: batch preparation failed; scoring one doc at a time")
-    spec = getattr(pr, "judge_spec", None)
     if spec is None:
         return None
     meta = task.config.metadata if isinstance(task.config.metadata, dict) else {}
+    with _OUTCOMES_LOCK:
+        _PASS_SETTINGS[spec.name] = (meta.get("judge"), tags)
     client = get_judge(meta.get("judge"), purpose=f"{spec.name} metrics")
     if client is None:
         return None
     name = getattr(task.config, "task", spec.name)
-    items = _rank_items(task, media=spec.uses_images)
+    items = _rank_items(task, media=spec.uses_images, tags=tags)
     for it in items:
         it.response = spec.text_of(it.response)
     rank, size = world()
@@ -339,28 +389,20 @@ def run_task_pass(task) -> list[Outcome] | None:
 def install_judge_hook() -> bool:
     """Run :func:`run_task_pass` right after ``ConfigurableTask.apply_filters``. Idempotent; False if
     the lmms-eval internals it relies on are gone."""
-    try:
-        from lmms_eval.api.task import ConfigurableTask
-    except Exception:  # pragma: no cover - lmms-eval layout changed
-        return False
-    if getattr(ConfigurableTask, "_earthsci_judge_hook", False):
-        return True
-    original = getattr(ConfigurableTask, "apply_filters", None)
-    if original is None:
-        return False
+    from lmms_eval_earthsci.registration import wrap_task_method
 
-    @functools.wraps(original)
-    def apply_filters(self, *args, **kwargs):
-        out = original(self, *args, **kwargs)
-        try:
-            run_task_pass(self)
-        except Exception:  # the pass must never kill the run; process_results falls back per doc
-            logger.exception("lmms_eval_earthsci: the judge pass failed; judging falls back to one doc at a time")
-        return out
+    def make(original):
+        def apply_filters(self, *args, **kwargs):
+            out = original(self, *args, **kwargs)
+            try:
+                run_task_pass(self)
+            except Exception:  # the pass must never kill the run; process_results falls back per doc
+                logger.exception("lmms_eval_earthsci: the judge pass failed; judging falls back to one doc at a time")
+            return out
 
-    ConfigurableTask.apply_filters = apply_filters
-    ConfigurableTask._earthsci_judge_hook = True
-    return True
+        return apply_filters
+
+    return wrap_task_method("apply_filters", "_earthsci_judge_hook", make)
 
 
 # --------------------------------------------------------------------------- aggregation

@@ -145,27 +145,38 @@ def _wordnet_dir() -> str | None:
 
 
 def _stage_wordnet(src: str) -> str | None:
-    """Copy a WordNet dict folder lacking ``lexnames`` (Debian's) into our cache and add the index."""
+    """Copy a WordNet dict folder lacking ``lexnames`` (Debian's) into our cache and add the index.
+    Built in a temporary folder and renamed into place, so concurrent processes never read a
+    half-copied file."""
+    import tempfile
+
     dst = _STAGED_WORDNET
-    try:
-        if not os.path.isfile(os.path.join(dst, "lexnames")):
-            os.makedirs(dst, exist_ok=True)
-            for f in os.listdir(src):
-                if os.path.isfile(os.path.join(src, f)):
-                    shutil.copyfile(os.path.join(src, f), os.path.join(dst, f))
-            tmp = os.path.join(dst, "lexnames.tmp")
-            with open(tmp, "w") as fh:
-                for i, name in enumerate(_LEXNAMES):
-                    fh.write(f"{i:02d}\t{name}\t{_POS_NUMBER[name.split('.')[0]]}\n")
-            os.replace(tmp, os.path.join(dst, "lexnames"))
+    if os.path.isfile(os.path.join(dst, "lexnames")):
         return dst
+    try:
+        os.makedirs(os.path.dirname(dst), exist_ok=True)
+        tmp = tempfile.mkdtemp(prefix="wordnet-", dir=os.path.dirname(dst))
+        for f in os.listdir(src):
+            if os.path.isfile(os.path.join(src, f)):
+                shutil.copyfile(os.path.join(src, f), os.path.join(tmp, f))
+        with open(os.path.join(tmp, "lexnames"), "w") as fh:
+            for i, name in enumerate(_LEXNAMES):
+                fh.write(f"{i:02d}\t{name}\t{_POS_NUMBER[name.split('.')[0]]}\n")
+        try:
+            os.rename(tmp, dst)
+        except OSError:  # another process finished first
+            shutil.rmtree(tmp, ignore_errors=True)
+        return dst if os.path.isfile(os.path.join(dst, "lexnames")) else None
     except OSError as exc:
         _warn_once("wordnet-stage", f"could not prepare WordNet from {src} ({exc})")
         return None
 
 
+_WORDNET_LOCK = threading.Lock()
+
+
 @functools.lru_cache(maxsize=1)
-def _wordnet():
+def _wordnet_reader():
     d = _wordnet_dir()
     if d is None:
         return None
@@ -181,6 +192,11 @@ def _wordnet():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # "multilingual functions are not available": not needed here
         return _WordNet30(d, None)
+
+
+def _wordnet():
+    with _WORDNET_LOCK:  # loaded once, even when process_results threads ask at the same time
+        return _wordnet_reader()
 
 
 @functools.lru_cache(maxsize=1)
@@ -211,7 +227,9 @@ def meteor(reference: str, candidate: str) -> float | None:
         return None
     from nltk.translate.meteor_score import single_meteor_score
 
-    return single_meteor_score(_tokens(reference), _tokens(candidate), wordnet=wn, alpha=0.9, beta=3, gamma=0.5)
+    ref, hyp = _tokens(reference), _tokens(candidate)
+    with _WORDNET_LOCK:  # NLTK's WordNet reader seeks shared file handles: not thread-safe
+        return single_meteor_score(ref, hyp, wordnet=wn, alpha=0.9, beta=3, gamma=0.5)
 
 
 # --------------------------------------------------------------------------- BERTScore
@@ -220,8 +238,8 @@ def meteor(reference: str, candidate: str) -> float | None:
 @functools.lru_cache(maxsize=1)
 def _bertscorer():
     model = os.environ.get(BERTSCORE_MODEL_ENV, "").strip() or "roberta-large"
-    layers = int(os.environ.get(BERTSCORE_LAYERS_ENV, "17"))
     try:
+        layers = int(os.environ.get(BERTSCORE_LAYERS_ENV, "17"))
         from bert_score import BERTScorer
 
         return BERTScorer(model_type=model, num_layers=layers, idf=False, rescale_with_baseline=False, lang="en")

@@ -291,51 +291,35 @@ def _classification(sphere: str) -> dict:
     return {"primary_sphere": sphere, "primary_sub_discipline": "Test", "secondary_sphere": "", "secondary_sub_discipline": ""}
 
 
+def _msearth_common(i: int, seed: int, qid: str, sphere: str, variant: str) -> dict:
+    return {
+        "image": {"bytes": png_bytes(draw_figure(seed + i)), "path": None},
+        "question_id": qid,
+        "title": f"Synthetic paper {i}",
+        "classification_result": _meta(variant, _classification(sphere)),
+    }
+
+
 def msearth_rows(kind: str, variant: str = "official") -> list[dict]:
     import json
 
     rows = []
     if kind == "mcq":
         for i, (qid, cap, q, opts, gold, sphere, vtype, cat) in enumerate(_MCQ):
-            rows.append(
-                {
-                    "query": _mcq_query(cap, q, opts, newline=i % 2 == 1),
-                    "response": f"{gold}. {opts[ord(gold) - 65]}",
-                    "image": {"bytes": png_bytes(draw_figure(300 + i)), "path": None},
-                    "question_id": qid,
-                    "title": f"Synthetic paper {i}",
-                    "classification_result": _meta(variant, _classification(sphere)),
-                    "subject": "hydrosphere",
-                    "reasoning_chain": json.dumps(["Step 1: read the figure."]),
-                    "vqa_type": _meta(variant, {"vqa_type": vtype, "question_category": cat}),
-                }
-            )
+            row = _msearth_common(i, 300, qid, sphere, variant)
+            row.update(query=_mcq_query(cap, q, opts, newline=i % 2 == 1), response=f"{gold}. {opts[ord(gold) - 65]}", subject="hydrosphere")
+            row.update(reasoning_chain=json.dumps(["Step 1: read the figure."]), vqa_type=_meta(variant, {"vqa_type": vtype, "question_category": cat}))
+            rows.append(row)
     elif kind == "open":
         for i, (qid, cap, q, gold, sphere, vtype) in enumerate(_OE):
-            rows.append(
-                {
-                    "query": f"<image>Caption:\n{cap}\nQuestion:\n{q}",
-                    "response": gold,
-                    "image": {"bytes": png_bytes(draw_figure(400 + i)), "path": None},
-                    "question_id": qid,
-                    "title": f"Synthetic paper {i}",
-                    "classification_result": _meta(variant, _classification(sphere)),
-                    "subject": "lithosphere",
-                    "reasoning_chain": json.dumps(["Step 1: read the figure."]),
-                    "vqa_type": _meta(variant, {"vqa_type": vtype}),
-                    "caption": f"{cap} Refined: the answer is {gold}.",
-                }
-            )
+            row = _msearth_common(i, 400, qid, sphere, variant)
+            row.update(query=f"<image>Caption:\n{cap}\nQuestion:\n{q}", response=gold, subject="lithosphere", caption=f"{cap} Refined: the answer is {gold}.")
+            row.update(reasoning_chain=json.dumps(["Step 1: read the figure."]), vqa_type=_meta(variant, {"vqa_type": vtype}))
+            rows.append(row)
     else:
         for i, (qid, raw, ref, sphere) in enumerate(_CAPTIONS):
-            row = {
-                "query": "<image>" + CAPTION_QUERIES[i % 2],
-                "response": ref,
-                "image": {"bytes": png_bytes(draw_figure(500 + i)), "path": None},
-                "question_id": qid,
-                "title": f"Synthetic paper {i}",
-                "classification_result": _meta(variant, _classification(sphere)),
-            }
+            row = _msearth_common(i, 500, qid, sphere, variant)
+            row.update(query="<image>" + CAPTION_QUERIES[i % 2], response=ref)
             if variant == "official":
                 row.update(original_caption=raw, context=json.dumps(["A paragraph citing the figure."]))
             else:
