@@ -208,6 +208,10 @@ def _certainly_not_numeric(s: str) -> bool:
     return bool(_WORDS_ONLY_RE.match(s)) and bool(_NON_CONSTANT_LETTER_RE.search(s))
 
 
+def _decided_without_parser(s: str) -> bool:
+    return bool(_PLAIN_NUMBER_RE.match(s)) or len(s) > _LATEX_MAX_CHARS or _certainly_not_numeric(s)
+
+
 @functools.lru_cache(maxsize=65536)
 def _latex_value(s: str) -> float | None:
     if _PLAIN_NUMBER_RE.match(s):
@@ -242,12 +246,22 @@ def is_equal(pred: str, gold: str) -> bool:
         return False
     if _word_number(pred) == gold.strip():
         return True
-    a = _latex_value(pred)
-    if a is None:
-        return False
-    b = _latex_value(gold)
+    # Numeric equality needs both values. The official code parses the prediction first; when the
+    # gold's value is known without the parser (a plain number, or plain words such as an option
+    # letter or text: no value), look at it first and skip the costly parse of the prediction when
+    # the gold has no value. Same verdicts, a fraction of the LaTeX parsing.
+    if _decided_without_parser(gold):
+        b = _latex_value(gold)
+        if b is None:
+            return False
+        a = _latex_value(pred)
+    else:
+        a = _latex_value(pred)
+        if a is None:
+            return False
+        b = _latex_value(gold)
     try:
-        return b is not None and round(a, 2) == round(b, 2)
+        return a is not None and b is not None and round(a, 2) == round(b, 2)
     except (OverflowError, ValueError):  # inf / nan
         return False
 
