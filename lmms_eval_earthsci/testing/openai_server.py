@@ -50,6 +50,18 @@ def text_of(body: dict) -> str:
     return "\n".join(out)
 
 
+def completion(body: dict, text: str) -> dict:
+    """A chat-completions reply carrying ``text`` (token counts: whitespace words)."""
+    return {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": body.get("model", "fake"),
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": len(text_of(body).split()), "completion_tokens": len(text.split()), "total_tokens": 0},
+    }
+
+
 def image_urls(body: dict) -> list[str]:
     """The image data URLs of a request, in order."""
     urls = []
@@ -166,17 +178,7 @@ class FakeOpenAIServer:
 
     @staticmethod
     def _ok(handler, body: dict, text: str) -> None:
-        handler._json(
-            200,
-            {
-                "id": "chatcmpl-fake",
-                "object": "chat.completion",
-                "created": int(time.time()),
-                "model": body.get("model", "fake"),
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-                "usage": {"prompt_tokens": len(text_of(body).split()), "completion_tokens": len(text.split()), "total_tokens": 0},
-            },
-        )
+        handler._json(200, completion(body, text))
 
     def _fault(self, handler, f: Fault) -> None:
         if f.kind == "status":
@@ -231,16 +233,7 @@ def _serve_asyncio(latency: float, max_concurrency: int | None, reply: str) -> N
             finally:
                 if slots:
                     slots.release()
-            return web.json_response(
-                {
-                    "id": "chatcmpl-fake",
-                    "object": "chat.completion",
-                    "created": int(time.time()),
-                    "model": body.get("model", "fake"),
-                    "choices": [{"index": 0, "message": {"role": "assistant", "content": reply}, "finish_reason": "stop"}],
-                    "usage": {"prompt_tokens": len(text_of(body).split()), "completion_tokens": len(reply.split()), "total_tokens": 0},
-                }
-            )
+            return web.json_response(completion(body, reply))
 
         app = web.Application(client_max_size=256 * 1024**2)
         app.router.add_post("/v1/chat/completions", chat)
