@@ -300,11 +300,11 @@ _ARTICLE_RE = re.compile(r"^\s*a\s+[A-Za-z]{2,}")
 
 def paper_verdicts(docs_answers: list[tuple[Mapping, Any]]) -> list[dict]:
     """``msearth_acc`` for a batch: letters case-insensitive (a lower-case article "a ..." is not a
-    letter); when no letter was extracted and the
-    content does not match exactly, the answer goes to the similarity fallback (all-MiniLM-L6-v2,
-    argmax over the option lines; paper §4.2). All fallbacks of the batch are encoded together."""
+    letter); when no letter was extracted and the content does not match exactly, the answer goes to
+    the similarity fallback (all-MiniLM-L6-v2, argmax over the option lines; paper §4.2). All
+    fallbacks of the batch are encoded together."""
     out: list[dict] = []
-    pending: list[int] = []
+    pending: list[tuple[int, str, list[str], str]] = []  # (index in out, answer, option lines, gold letter)
     for doc, answer in docs_answers:
         real_option, real_content = gold_option(doc)
         if not isinstance(answer, str):
@@ -313,27 +313,25 @@ def paper_verdicts(docs_answers: list[tuple[Mapping, Any]]) -> list[dict]:
         option, content = parse_option(answer)
         if option and option.islower() and _ARTICLE_RE.match(answer):
             option, content = None, answer.strip()  # "a decrease in salinity": an article, not option A
+        lines = [] if option or (content and content == real_content) else option_lines(doc)
         if option:
             out.append({"correct": option.upper() == real_option.upper(), "rule": "letter", "option": option.upper()})
         elif content and content == real_content:
             out.append({"correct": True, "rule": "content"})
-        elif not answer.strip() or not option_lines(doc):
+        elif not answer.strip() or not lines:
             out.append({"correct": False, "rule": "none"})
         else:
             out.append({"correct": False, "rule": "similarity"})
-            pending.append(len(out) - 1)
+            pending.append((len(out) - 1, answer, lines, real_option))
     if pending:
         from lmms_eval_earthsci.core.similarity import get_matcher
 
-        queries = [as_text(docs_answers[i][1]) for i in pending]
-        cands = [option_lines(docs_answers[i][0]) for i in pending]
-        for i, m in zip(pending, get_matcher().best_matches(queries, cands)):
-            doc = docs_answers[i][0]
+        matches = get_matcher().best_matches([a for _, a, _, _ in pending], [lines for _, _, lines, _ in pending])
+        for (i, _, lines, gold), m in zip(pending, matches):
             if m is None:
                 continue
-            line = cands[pending.index(i)][m.index]
-            letter = parse_option(line)[0]
-            out[i].update({"option": letter, "similarity": round(m.score, 4), "correct": bool(letter) and letter.upper() == gold_option(doc)[0].upper()})
+            letter = parse_option(lines[m.index])[0]
+            out[i].update({"option": letter, "similarity": round(m.score, 4), "correct": bool(letter) and letter.upper() == gold.upper()})
     return out
 
 

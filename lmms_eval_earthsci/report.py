@@ -10,6 +10,7 @@ extraction failures, judge failures and cache hits.
 
 from __future__ import annotations
 
+import functools
 import glob
 import json
 import os
@@ -109,6 +110,7 @@ def read_runs(paths: Sequence[str]) -> list[Run]:
 # --------------------------------------------------------------------------- paper numbers
 
 
+@functools.lru_cache(maxsize=None)
 def paper_entries(bench: str) -> tuple[list[dict], str]:
     """[{model, task, metric, value}] of the paper's tables for a benchmark, and the source note."""
     path = os.path.join(PAPER_NUMBERS_DIR, f"{bench}.json")
@@ -248,13 +250,15 @@ def plot(bench: str, runs: list[Run], keys: list[tuple[str, str]], out_dir: str,
     import matplotlib.pyplot as plt
 
     entries, _ = paper_entries(bench)
+    by_model: dict[str, dict[tuple[str, str], float]] = {}
+    for e in entries:
+        by_model.setdefault(e["model"], {})[(e["task"], e["metric"])] = e["value"]
     written = []
     for i, (title, bars) in enumerate(specs):
-        ref = {(e["task"], e["metric"]): (e["model"], e["value"]) for e in entries if (paper_model is None or e["model"] == paper_model)}
-        if paper_model is None:  # the first paper model with a value for every bar, if any
-            models = list(dict.fromkeys(e["model"] for e in entries))
-            pick = next((m for m in models if all(any(e["model"] == m and (e["task"], e["metric"]) == (t, k) for e in entries) for _, t, k in bars)), None)
-            ref = {(e["task"], e["metric"]): (e["model"], e["value"]) for e in entries if e["model"] == pick}
+        pick = paper_model
+        if pick is None:  # the first paper model with a value for every bar, if any
+            pick = next((m for m, vals in by_model.items() if all((t, k) in vals for _, t, k in bars)), None)
+        ref = {key: (pick, v) for key, v in by_model.get(pick, {}).items()}
         fig, ax = plt.subplots(figsize=(max(5, 1.2 * len(bars) * max(1, len(runs)) / 2 + 3), 3.6))
         width = 0.8 / max(1, len(runs))
         for j, r in enumerate(runs):

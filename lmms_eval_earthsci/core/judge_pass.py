@@ -175,8 +175,8 @@ def doc_key(doc: Mapping[str, Any]) -> str:
 
 _OUTCOMES: dict[tuple[str, str, str], Outcome] = {}
 _OUTCOMES_LOCK = threading.Lock()
-# per spec: the task metadata overrides and reasoning tags the pass used (for the per-doc fallback)
-_PASS_SETTINGS: dict[str, tuple[Any, Any]] = {}
+# per spec: the task's metadata judge overrides the pass used (the per-doc fallback uses them too)
+_PASS_OVERRIDES: dict[str, Any] = {}
 
 # lmms-eval strips reasoning blocks (and surrounding whitespace) from each response after the filters
 # and before process_results; the pass runs between the two, so it applies the same stripping.
@@ -236,7 +236,7 @@ def outcome_for(spec: JudgeSpec, doc: Mapping[str, Any], response: str, override
     key = doc_key(doc)
     with _OUTCOMES_LOCK:
         hit = _OUTCOMES.get((spec.name, key, response))
-        used_overrides, _ = _PASS_SETTINGS.get(spec.name, (None, None))
+        used_overrides = _PASS_OVERRIDES.get(spec.name)
     if hit is not None:
         return hit
     client = get_judge(overrides if overrides is not None else used_overrides, purpose=f"{spec.name} metrics")
@@ -370,7 +370,7 @@ def run_task_pass(task) -> list[Outcome] | None:
         return None
     meta = task.config.metadata if isinstance(task.config.metadata, dict) else {}
     with _OUTCOMES_LOCK:
-        _PASS_SETTINGS[spec.name] = (meta.get("judge"), tags)
+        _PASS_OVERRIDES[spec.name] = meta.get("judge")
     client = get_judge(meta.get("judge"), purpose=f"{spec.name} metrics")
     if client is None:
         return None
