@@ -4,18 +4,25 @@
 # Both install into the project's own virtual environment at .venv.
 VENV ?= .venv
 PY := $(VENV)/bin/python
-# CPU machines: the local CPU build of torch; PyPI's torchvision is a CUDA build that breaks
-# `import lmms_eval.tasks` next to CPU torch, so it is removed (see README, "Install").
-TORCH_SPEC ?= torch==2.13.0
+# CPU machines: the local CPU build of torch, held by a pip constraint for every install step so
+# that no dependency (lmms-eval -> torchvision) can swap it for a CUDA build and the nvidia-* wheels.
+# PyPI's torchvision is built against CUDA torch and breaks `import lmms_eval.tasks` next to CPU
+# torch, so it is removed after the install (see README, "Install").
+TORCH_VERSION ?= 2.13.0
+CONSTRAINTS := $(VENV)/cpu-constraints.txt
 
 .PHONY: setup test demo clean-venv
 
 $(VENV)/.installed: pyproject.toml Makefile
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q "$(TORCH_SPEC)"
-	$(PY) -m pip install -q -e '.[test]'
+	echo "torch==$(TORCH_VERSION)" > $(CONSTRAINTS)
+	$(PY) -m pip install -q -c $(CONSTRAINTS) "torch==$(TORCH_VERSION)"
+	$(PY) -m pip install -q -c $(CONSTRAINTS) -e '.[test]'
 	$(PY) -m pip uninstall -y -q torchvision || true
+	@# fail the set-up, not a test hours later, if a CUDA torch or NVIDIA wheel slipped in
+	@! $(PY) -m pip list 2>/dev/null | grep -i -E '^nvidia-|^triton ' || (echo "CUDA packages in $(VENV)" >&2; exit 1)
+	@$(PY) -c "import torch, sys; v = torch.__version__; print('torch', v); sys.exit(0 if v.startswith('$(TORCH_VERSION)') else 1)"
 	@# WordNet 3.0 for METEOR, from the distribution's package mirror when we may install (optional:
 	@# without it METEOR is reported unavailable and its value tests skip)
 	@if [ ! -d /usr/share/wordnet ] && command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \

@@ -35,4 +35,14 @@ PACKAGE_DIR: str = os.path.dirname(os.path.abspath(__file__))
 # the papers' published numbers, one JSON per benchmark, each naming its source table
 PAPER_NUMBERS_DIR: str = os.path.join(PACKAGE_DIR, "paper_numbers")
 
-__all__ = ["TASKS_DIR", "PACKAGE_DIR", "PAPER_NUMBERS_DIR", "__version__"]
+
+
+def cache_dir(*parts: str) -> str:
+    """Where we keep what we make once per machine: ``$EARTHSCI_CACHE_DIR`` (default
+    ``~/.cache/lmms_eval_earthsci``), joined with ``parts``: ``judge/`` (verdict cache), ``wordnet-3.0/``
+    (the staged WordNet METEOR reads), ``tiny-llava/`` (the demo's tiny model)."""
+    root = os.environ.get("EARTHSCI_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "lmms_eval_earthsci")
+    return os.path.join(root, *parts)
+
+
+__all__ = ["TASKS_DIR", "PACKAGE_DIR", "PAPER_NUMBERS_DIR", "__version__", "cache_dir"]

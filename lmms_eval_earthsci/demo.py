@@ -4,7 +4,10 @@ It builds (or reuses) the tiny random VLM of :mod:`lmms_eval_earthsci.tinyvlm`, 
 ``EARTHSCI_DATA_MIRROR`` at the sample mirror shipped in the package (a few synthetic docs per task in
 each benchmark's exact upstream schema), runs every task group through the real ``lmms-eval`` CLI
 (``llava_hf`` backend, ``--log_samples``, ``--verbosity DEBUG``: an lmms-eval error fails the demo),
-then writes the report. The tiny model's answers are noise: the point is the pipeline.
+then writes the report. The tiny model's answers are noise: the point is the pipeline. So that the
+report still shows what a real model's report looks like, it opens with a short "What you are looking
+at" paragraph (:func:`report_intro`), then the headline table with the paper's numbers beside ours,
+and the charts carry the paper's marks.
 
 With a GPU and Hub access the same command runs a real model on the real data::
 
@@ -19,11 +22,38 @@ import subprocess
 import sys
 import time
 
-from lmms_eval_earthsci import PACKAGE_DIR
+from lmms_eval_earthsci import PACKAGE_DIR, cache_dir
 
 SAMPLE_MIRROR = os.path.join(PACKAGE_DIR, "sample_mirror")
 DEFAULT_TASKS = "emma_mini,emma_mini_direct,emma_full,emma_mini_judge,msearth,scifibench,scifibench_judge,scifibench_alignment"
-CACHE = os.environ.get("EARTHSCI_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "lmms_eval_earthsci")
+CACHE = cache_dir()
+
+
+def report_intro(tiny_model: bool, sample_data: bool, judge_configured: bool = False) -> str | None:
+    """The paragraph the demo report opens with: what the numbers below are, and what they are not
+    (None for a real model on the real data: nothing to explain)."""
+    parts = []
+    if tiny_model:
+        parts.append(
+            "These numbers come from a tiny untrained LLaVA-style model (random weights, ~0.2 M parameters) built on this "
+            "machine: its answers are noise, so its accuracies sit at 0 or at chance and many docs read \"no answer extracted\"."
+        )
+    if sample_data:
+        parts.append("It ran on the sample mirror bundled with the package: a few synthetic docs per task, so each number averages a handful of docs.")
+    if not parts:
+        return None
+    if not judge_configured:
+        parts.append(
+            "Judged metrics (`emma_judge_acc`, `msearth_oe_acc`, `msearth_cap_score`, `scifibench_acc_judge`) read n/a: no LLM "
+            "judge is configured (set `EARTHSCI_JUDGE_BASE_URL` and `EARTHSCI_JUDGE_MODEL` to add one)."
+        )
+    parts.append(
+        "The paper column of the headline "
+        "table, the black marks in the charts and the Paper reference rows at the end are the papers' published numbers: they "
+        "are the reference, where a real model's numbers land. For a real run: `lmms-eval-earthsci demo --model qwen2_5_vl "
+        "--model_args pretrained=Qwen/Qwen2.5-VL-3B-Instruct --data hub`."
+    )
+    return " ".join(parts)
 
 
 def parse(argv):
@@ -79,7 +109,10 @@ def main(argv=None) -> int:
     print(f"lmms-eval finished in {time.time() - t0:.0f} s (log: {log_path})")
     from lmms_eval_earthsci.report import write_report
 
-    path, text = write_report([os.path.join(out, "runs")], os.path.join(out, "report"))
+    from lmms_eval_earthsci.core.judge import JudgeConfig
+
+    intro = report_intro(tiny_model=args.model is None, sample_data=args.data == "sample", judge_configured=JudgeConfig.from_env().configured)
+    path, text = write_report([os.path.join(out, "runs")], os.path.join(out, "report"), intro=intro)
     print(text)
     print(f"\nreport: {path} (PNG charts beside it)")
     return 0

@@ -15,9 +15,9 @@ import re
 from typing import Any
 
 from lmms_eval_earthsci.core import messages as msg
-from lmms_eval_earthsci.core.data import RecordError, load_image, require
+from lmms_eval_earthsci.core.data import RecordError, check_image, load_image, record_check, require
 from lmms_eval_earthsci.core.extraction import Extracted, as_text, extract_after_phrase, extract_boxed_answer, extract_option_letter, option_letters
-from lmms_eval_earthsci.core.judge_pass import JudgeSpec, judged, outcome_for
+from lmms_eval_earthsci.core.judge_pass import UNAVAILABLE, JudgeSpec, judged, judged_fields, outcome_for
 from lmms_eval_earthsci.core.metrics import breakdown_scores, percent, split_labels
 
 logger = logging.getLogger("lmms_eval_earthsci")
@@ -103,6 +103,9 @@ def gold_content(doc) -> str:
     answer = str(require(doc, "answer", dataset=_dataset(doc), record_id=_pid(doc), types=str))
     if not is_multiple_choice(doc):
         return answer
+    raw = require(doc, "options", dataset=_dataset(doc), record_id=_pid(doc), types=(list, tuple))
+    if not raw:
+        raise RecordError(_dataset(doc), _pid(doc), "options", "empty list for a multiple-choice question")
     opts = options_of(doc)
     idx = ord(answer.strip().upper()[:1] or "?") - ord("A")
     if not 0 <= idx < len(opts):
@@ -136,6 +139,19 @@ def _resolver(doc):
         return load_image(doc.get(field), dataset=_dataset(doc), record_id=_pid(doc), field=field)
 
     return resolve
+
+
+def check_record(doc, kwargs=None) -> None:
+    """Everything prompting and scoring will read: the query (question, type, options), the gold
+    answer against the options, and the header of every referenced image (:func:`core.data.validate_task`
+    runs this on each record before inference)."""
+    query = build_query(doc, _strategy(kwargs))
+    gold_content(doc)
+    for k in msg.referenced_images(query):
+        field = f"image_{k}"
+        if not 1 <= k <= MAX_IMAGES:
+            raise RecordError(_dataset(doc), _pid(doc), field, f"placeholder <image_{k}> is out of range (1..{MAX_IMAGES})")
+        check_image(doc.get(field), dataset=_dataset(doc), record_id=_pid(doc), field=field)
 
 
 # ---------------------------------------------------------------------------- lmms-eval hooks
@@ -279,12 +295,8 @@ def score_response(doc, response: Any) -> dict:
 _warned_labels: set[str] = set()
 
 
-def process_results(doc, results):
-    """``emma_acc`` (official rules) plus its breakdowns; an empty, huge or malformed response is
-    scored wrong and counted."""
-    response = results[0] if results else ""
-    verdict = score_response(doc, response)
-    score = percent(verdict["correct"])
+def _breakdowns(doc, score) -> dict:
+    """``{breakdown key: score or None}`` for the doc's category/type (and coding task) labels."""
     subject = str(doc.get("subject", ""))
     labels = {
         "category": split_labels(doc.get("category"), ";" if subject == "Coding" else None),
@@ -297,7 +309,17 @@ def process_results(doc, results):
     for label in unknown:
         if label not in _warned_labels:
             _warned_labels.add(label)
-            logger.warning("EMMA %s: label %s is not a declared breakdown; it counts in emma_acc only", subject, label)
+            logger.warning("EMMA %s: label %s is not a declared breakdown; it counts in the overall metric only", subject, label)
+    return out
+
+
+def process_results(doc, results):
+    """``emma_acc`` (official rules) plus its breakdowns; an empty, huge or malformed response is
+    scored wrong and counted."""
+    response = results[0] if results else ""
+    verdict = score_response(doc, response)
+    score = percent(verdict["correct"])
+    out = _breakdowns(doc, score)
     out[METRIC] = {"score": score, **verdict}
     return out
 
@@ -364,6 +386,7 @@ def scaling_verdicts(doc, responses: list, first: dict | None = None) -> dict:
     return {"k": len(scored), "majority": pick, "maj_correct": maj, "pass_correct": any(v["correct"] for v in scored)}
 
 
+@record_check(check_record)
 def process_results_full(doc, results):
     """All rule-based EMMA metrics: ``emma_acc`` and breakdowns, ``emma_acc_lenient``,
     ``emma_maj@k`` / ``emma_pass@k``."""
@@ -424,14 +447,17 @@ JUDGE = JudgeSpec(
 )
 
 
+@record_check(check_record)
 @judged(JUDGE)
 def process_results_judge(doc, results):
     """Judge variant: ``emma_judge_acc`` (official judge prompt and decision rule; a failed judge call
-    is scored wrong and counted in ``emma_judge_failed``), beside the rule-based ``emma_acc``."""
+    is scored wrong and counted in ``emma_judge_failed``; the judge's record is in the metric's
+    ``judge`` field), beside the rule-based ``emma_acc``. The category/type breakdowns here are of
+    ``emma_judge_acc`` (None without a judge)."""
     out = process_results_full(doc, results)
     response = results[0] if results else ""
     outcome = outcome_for(JUDGE, doc, as_text(response))
-    out[JUDGE_METRIC] = None if outcome.status == "unavailable" else percent(bool(outcome.ok and outcome.verdict))
-    out[JUDGE_FAILED] = outcome.failed_item()
-    out["emma_judge"] = outcome.log()
+    score = None if outcome.status == UNAVAILABLE else percent(bool(outcome.ok and outcome.verdict))
+    out.update(_breakdowns(doc, score))
+    out.update(judged_fields(JUDGE_METRIC, JUDGE_FAILED, outcome, score))
     return out

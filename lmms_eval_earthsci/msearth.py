@@ -17,10 +17,10 @@ import re
 import threading
 from typing import Any, Mapping
 
-from lmms_eval_earthsci.core.data import RecordError, load_image
+from lmms_eval_earthsci.core.data import RecordError, check_image, load_image, record_check
 from lmms_eval_earthsci.core.extraction import as_text
 from lmms_eval_earthsci.core import textmetrics
-from lmms_eval_earthsci.core.judge_pass import JudgeSpec, batched, doc_key, judged, outcome_for
+from lmms_eval_earthsci.core.judge_pass import UNAVAILABLE, JudgeSpec, batched, doc_key, judged, judged_fields, outcome_for
 from lmms_eval_earthsci.core.metrics import breakdown_scores, percent
 
 logger = logging.getLogger("lmms_eval_earthsci")
@@ -364,6 +364,28 @@ def prepare_mcq(pairs) -> None:
             _PREPARED[key] = v
 
 
+def check_record(doc, kwargs=None) -> None:
+    """What prompting and scoring will read, for the task's kind (:func:`core.data.validate_task` runs
+    this on each record before inference): the image (header decoded), the label columns, the query
+    (MCQ, open-ended) and the MCQ gold letter, which must name one of the question's options."""
+    kind = (kwargs or {}).get("kind", "mcq")
+    field = "image" if "image" in doc else "images" if "images" in doc else "image"
+    value = doc.get(field)
+    if isinstance(value, list):
+        value = value[0] if value else None
+    check_image(value, dataset=_dataset(doc), record_id=_rid(doc), field=field)
+    sphere_of(doc), image_type_of(doc), category_of(doc)
+    if kind == "caption":
+        return
+    query_of(doc)
+    if kind == "mcq":
+        letter, _ = gold_option(doc)
+        letters = [parse_option(line)[0] for line in option_lines(doc)]
+        if letters and letter.upper() not in {x.upper() for x in letters if x}:
+            raise RecordError(_dataset(doc, "MCQ"), _rid(doc), "response", f"gold letter {letter!r} is not one of the options {'/'.join(x for x in letters if x)}")
+
+
+@record_check(check_record)
 @batched(prepare_mcq)
 def process_results_mcq(doc, results):
     """``msearth_acc`` (paper method), ``msearth_acc_strict`` (official code) and breakdowns of
@@ -440,17 +462,18 @@ def _text_items(prefix: str, reference: str, candidate: str) -> dict:
     return out
 
 
+@record_check(check_record)
 @judged(OE_JUDGE)
 def process_results_open(doc, results):
     """``msearth_oe_acc`` (judge; failures scored wrong and counted), the text metrics, breakdowns."""
     response = results[0] if results else ""
     answer = OE_JUDGE.text_of(response)
     outcome = outcome_for(OE_JUDGE, doc, answer)
-    score = None if outcome.status == "unavailable" else percent(bool(outcome.ok and outcome.verdict))
+    score = None if outcome.status == UNAVAILABLE else percent(bool(outcome.ok and outcome.verdict))
     out = _breakdown("open", doc, score)
-    out[OE_METRIC] = None if score is None else {"score": score, "id": _rid(doc), "answer": answer[:500]}
-    out["msearth_oe_judge_failed"] = outcome.failed_item()
-    out["msearth_oe_judge"] = outcome.log()
+    out.update(judged_fields(OE_METRIC, "msearth_oe_judge_failed", outcome, score))
+    if out[OE_METRIC] is not None:
+        out[OE_METRIC].update(id=_rid(doc), answer=answer[:500])
     out.update(_text_items("msearth_oe", str(doc.get("response", "")), answer))
     return out
 
@@ -482,6 +505,7 @@ CAPTION_JUDGE = JudgeSpec(
 )
 
 
+@record_check(check_record)
 @judged(CAPTION_JUDGE)
 def process_results_caption(doc, results):
     """``msearth_cap_score`` (judge, 1-5; as the official aggregation, docs whose judging failed are
@@ -489,14 +513,11 @@ def process_results_caption(doc, results):
     response = results[0] if results else ""
     caption = CAPTION_JUDGE.text_of(response)
     outcome = outcome_for(CAPTION_JUDGE, doc, caption)
-    if outcome.status == "unavailable" or not outcome.ok:
-        value = None
-    else:
-        value = {"score": outcome.verdict, "id": _rid(doc)}
-    out = _breakdown("caption", doc, None if value is None else value["score"])
-    out[CAP_METRIC] = value
-    out["msearth_cap_judge_failed"] = outcome.failed_item()
-    out["msearth_cap_judge"] = outcome.log()
+    score = outcome.verdict if outcome.ok else None
+    out = _breakdown("caption", doc, score)
+    out.update(judged_fields(CAP_METRIC, "msearth_cap_judge_failed", outcome, score))
+    if out[CAP_METRIC] is not None:
+        out[CAP_METRIC]["id"] = _rid(doc)
     out.update(_text_items("msearth_cap", str(doc.get("response", "")), caption))
     return out
 

@@ -54,23 +54,6 @@ def _with_our_tasks(include_path):
     return paths
 
 
-def wrap_task_method(name: str, marker: str, make_wrapper, requires: tuple[str, ...] = ()) -> bool:
-    """Replace ``ConfigurableTask.<name>`` by ``make_wrapper(original)`` once (``marker`` records it).
-    False, changing nothing, if lmms-eval no longer has the method or the attributes in ``requires``."""
-    try:
-        from lmms_eval.api.task import ConfigurableTask
-    except Exception:  # pragma: no cover - lmms-eval layout changed
-        return False
-    if getattr(ConfigurableTask, marker, False):
-        return True
-    original = getattr(ConfigurableTask, name, None)
-    if original is None or not all(hasattr(ConfigurableTask, r) for r in requires):
-        return False
-    setattr(ConfigurableTask, name, functools.wraps(original)(make_wrapper(original)))
-    setattr(ConfigurableTask, marker, True)
-    return True
-
-
 def patch_task_manager(task_manager_cls) -> bool:
     """Make ``task_manager_cls.initialize_tasks`` always index :data:`TASKS_DIR`. Returns success."""
     if getattr(task_manager_cls, "_earthsci_patched", False):
@@ -101,6 +84,18 @@ def register():
         _warn(f"could not import lmms_eval.tasks ({exc!r}).")
         return []
     patch_task_manager(TaskManager)
+    install_runtime_hooks()
+    return []
+
+
+def install_runtime_hooks() -> None:
+    """Everything besides task indexing that a run of our tasks needs, whatever route started it
+    (entry point, ``--include_path``, the ``run`` wrapper): log forwarding, the mirror hook, the judge
+    pass and a clean exit on every rank. Idempotent."""
+    from lmms_eval_earthsci.core.hooks import forward_logs, release_distributed_at_exit
+
+    forward_logs()
+    release_distributed_at_exit()
 
     from lmms_eval_earthsci.core.data import install_mirror_hook
 
@@ -111,7 +106,6 @@ def register():
 
     if not install_judge_hook():
         logger.warning("lmms_eval_earthsci: the judge-pass hook could not be installed; judged metrics are computed one doc at a time.")
-    return []
 
 
 def is_registered() -> bool:

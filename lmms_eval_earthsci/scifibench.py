@@ -14,9 +14,9 @@ import random
 import re
 from typing import Any
 
-from lmms_eval_earthsci.core.data import RecordError, load_image
-from lmms_eval_earthsci.core.extraction import Extracted, as_text, extract_option_letter
-from lmms_eval_earthsci.core.judge_pass import JudgeSpec, judged, outcome_for
+from lmms_eval_earthsci.core.data import RecordError, check_image, load_image, record_check
+from lmms_eval_earthsci.core.extraction import Extracted, as_text, extract_boxed_answer, extract_option_letter
+from lmms_eval_earthsci.core.judge_pass import UNAVAILABLE, JudgeSpec, judged, judged_fields, outcome_for
 from lmms_eval_earthsci.core.metrics import breakdown_scores, percent
 
 DATASET = "jonathan-roberts1/SciFIBench"
@@ -205,9 +205,9 @@ def _norm(text: str) -> str:
 
 
 def extract(response: Any, options: list[str] | None = None) -> Extracted:
-    """The staged extractor. ``rule`` is the stage that fired: ``strict``, ``leading``, ``phrase``,
-    ``similarity`` (F->C only, ``options`` given) or ``none`` (no answer; ``ambiguous`` when several
-    letters are named without a decisive phrase)."""
+    """The staged extractor. ``rule`` is the stage that fired: ``strict``, ``boxed``, ``leading``,
+    ``phrase``, ``similarity`` (F->C only, ``options`` given) or ``none`` (no answer; ``ambiguous`` when
+    several letters are named without a decisive phrase)."""
     text = _BOLD_RE.sub("", as_text(response)).replace("</s>", "").strip()
     tail = text
     marks = list(_LAST_ANSWER_RE.finditer(text))
@@ -217,6 +217,10 @@ def extract(response: Any, options: list[str] | None = None) -> Extracted:
         got = extract_option_letter(source, LETTERS, rules=["letter-bare", "letter-markup"])
         if got.found:
             return Extracted(got.value, "strict")
+    # after strict (a bare letter after the last "Answer:" is the later word), before leading/phrase (a box is the conclusion, an "A) ..." opening or option mentions are not)
+    boxed = _boxed_letter(text)
+    if boxed:
+        return Extracted(boxed, "boxed")
     for source in dict.fromkeys([tail, text]):
         got = extract_option_letter(source, LETTERS, rules=["letter-leading"])
         if got.found:
@@ -251,6 +255,18 @@ def extract(response: Any, options: list[str] | None = None) -> Extracted:
     return Extracted("", "none")
 
 
+def _boxed_letter(text: str) -> str | None:
+    """The option letter in the LAST ``\\boxed{}`` (braces matched): the whole content a letter
+    (``B``, ``(B)``, ``\\text{B}``, ``\\textbf{B}``) or a letter leading its caption (``B) caption``).
+    Any other content (``42``, ``F`` with five options, ``A or B``) gives None, so that a box never
+    turns into a letter that is not an option and the later stages still get their chance."""
+    box = extract_boxed_answer(text)
+    if not box.found:
+        return None
+    got = extract_option_letter(box.value, LETTERS, rules=["letter-bare", "letter-markup", "letter-leading"])
+    return got.value if got.found else None
+
+
 def _lists_options(text: str) -> bool:
     return len(set(re.findall(r"(?:^|\n)\s*\(?([A-E])\)", text))) > 1
 
@@ -282,13 +298,35 @@ def _breakdown(doc, score) -> dict:
     return out
 
 
+def gold_letter(doc) -> str:
+    gold = str(doc.get("Answer", "")).strip().upper()
+    if len(gold) != 1 or gold not in LETTERS:
+        raise RecordError(_dataset(doc), _rid(doc), "Answer", f"expected one letter A-E, got {doc.get('Answer')!r}")
+    return gold
+
+
+def check_record(doc, kwargs=None) -> None:
+    """What prompting and scoring will read (:func:`core.data.validate_task` runs this on each record
+    before inference): five options, the gold letter A-E, and the headers of the figure(s): one for
+    F->C, five for C->F."""
+    kw = _settings(kwargs)
+    options_of(doc)
+    gold_letter(doc)
+    imgs = doc.get("Images")
+    if not isinstance(imgs, (list, tuple)) or not imgs:
+        raise RecordError(_dataset(doc), _rid(doc), "Images", "missing or empty")
+    if kw["direction"] == "c2f" and len(imgs) < 5:
+        raise RecordError(_dataset(doc), _rid(doc), "Images", f"expected 5 candidate figures, got {len(imgs)}")
+    for i, v in enumerate(imgs):
+        check_image(v, dataset=_dataset(doc), record_id=_rid(doc), field=f"Images[{i}]")
+
+
+@record_check(check_record)
 def process_results(doc, results):
     """``scifibench_acc`` (staged extractor), the no-answer rate and per-category accuracy. Every doc
     counts: no extracted letter is wrong."""
     response = results[0] if results else ""
-    gold = str(doc.get("Answer", "")).strip().upper()
-    if len(gold) != 1 or gold not in LETTERS:
-        raise RecordError(_dataset(doc), _rid(doc), "Answer", f"expected one letter A-E, got {doc.get('Answer')!r}")
+    gold = gold_letter(doc)
     direction = "c2f" if "Caption2Figure" in str(doc.get("_split", "")) else "f2c"
     got = extract(response, options_of(doc) if direction == "f2c" else None)
     correct = got.value == gold
@@ -303,9 +341,51 @@ def process_results(doc, results):
 EXTRACTOR_PROMPT = 'Here is the output from a generative model:\n"{output}"\nThe output contains the answer to a multiple choice question with options A) - E). Return only the letter of the answer. If no answer is found, return "None".'
 
 
+# the extractor's reply: markup and punctuation that may wrap the letter it was asked for
+_WRAP_OPEN = r"[\s\"'\u201c\u201d\u2018\u2019`*_(\[{<]*"
+_WRAP_CLOSE = r"[\s\"'\u201c\u201d\u2018\u2019`*_)\]}>.,;:!]*"
+_JUDGE_BOLD_RE = re.compile(r"\*\*|__")
+# the prompt's null token ("None") and its usual paraphrases
+_JUDGE_NULL = r"(?:none|null|n/?a|no answer(?: (?:found|given))?)"
+_JUDGE_NULL_RE = re.compile(rf"^\W*{_JUDGE_NULL}\W*$", re.I)
+_JUDGE_LONE_RE = re.compile(rf"^{_WRAP_OPEN}([A-Ea-e]){_WRAP_CLOSE}$")
+_JUDGE_LEAD_RE = re.compile(r"\banswer\b\s*(?:is|was|would be|should be)?\s*[:=\-]?\s*", re.I)
+# after a lead: an upper-case letter not starting a word ("Correct"), or a lower-case one alone on its
+# line ("answer: c", but not "the answer is a bar chart")
+_JUDGE_LEAD_LETTER_RE = re.compile(rf"^{_WRAP_OPEN}(?:([A-E])(?![A-Za-z0-9])|([a-e]){_WRAP_CLOSE}(?:\n|$))")
+_JUDGE_LEAD_NULL_RE = re.compile(rf"^{_WRAP_OPEN}{_JUDGE_NULL}(?![A-Za-z0-9])", re.I)
+# "A or B", "B/D", "A, C": the reply names alternatives, not an answer
+_JUDGE_ALTERNATIVE_RE = re.compile(rf"^[\s*_)\]}}\"'`]*(?:or|and|/|,|&)\s*{_WRAP_OPEN}[A-E](?![A-Za-z0-9])")
+
+
 def parse_judge_letter(reply: str) -> str | None:
-    m = re.search(r"[A-E]", reply or "")
-    return m.group(0) if m else None
+    """The letter the paper's extractor replied (it is asked for "only the letter of the answer", or
+    "None" if there is none), upper-cased, or None for no answer.
+
+    Read, in this order: the null token (``None``, ``N/A``, ``No answer``) -> None; else the last
+    ``answer``-style lead (``Answer: B``, ``Extracted answer: (C)``, ``The answer is D``, ``Final
+    answer: **E**``, lead case-insensitive) that is followed by a letter or the null token; else the
+    lines that are a lone letter with markup or punctuation around it (``B``, ``(B)``, ``**B**``,
+    ``"B"``, ``B.``), when they all name the same one. Anything else (``Correct``, ``A or B``, letters
+    in prose, an empty reply) is no answer. A lower-case letter counts only alone on its line: the
+    extractor was asked for nothing else, while "a" before a word is an article.
+
+    No letter is a verdict of None, not a parse failure: like the paper's ``answer == item['Answer']``
+    it scores wrong but is not counted in ``scifibench_judge_failed``, which stays for judge requests
+    that failed."""
+    text = _JUDGE_BOLD_RE.sub("", as_text(reply)).strip()
+    if not text or _JUDGE_NULL_RE.match(text):
+        return None
+    for lead in reversed(list(_JUDGE_LEAD_RE.finditer(text))):
+        rest = text[lead.end() :]
+        m = _JUDGE_LEAD_LETTER_RE.match(rest)
+        if m:
+            return None if _JUDGE_ALTERNATIVE_RE.match(rest[m.end() :]) else (m.group(1) or m.group(2)).upper()
+        if _JUDGE_LEAD_NULL_RE.match(rest):
+            return None
+        # a lead followed by prose ("the answer is the roc curves caption") decides nothing
+    lone = {m.group(1).upper() for m in map(_JUDGE_LONE_RE.match, text.splitlines()) if m}
+    return lone.pop() if len(lone) == 1 else None
 
 
 JUDGE = JudgeSpec(
@@ -316,15 +396,16 @@ JUDGE = JudgeSpec(
 )
 
 
+@record_check(check_record)
 @judged(JUDGE)
 def process_results_judge(doc, results):
     """Adds ``scifibench_acc_judge``: the paper's LLM extractor (sees only the output) through the
-    judge engine; its first A-E letter, else no answer (wrong); judge failures counted and wrong."""
+    judge engine; the letter its reply gives (:func:`parse_judge_letter`), else no answer (wrong);
+    judge failures counted and wrong."""
     out = process_results(doc, results)
     response = results[0] if results else ""
     outcome = outcome_for(JUDGE, doc, as_text(response))
     gold = out[METRIC]["gold"]
-    out[JUDGE_METRIC] = None if outcome.status == "unavailable" else percent(bool(outcome.ok and outcome.verdict == gold))
-    out["scifibench_judge_failed"] = outcome.failed_item()
-    out["scifibench_judge"] = outcome.log()
+    score = None if outcome.status == UNAVAILABLE else percent(bool(outcome.ok and outcome.verdict == gold))
+    out.update(judged_fields(JUDGE_METRIC, "scifibench_judge_failed", outcome, score))
     return out

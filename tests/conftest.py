@@ -54,7 +54,7 @@ def run_cli(args, env, cwd, timeout=600, launcher=None):
     cmd = (launcher or [os.path.join(VENV_BIN, "lmms-eval")]) + list(args) + ["--verbosity", "DEBUG"]
     proc = subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout)
     if proc.returncode != 0:
-        raise AssertionError(f"lmms-eval failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}")
+        raise AssertionError(f"lmms-eval failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-20000:]}")
     return proc
 
 

@@ -49,12 +49,16 @@ def test_demo_subset_writes_report(hf_home, tmp_path):
     assert "random noise" in proc.stdout and "report:" in proc.stdout
     report = (out / "report" / "report.md").read_text()
     results = json.load(open(glob.glob(str(out / "runs" / "**" / "*_results.json"), recursive=True)[0]))["results"]
+    # it says what it is, then leads with the headline table: ours beside the paper's (GPT-4o)
+    sections = re.findall(r"^## (.+)$", report, re.MULTILINE)
+    assert sections[:2] == ["What you are looking at", "Headline"] and "untrained" in report
     # every number in the tables is the one in the results JSON
-    for task, metric in (("emma_mini_math", "emma_acc"), ("msearth_mcq", "msearth_acc"), ("msearth_mcq", "msearth_acc_strict"), ("scifibench_cs_c2f", "scifibench_acc")):
+    for task, metric, paper in (("emma_mini_math", "emma_acc", "27.00"), ("msearth_mcq", "msearth_acc", "57.97"), ("msearth_mcq", "msearth_acc_strict", "–"), ("scifibench_cs_c2f", "scifibench_acc", "–")):
         value = results[task][f"{metric},none"]
-        assert f"| {task} | {metric} | {value:.2f} |" in report
-    assert re.search(r"\| .*tiny-llava \| emma_mini_math \| 3 \| \d+ \| 0 \| 0 \|", report)
-    for name in ("EMMA", "MSEarth", "SciFIBench"):
+        assert f"| {task} | {metric} | {value:.2f} | {paper} |" in report
+    assert re.search(r"\| emma_mini_math \| .*tiny-llava \| 3 \| \d+ \| 0 \| – \| – \|", report)
+    for name in ("EMMA", "MSEarth", "SciFIBench", "Paper reference"):
         assert f"## {name}" in report
-    assert (out / "report" / "emma_1.png").stat().st_size > 1000 and (out / "report" / "scifibench_1.png").exists()
+    assert "[]" not in report
+    assert (out / "report" / "emma_mini_by_subject.png").stat().st_size > 1000 and (out / "report" / "scifibench_by_split.png").exists()
     assert os.path.exists(tmp_path / "cache" / "tiny-llava" / "model.safetensors")

@@ -1,4 +1,5 @@
 import json
+import os
 import threading
 
 import pytest
@@ -9,8 +10,9 @@ from lmms_eval_earthsci.testing.openai_server import FakeOpenAIServer, Fault, im
 
 
 def make_client(server, tmp_path, **kw):
-    cfg = J.JudgeConfig(base_url=server.base_url, model="judge-m", api_key="sk-secret", cache_dir=str(tmp_path / "cache"), backoff_base=0.01, backoff_max=0.05, timeout=2.0, **kw)
-    return J.JudgeClient(cfg)
+    settings = dict(base_url=server.base_url, model="judge-m", api_key="sk-secret", cache_dir=str(tmp_path / "cache"), backoff_base=0.01, backoff_max=0.05, timeout=2.0)
+    settings.update(kw)
+    return J.JudgeClient(J.JudgeConfig(**settings))
 
 
 def test_not_configured_returns_none(monkeypatch):
@@ -109,3 +111,110 @@ def test_client_error_is_not_retried_and_bad_request_builder(tmp_path):
 
         r = client.complete(broken)
         assert not r.ok and "image 3 unreadable" in r.error
+
+
+# --------------------------------------------------------------------------- cache opened by many processes
+
+
+def _open_and_write(directory, i, barrier, errors):
+    try:
+        barrier.wait(timeout=30)
+        cache = J.VerdictCache(directory)
+        cache.put(f"k{i}", J.JudgeResult(f"v{i}"))
+        assert cache.get(f"k{i}").content == f"v{i}"
+        cache.close()
+    except BaseException as exc:  # reported to the parent, which fails the test
+        errors.put(f"{type(exc).__name__}: {exc}")
+        raise SystemExit(1)
+
+
+def test_eight_processes_open_one_new_cache_fifty_times(tmp_path):
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    errors = ctx.Queue()
+    for trial in range(50):
+        directory = str(tmp_path / f"trial{trial}" / "not-yet")  # does not exist: every process creates it
+        barrier = ctx.Barrier(8)
+        procs = [ctx.Process(target=_open_and_write, args=(directory, i, barrier, errors)) for i in range(8)]
+        for p in procs:
+            p.start()
+        for p in procs:
+            p.join(60)
+        codes = [p.exitcode for p in procs]
+        found = []
+        while not errors.empty():
+            found.append(errors.get())
+        assert codes == [0] * 8 and not found, (trial, codes, found)
+        con = J.sqlite3.connect(os.path.join(directory, "verdicts.sqlite3"))
+        assert con.execute("SELECT COUNT(*) FROM verdicts").fetchone()[0] == 8
+        con.close()
+
+
+def test_journal_mode_local_and_network_filesystems(tmp_path, monkeypatch):
+    assert J.VerdictCache(str(tmp_path / "c")).journal == "wal"
+    monkeypatch.setattr(J, "filesystem_type", lambda path: "nfs4")
+    assert J.journal_mode_for(str(tmp_path)) == "delete"
+    assert J.VerdictCache(str(tmp_path / "n")).journal == "delete"
+    assert J.journal_mode_for(str(tmp_path), "WAL") == "wal"  # an explicit choice wins
+    with pytest.raises(ValueError, match="EARTHSCI_JUDGE_CACHE_JOURNAL"):
+        J.journal_mode_for(str(tmp_path), "memory")
+
+
+@pytest.mark.parametrize("broken", ["not_a_directory", "db_is_a_directory"])
+def test_unusable_cache_judges_uncached_with_one_warning(tmp_path, caplog, broken):
+    if broken == "not_a_directory":
+        (tmp_path / "file").write_text("x")
+        cache_dir = tmp_path / "file" / "cache"
+    else:
+        cache_dir = tmp_path / "cache"
+        (cache_dir / "verdicts.sqlite3").mkdir(parents=True)
+    with FakeOpenAIServer(responder=lambda body: "Correct") as srv:
+        cfg = J.JudgeConfig(base_url=srv.base_url, model="judge-m", cache_dir=str(cache_dir), timeout=2.0)
+        with caplog.at_level("WARNING", logger="lmms_eval_earthsci"):
+            client = J.JudgeClient(cfg)
+            results = client.complete_many([[{"role": "user", "content": f"d{i}"}] for i in range(5)])
+    assert [r.content for r in results] == ["Correct"] * 5 and client.cache is None
+    warnings = [r.getMessage() for r in caplog.records if "verdict cache" in r.getMessage()]
+    assert len(warnings) == 1 and str(cache_dir) in warnings[0] and "Error" in warnings[0]
+
+
+# --------------------------------------------------------------------------- circuit breaker
+
+
+@pytest.mark.parametrize("status", [401, 403, 404])
+def test_auth_and_not_found_stop_the_pass_at_once(tmp_path, status):
+    with FakeOpenAIServer(responder=lambda body: Fault("status", status=status)) as srv:
+        client = make_client(srv, tmp_path, concurrency=1)
+        results = client.complete_many([[{"role": "user", "content": f"d{i}"}] for i in range(40)])
+        assert srv.count == 1  # one request, not one per doc
+    assert all(not r.ok and r.cause == f"HTTP {status}" for r in results)
+    assert sum(r.error.startswith("not sent") for r in results) == 39
+
+
+def test_dead_endpoint_stops_after_consecutive_failures(tmp_path):
+    import socket
+
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()  # nothing listens there
+    cfg = J.JudgeConfig(base_url=f"http://127.0.0.1:{port}/v1", model="m", cache_dir=None, backoff_base=0.01, backoff_max=0.02, timeout=1.0, max_retries=2, concurrency=4, breaker=3)
+    client = J.JudgeClient(cfg)
+    results = client.complete_many([[{"role": "user", "content": f"d{i}"}] for i in range(200)])
+    assert all(not r.ok and r.cause == "ConnectionRefusedError" for r in results)
+    sent = [r for r in results if not r.error.startswith("not sent")]
+    assert len(sent) <= 3 + 4  # the breaker's threshold plus what was in flight
+    assert client.stats.requests <= (3 + 4) * 3
+
+
+def test_breaker_resets_on_success_and_can_be_disabled(tmp_path):
+    # every other doc's request fails for good: never K consecutive, so nothing is skipped
+    with FakeOpenAIServer(responder=lambda body: Fault("status", status=500) if int(text_of(body)[1:]) % 2 else "ok") as srv:
+        client = make_client(srv, tmp_path, concurrency=1, max_retries=0, breaker=2)
+        results = client.complete_many([[{"role": "user", "content": f"d{i}"}] for i in range(10)])
+    assert [r.ok for r in results] == [True, False] * 5
+    with FakeOpenAIServer(responder=lambda body: Fault("status", status=500)) as srv:
+        client = make_client(srv, tmp_path, concurrency=1, max_retries=0, breaker=0, cache_dir=None)
+        results = client.complete_many([[{"role": "user", "content": f"d{i}"}] for i in range(6)])
+        assert srv.count == 6 and all(r.cause == "HTTP 500" for r in results)

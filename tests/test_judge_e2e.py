@@ -94,11 +94,14 @@ def test_judge_verdicts_failures_and_samples(mirror, hf_home, tmp_path):
     assert r["emma_mini_judge_math"]["emma_judge_failed,none"] == 0
     assert r["emma_mini_judge"]["emma_judge_acc,none"] == pytest.approx(200 / 9)
     # raw reply and parsed verdict in every logged sample; the failure is recorded with its error
-    logged = {s["emma_acc"]["pid"]: s["emma_judge"] for t in SUBJECT_TASKS for s in samples[t]}
+    logged = {s["emma_acc"]["pid"]: s["emma_judge_acc"]["judge"] for t in SUBJECT_TASKS for s in samples[t]}
     assert len(logged) == 9
-    assert logged["Math_2"] == {"status": "judged", "verdict": True, "reply": "Correct", "error": None, "cached": False}
+    assert logged["Math_2"] == {"status": "judged", "verdict": True, "reply": "Correct", "error": None, "cause": None, "cached": False}
     assert logged["Math_1"]["verdict"] is False and logged["Math_1"]["reply"] == "Incorrect"
-    assert logged["coding_1"]["status"] == "request_failed" and "HTTP 500" in logged["coding_1"]["error"]
+    assert logged["coding_1"]["status"] == "request_failed" and "HTTP 500" in logged["coding_1"]["error"] and logged["coding_1"]["cause"] == "HTTP 500"
+    # judged tasks keep their breakdowns (of emma_judge_acc); no per-sample log field shows up as a metric
+    assert r["emma_mini_judge_math"]["emma_type_multiple_choice,none"] is not None
+    assert not any(isinstance(v, list) for t in SUBJECT_TASKS for v in r[t].values())
     # the key is never written anywhere
     for path in out.rglob("*"):
         if path.is_file():
@@ -166,27 +169,39 @@ def test_sigkill_mid_pass_then_resume_reuses_verdicts(mirror, hf_home, tmp_path)
     (r1, s1), (r2, s2) = read_outputs(str(resumed)), read_outputs(str(clean))
     for task in SUBJECT_TASKS + ["emma_mini_judge"]:
         assert r1["results"][task]["emma_judge_acc,none"] == r2["results"][task]["emma_judge_acc,none"], task
-    verdicts = lambda s: {x["emma_acc"]["pid"]: (x["emma_judge"]["verdict"], x["emma_judge"]["reply"]) for t in SUBJECT_TASKS for x in s[t]}
+    verdicts = lambda s: {x["emma_acc"]["pid"]: (x["emma_judge_acc"]["judge"]["verdict"], x["emma_judge_acc"]["judge"]["reply"]) for t in SUBJECT_TASKS for x in s[t]}
     assert verdicts(s1) == verdicts(s2) and len(verdicts(s1)) == 9
-    cached = [x["emma_judge"]["cached"] for t in SUBJECT_TASKS for x in s1[t]]
+    cached = [x["emma_judge_acc"]["judge"]["cached"] for t in SUBJECT_TASKS for x in s1[t]]
     assert sum(cached) >= len(before)
 
 
-def test_accelerate_ranks_judge_each_doc_once(mirror, hf_home, tmp_path):
-    launcher = [sys.executable, "-m", "accelerate.commands.launch", "--cpu", "--num_processes", "2", "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", "29519", "-m", "lmms_eval"]
-    runs = {}
-    for name, launch in (("one", None), ("two", launcher)):
-        with FakeOpenAIServer(responder=Both()) as srv:
-            out = tmp_path / name
-            env = judge_env(mirror, hf_home, srv, "off", OMP_NUM_THREADS="1")
-            run_cli(model_args(srv) + ["--tasks", "emma_mini_judge", "--output_path", str(out), "--log_samples"], env, str(tmp_path), launcher=launch)
-            keys = [_key(b) for b in judged_bodies(srv)]
-        runs[name] = (read_outputs(str(out)), keys)
-    (r1, _), k1 = runs["one"]
-    (r2, s2), k2 = runs["two"]
-    assert len(k2) == len(set(k2)) == len(set(k1))  # no request made twice across the two ranks
-    for task in SUBJECT_TASKS + ["emma_mini_judge"]:
-        m1 = {k: v for k, v in r1["results"][task].items() if "stderr" not in k}
-        m2 = {k: v for k, v in r2["results"][task].items() if "stderr" not in k}
-        assert m1 == m2, task
-    assert sum(len(s2[t]) for t in SUBJECT_TASKS) == 9
+def test_judge_rejecting_every_doc_reports_null_and_the_cause(mirror, hf_home, tmp_path):
+    # a wrong key: 401 on every judge request; the pass stops at the first, the metric is null, not 0
+    unauthorized = Both(judge_hook=lambda body: Fault("status", status=401))
+    with FakeOpenAIServer(responder=unauthorized) as srv:
+        out = tmp_path / "out"
+        env = judge_env(mirror, hf_home, srv, tmp_path / "cache", EARTHSCI_JUDGE_CONCURRENCY="1")
+        proc = run_cli(model_args(srv) + ["--tasks", "emma_mini_judge_math,emma_mini_judge_coding", "--output_path", str(out), "--log_samples"], env, str(tmp_path))
+        judge_requests = len(judged_bodies(srv))
+    res, samples = read_outputs(str(out))
+    r = res["results"]
+    assert r["emma_mini_judge_math"]["emma_judge_acc,none"] is None and r["emma_mini_judge_math"]["emma_judge_failed,none"] == 3
+    assert r["emma_mini_judge_math"]["emma_acc,none"] == pytest.approx(100 / 3)  # rule-based metrics unaffected
+    assert judge_requests == 2  # one per task's pass, not one per doc
+    records = [s["emma_judge_acc"]["judge"] for s in samples["emma_mini_judge_math"]]
+    assert all(j["status"] == "request_failed" and j["cause"] == "HTTP 401" for j in records)
+    log = proc.stdout + proc.stderr
+    # one summary line per judged task, with failures by cause; the warning names task and cause
+    assert log.count("judge summary emma_mini_judge_math:") == 1 and log.count("judge summary emma_mini_judge_coding:") == 1
+    assert '"failures_by_cause": {"HTTP 401": 3}' in log
+    assert "emma_mini_judge_coding: 2 of 2 judged docs failed (HTTP 401 x 2)" in log
+
+
+def test_on_failure_raise_stops_the_run(mirror, hf_home, tmp_path):
+    flaky = Both(judge_hook=lambda body: Fault("status", status=500) if "Which code produces" in text_of(body) else None)
+    with FakeOpenAIServer(responder=flaky) as srv:
+        env = judge_env(mirror, hf_home, srv, tmp_path / "cache", EARTHSCI_JUDGE_MAX_RETRIES="0", EARTHSCI_JUDGE_ON_FAILURE="raise")
+        cmd = [os.path.join(VENV_BIN, "lmms-eval")] + model_args(srv) + ["--tasks", "emma_mini_judge_coding", "--output_path", str(tmp_path / "out"), "--verbosity", "DEBUG"]
+        proc = subprocess.run(cmd, env=env, cwd=str(tmp_path), capture_output=True, text=True, timeout=600)
+    assert proc.returncode != 0
+    assert "JudgeFailedError" in proc.stderr and "emma_mini_judge_coding: 1 of 2 judged docs failed (HTTP 500 x 1)" in proc.stderr

@@ -127,7 +127,7 @@ def test_images_are_sent_as_stored_bytes(tmp_path):
     Image.new("RGB", (8, 8), (10, 200, 10)).save(png, format="PNG")
     feats = datasets.Features({"id": datasets.Value("int32"), "image": datasets.Image()})
     ds = datasets.Dataset.from_dict({"id": [0, 1], "image": [{"bytes": jpeg.getvalue(), "path": None}, {"bytes": png.getvalue(), "path": None}]}, features=feats)
-    raw = P._undecoded(ds)
+    raw = P.undecoded(ds)
     spec = P.JudgeSpec(
         name="t_images",
         build=lambda doc, response, images: [{"role": "user", "content": [{"type": "text", "text": "judge"}, {"type": "image", "url": images()["image"]}]}],

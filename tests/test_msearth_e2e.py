@@ -79,9 +79,9 @@ def test_chat_backend_and_judge_on_reupload_schema(reupload_mirror, hf_home, tmp
     assert r["msearth_open"]["msearth_sphere_hydrology,none"] == 100.0 and r["msearth_open"]["msearth_image_cross,none"] == 0.0
     # captions: 4 and 4 judged, one reply unparseable (left out of the mean, counted)
     assert r["msearth_caption"]["msearth_cap_score,none"] == 4.0 and r["msearth_caption"]["msearth_cap_judge_failed,none"] == 1
-    logged = {s["msearth_oe_acc"]["id"]: s["msearth_oe_judge"] for s in samples["msearth_open"]}
+    logged = {s["msearth_oe_acc"]["id"]: s["msearth_oe_acc"]["judge"] for s in samples["msearth_open"]}
     assert logged["ON000201"]["verdict"] is True and '"is_correct": true' in logged["ON000201"]["reply"]
-    statuses = sorted(s["msearth_cap_judge"]["status"] for s in samples["msearth_caption"])
+    statuses = sorted(s["msearth_cap_score"]["judge"]["status"] for s in samples["msearth_caption"])
     assert statuses == ["judged", "judged", "parse_failed"]
 
     # model and judge both get one user turn: text first, then the doc's own image, byte for byte

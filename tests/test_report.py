@@ -6,14 +6,21 @@ import os
 
 import pytest
 
+from lmms_eval_earthsci import PAPER_NUMBERS_DIR
+from lmms_eval_earthsci import report as R
 from lmms_eval_earthsci.cli import main as cli_main
-from lmms_eval_earthsci.report import ReportError, read_runs, write_report
+from lmms_eval_earthsci.report import ReportError, counts, read_runs, write_report
 
 
-def make_run(root, name, model, results, samples=None, stamp="20261122_010101"):
+def make_run(root, name, model, results, samples=None, stamp="20261122_010101", config=None, n_samples=None):
     d = os.path.join(root, name, model)
     os.makedirs(d, exist_ok=True)
-    payload = {"results": {t: {f"{k},none": v for k, v in m.items()} | {f"{k}_stderr,none": "N/A" for k in m} | {"alias": t} for t, m in results.items()}, "config": {"model": "fake", "model_args": f"model={model}"}}
+    payload = {
+        "results": {t: {f"{k},none": v for k, v in m.items()} | {f"{k}_stderr,none": "N/A" for k in m} | {"alias": t} for t, m in results.items()},
+        "config": {"model": "fake", "model_args": f"model={model}", "limit": None} | (config or {}),
+    }
+    if n_samples:
+        payload["n-samples"] = n_samples
     with open(os.path.join(d, f"{stamp}_results.json"), "w") as f:
         json.dump(payload, f)
     for task, rows in (samples or {}).items():
@@ -22,36 +29,290 @@ def make_run(root, name, model, results, samples=None, stamp="20261122_010101"):
     return os.path.join(root, name)
 
 
-def test_tables_plots_paper_rows_and_counts(tmp_path):
+def section(text, title):
+    """The lines of the ``## title`` section."""
+    lines = text.splitlines()
+    start = lines.index(f"## {title}")
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
+    return lines[start:end]
+
+
+def table_after(lines, first_cell):
+    """The rows of the first Markdown table whose header starts with ``| first_cell |``."""
+    start = next(i for i, l in enumerate(lines) if l.startswith(f"| {first_cell} |"))
+    out = []
+    for l in lines[start:]:
+        if not l.startswith("|"):
+            break
+        out.append(l)
+    return out
+
+
+def two_runs(tmp_path):
     a = make_run(
         tmp_path,
         "run_a",
         "model-a",
-        {"emma_mini": {"emma_acc": 36.25, "emma_acc_lenient": 37.5}, "emma_mini_math": {"emma_acc": 27.0}, "emma_mini_physics": {"emma_acc": 44.0},
-         "scifibench_cs_f2c": {"scifibench_acc": 75.4, "scifibench_no_answer": 1.2}, "msearth_open": {"msearth_oe_acc": None, "msearth_oe_rouge1": 38.07}},
+        {
+            "emma_mini": {"emma_acc": 36.25, "emma_acc_lenient": 37.5, "emma_maj@k": 36.25, "emma_pass@k": 36.25},
+            "emma_mini_math": {"emma_acc": 27.0, "emma_acc_lenient": 28.0, "emma_category_2d_transformation": 50.0, "emma_category_path_tracing": None, "emma_type_open_ended": 10.0},
+            "emma_mini_physics": {"emma_acc": 44.0, "emma_category_path_tracing": 40.0},
+            "scifibench_cs_f2c": {"scifibench_acc": 75.4, "scifibench_no_answer": 1.2, "scifibench_category_cs_cv": 80.0},
+            "msearth_open": {"msearth_oe_acc": None, "msearth_oe_rouge1": 38.07, "msearth_oe_judge_failed": None, "msearth_oe_bertscore": []},
+        },
         samples={
-            "emma_mini_math": [{"emma_acc": {"rule": "boxed"}}, {"emma_acc": {"rule": "none"}}, {"emma_judge": {"status": "parse_failed", "cached": False}}],
-            "msearth_open": [{"msearth_oe_judge": {"status": "judged", "cached": True}}, {"msearth_oe_judge": {"status": "request_failed", "cached": False}}],
+            "emma_mini_math": [{"emma_acc": {"score": 100.0, "rule": "boxed"}}, {"emma_acc": {"score": 0.0, "rule": "none"}}, {"emma_acc": {"score": 0.0, "rule": "boxed"}}],
+            "msearth_open": [{"msearth_oe_acc": None, "msearth_oe_judge_failed": None}, {"msearth_oe_acc": None, "msearth_oe_judge_failed": None}],
         },
     )
     b = make_run(tmp_path, "run_b", "model-b", {"emma_mini": {"emma_acc": 12.5}, "emma_mini_math": {"emma_acc": 3.0}})
+    return a, b
+
+
+def test_tables_plots_paper_rows_and_counts(tmp_path):
+    a, b = two_runs(tmp_path)
     out = tmp_path / "report"
     path, text = write_report([a, b], str(out))
     assert path == str(out / "report.md") and open(path).read().strip() == text.strip()
     lines = text.splitlines()
-    assert "| emma_mini | emma_acc | 36.25 | 12.50 |" in lines
-    assert "| emma_mini | emma_acc_lenient | 37.50 | – |" in lines  # missing in run b
-    assert "| msearth_open | msearth_oe_acc | n/a | – |" in lines  # unavailable (no judge)
-    assert "| scifibench_cs_f2c | scifibench_acc | 75.40 | – |" in lines
-    # paper rows: EMMA-mini Table 2 (GPT-4o CoT: overall 36.00, math 27.00), SciFIBench main table
-    assert any(l.startswith("| GPT-4o (CoT) | paper | 36.00 | 27.00 |") for l in lines)
-    assert any(l.startswith("| GPT-4o | paper | 75.40") for l in lines)
-    assert "| run_a: fake model-a | emma_mini_math | 3 | 1 | 1 | 0 |" in lines
-    assert "| run_a: fake model-a | msearth_open | 2 | 0 | 1 | 1 |" in lines
+    assert "| EMMA | emma_mini | emma_acc | 36.25 | 12.50 | 36.00 |" in lines  # paper: GPT-4o CoT, EMMA-mini overall
+    assert "| SciFIBench | scifibench_cs_f2c | scifibench_acc | 75.40 | – | – |" in lines
+    assert "| MSEarth | msearth_open | msearth_oe_acc | n/a | – | 48.55 |" in lines  # unavailable (no judge)
+    emma = section(text, "EMMA")
+    assert "| math | 27.00 | 3.00 | 27.00 |" in emma  # subject row: emma_acc of the subject task, paper beside
+    assert "| emma_acc_lenient | 37.50 | – | – |" in emma  # missing in run b
+    # paper rows: one per model; EMMA-mini Table 2 (GPT-4o CoT: 36.00), SciFIBench main table (GPT-4o CS F->C: 75.40)
+    papers = section(text, "Paper reference")
+    assert papers.index("### EMMA") < papers.index("| GPT-4o | 36.00 |") < papers.index("### MSEarth")
+    assert "| GPT-4o | 75.40 |" in papers[papers.index("### SciFIBench") :]
     pngs = sorted(p.name for p in out.glob("*.png"))
-    assert "emma_1.png" in pngs and "scifibench_1.png" in pngs
+    assert "emma_mini_by_subject.png" in pngs and "scifibench_by_split.png" in pngs
     assert all((out / p).stat().st_size > 1000 for p in pngs)
-    assert "![emma_1.png](emma_1.png)" in text
+    assert "![emma_mini_by_subject.png](emma_mini_by_subject.png)" in text
+
+
+def test_no_answer_is_counted_once_per_doc_and_weak_similarity_picks_apart(tmp_path):
+    """Issue: 2 docs without an answer read 4 (emma_acc and emma_acc_lenient both counted), more than
+    the docs scored; MSEarth's similarity fallback on noise (similarity 0.15) counted as an answer."""
+    run = make_run(
+        tmp_path,
+        "r",
+        "m",
+        {"emma_mini_math": {"emma_acc": 33.3}, "msearth_mcq": {"msearth_acc": 50.0}, "scifibench_cs_f2c": {"scifibench_acc": 50.0}},
+        samples={
+            "emma_mini_math": [
+                {"emma_acc": {"score": 0.0, "rule": "none"}, "emma_acc_lenient": {"score": 0.0, "rule": "none"}, "emma_maj@k": {"score": 0.0, "k": 1}},
+                {"emma_acc": {"score": 0.0, "rule": "none"}, "emma_acc_lenient": {"score": 0.0, "rule": "none"}},
+                {"emma_acc": {"score": 100.0, "rule": "boxed"}, "emma_acc_lenient": {"score": 100.0, "rule": "official"}},
+            ],
+            "msearth_mcq": [
+                {"msearth_acc": {"score": 0.0, "rule": "similarity", "option": "B", "similarity": 0.15}, "msearth_acc_strict": {"score": 0.0, "option": None, "content": "boxed{B}"}},
+                {"msearth_acc": {"score": 100.0, "rule": "similarity", "option": "A", "similarity": 0.82}},
+                {"msearth_acc": {"score": 0.0, "rule": "similarity"}},  # no option lines matched: no answer
+                {"msearth_acc": {"score": 0.0, "rule": "none"}},
+                {"msearth_acc": {"score": 0.0, "rule": "no-answer"}},
+                {"msearth_acc": {"score": 100.0, "rule": "letter", "option": "A"}},
+            ],
+            "scifibench_cs_f2c": [{"scifibench_acc": {"score": 0.0, "stage": "ambiguous"}, "scifibench_no_answer": 100.0}, {"scifibench_acc": {"score": 100.0, "stage": "strict"}, "scifibench_no_answer": 0.0}],
+        },
+    )
+    c = counts(read_runs([run])[0], ["emma_mini_math", "msearth_mcq", "scifibench_cs_f2c"])
+    assert (c["emma_mini_math"]["docs"], c["emma_mini_math"]["no_answer"], c["emma_mini_math"]["low_confidence"]) == (3, 2, 0)
+    assert (c["msearth_mcq"]["docs"], c["msearth_mcq"]["no_answer"], c["msearth_mcq"]["low_confidence"]) == (6, 3, 1)
+    assert (c["scifibench_cs_f2c"]["docs"], c["scifibench_cs_f2c"]["no_answer"]) == (2, 1)
+    assert 0.15 < R.LOW_CONFIDENCE_SIMILARITY < 0.82
+    _, text = write_report([run], str(tmp_path / "rep"))
+    rows = table_after(section(text, "EMMA"), "task")
+    assert rows[0] == "| task | run | docs scored | no answer extracted | low-confidence picks | judge failures | judge cache hits |"
+    assert "| emma_mini_math | r: fake m | 3 | 2 | 0 | – | – |" in rows
+    assert "| msearth_mcq | r: fake m | 6 | 3 | 1 | – | – |" in section(text, "MSEarth")
+
+
+def test_judge_failures_and_cache_hits_come_from_the_judged_metric(tmp_path):
+    """The judge record travels inside the judged metric's value (``judge``); failures by cause."""
+
+    def judged(status, cause=None, cached=False, score=0.0):
+        value = {"judge": {"status": status, "verdict": None, "reply": "x", "error": None if status == "judged" else "e", "cause": cause, "cached": cached}}
+        return value | ({} if score is None else {"score": score})
+
+    def failed(status, cause=None, cached=False):
+        return {"score": int(status != "judged"), "task": "t", "cause": cause, "cached": cached, "attempts": 1, "prompt_tokens": 9, "completion_tokens": 1}
+
+    run = make_run(
+        tmp_path,
+        "r",
+        "m",
+        {"emma_mini_judge_math": {"emma_acc": 25.0, "emma_judge_acc": 25.0, "emma_judge_failed": 3}, "msearth_caption": {"msearth_cap_score": 3.0, "msearth_cap_judge_failed": 1}, "scifibench_cs_f2c_judge": {"scifibench_acc": 0.0, "scifibench_acc_judge": None}},
+        samples={
+            "emma_mini_judge_math": [
+                {"emma_acc": {"score": 100.0, "rule": "boxed"}, "emma_judge_acc": judged("judged", cached=True, score=100.0), "emma_judge_failed": failed("judged", cached=True)},
+                {"emma_acc": {"score": 0.0, "rule": "boxed"}, "emma_judge_acc": judged("request_failed", "HTTP 401"), "emma_judge_failed": failed("request_failed", "HTTP 401")},
+                {"emma_acc": {"score": 0.0, "rule": "boxed"}, "emma_judge_acc": judged("request_failed", "HTTP 401"), "emma_judge_failed": failed("request_failed", "HTTP 401")},
+                {"emma_acc": {"score": 0.0, "rule": "boxed"}, "emma_judge_acc": judged("parse_failed", "unparseable reply", cached=True), "emma_judge_failed": failed("parse_failed", "unparseable reply", cached=True)},
+            ],
+            "msearth_caption": [
+                {"msearth_cap_score": judged("judged", score=3.0), "msearth_cap_judge_failed": failed("judged")},
+                {"msearth_cap_score": judged("parse_failed", "unparseable reply", score=None), "msearth_cap_judge_failed": failed("parse_failed", "unparseable reply")},
+            ],
+            "scifibench_cs_f2c_judge": [{"scifibench_acc": {"score": 0.0, "stage": "strict"}, "scifibench_acc_judge": None, "scifibench_judge_failed": None}],
+        },
+    )
+    c = counts(read_runs([run])[0], ["emma_mini_judge_math", "msearth_caption", "scifibench_cs_f2c_judge"])
+    assert c["emma_mini_judge_math"]["judge_failed"] == 3 and c["emma_mini_judge_math"]["judge_cache_hits"] == 2
+    assert c["emma_mini_judge_math"]["judge_failure_causes"] == {"HTTP 401": 2, "unparseable reply": 1}
+    assert c["msearth_caption"]["judge_failed"] == 1 and c["msearth_caption"]["judge_cache_hits"] == 0
+    assert c["scifibench_cs_f2c_judge"]["judged"] is False  # no judge configured
+    _, text = write_report([run], str(tmp_path / "rep"))
+    assert "| emma_mini_judge_math | r: fake m | 4 | 0 | 0 | 3 (HTTP 401 ×2, unparseable reply ×1) | 2 |" in section(text, "EMMA")
+    assert "| msearth_caption | r: fake m | 2 | – | – | 1 (unparseable reply ×1) | 0 |" in section(text, "MSEarth")
+    assert "| scifibench_cs_f2c_judge | r: fake m | 1 | 0 | 0 | no judge | no judge |" in section(text, "SciFIBench")
+
+
+def test_report_leads_with_one_headline_table_and_compact_breakdowns(tmp_path):
+    """Issue: 662 lines, EMMA alone 280 rows, 47 cells reading ``[]``."""
+    a, b = two_runs(tmp_path)
+    _, text = write_report([a, b], str(tmp_path / "rep"))
+    lines = text.splitlines()
+    assert lines[0] == "# lmms_eval_earthsci report"
+    first_section = next(l for l in lines if l.startswith("## "))
+    assert first_section == "## Headline"
+    headline = table_after(section(text, "Headline"), "benchmark")
+    assert headline[0] == "| benchmark | task | metric | run_a: fake model-a | run_b: fake model-b | paper: GPT-4o |"
+    # one row per benchmark task's headline metric; subjects and breakdowns are not in it
+    assert [r.split(" | ")[1:3] for r in headline[2:]] == [["emma_mini", "emma_acc"], ["msearth_open", "msearth_oe_acc"], ["scifibench_cs_f2c", "scifibench_acc"]]
+    assert "[]" not in text
+    emma = section(text, "EMMA")
+    # breakdowns: one row per label, one column per run; no row where no run has a number
+    rows = table_after(emma, "slice")
+    assert rows[2:] == [
+        "| emma_acc_lenient | 37.50 | – | – |",
+        "| math | 27.00 | 3.00 | 27.00 |",
+        "| math · category 2d transformation | 50.00 | – | – |",
+        "| math · type open ended | 10.00 | – | – |",
+        "| physics | 44.00 | – | 44.00 |",
+        "| physics · category path tracing | 40.00 | – | – |",
+    ]  # k = 1: maj@k / pass@k equal emma_acc and are not repeated; math's path tracing is null in every run
+    assert len(lines[: lines.index("## Paper reference")]) < 80
+
+
+def test_paper_numbers_compare_like_with_like(tmp_path):
+    """SciFIBench's paper used an LLM extractor: its numbers sit against scifibench_acc_judge; the EMMA
+    judge chart plots emma_judge_acc; protocol differences carry a footnote."""
+    run = make_run(
+        tmp_path,
+        "r",
+        "m",
+        {
+            "scifibench_cs_f2c": {"scifibench_acc": 10.0},
+            "scifibench_cs_f2c_judge": {"scifibench_acc": 10.0, "scifibench_acc_judge": 70.0},
+            "emma_mini": {"emma_acc": 20.0},
+            "emma_mini_math": {"emma_acc": 20.0},
+            "emma_mini_judge": {"emma_acc": 20.0, "emma_judge_acc": 30.0},
+            "emma_mini_judge_math": {"emma_acc": 20.0, "emma_judge_acc": 30.0},
+        },
+    )
+    _, text = write_report([run], str(tmp_path / "rep"))
+    lines = text.splitlines()
+    assert "| SciFIBench | scifibench_cs_f2c | scifibench_acc | 10.00 | – |" in lines
+    assert "| SciFIBench | scifibench_cs_f2c_judge | scifibench_acc_judge | 70.00 | 75.40 |" in lines
+    judge_row = next(l for l in lines if l.startswith("| EMMA | emma_mini_judge | emma_judge_acc |"))
+    assert judge_row.endswith("| 30.00 | 36.00 ‡ |")
+    assert any(l.startswith("‡") and "rule-based" in l for l in lines)
+    runs = read_runs([run])
+    judge_charts = [c for c in R.chart_specs("emma", runs, R.DEFAULT_PAPER_MODEL) if "judge" in c.slug]
+    assert judge_charts and all(bar.metric == "emma_judge_acc" for c in judge_charts for bar in c.bars)
+    sci = [c for c in R.chart_specs("scifibench", runs, R.DEFAULT_PAPER_MODEL)]
+    marked = {(b.task, b.metric) for c in sci for b in c.bars if b.paper is not None}
+    assert marked == {("scifibench_cs_f2c_judge", "scifibench_acc_judge")}
+    # an open model the EMMA paper sampled at temperature 0.7, against our greedy runs
+    _, text = write_report([run], str(tmp_path / "rep2"), paper_model="Qwen2-VL-72B-Instruct")
+    lines = text.splitlines()
+    assert "| EMMA | emma_mini | emma_acc | 20.00 | 31.00 † |" in lines
+    assert any(l.startswith("†") and "temperature 0.7" in l and "greedy" in l for l in lines)
+
+
+def test_paper_model_names_are_normalised_across_benchmarks(tmp_path, capsys):
+    assert R.canonical_model("LLaVA-onvision-72B") == R.canonical_model("LLaVA-onevision-72B") == R.canonical_model("LLaVA-Onevision-72B") == "LLaVA-OneVision-72B"
+    assert R.canonical_model("Gemini2.5-Flash") == "Gemini-2.5-Flash" and R.canonical_model("Claude-3.5-haiku") == "Claude-3.5-Haiku"
+    assert R.canonical_model("Qwen2.5-VL-7B-Chat") == "Qwen2.5-VL-7B"
+    names = {e.model for bench in ("emma", "msearth", "scifibench") for e in R.paper_entries(bench)[0]}
+    keys = {}
+    for n in names:  # no two spellings of one model left
+        assert keys.setdefault(R.model_key(n), n) == n, (n, keys[R.model_key(n)])
+    # the paper's own spelling stays recorded in the data
+    with open(os.path.join(PAPER_NUMBERS_DIR, "msearth.json")) as f:
+        assert "LLaVA-onvision-72B" in {r["model"] for r in json.load(f)["rows"]}
+    run = make_run(tmp_path, "r", "m", {"msearth_mcq": {"msearth_acc": 40.0}, "msearth_caption": {"msearth_cap_score": 2.0}})
+    _, text = write_report([run], str(tmp_path / "rep"))
+    ms = section(text, "Paper reference")
+    assert len([l for l in ms if l.startswith("| LLaVA-OneVision-72B |")]) == 1
+    assert len([l for l in ms if l.startswith("| Gemini-2.5-Flash |")]) == 1
+    assert not any("onvision" in l or "Gemini2.5" in l for l in ms)
+    # --paper-model: matched whatever the spelling; an unknown name is an error listing the valid ones
+    _, text = write_report([run], str(tmp_path / "rep2"), paper_model="llava-onevision-72b")
+    assert "| MSEarth | msearth_mcq | msearth_acc | 40.00 | 51.11 |" in text.splitlines()
+    with pytest.raises(ReportError, match=r"unknown paper model 'GPT-5'.*GPT-4o.*LLaVA-OneVision-72B"):
+        write_report([run], str(tmp_path / "rep3"), paper_model="GPT-5")
+    assert cli_main(["report", run, "--out", str(tmp_path / "rep4"), "--paper-model", "GPT-5"]) == 2
+    assert "valid names: " in capsys.readouterr().err
+
+
+def test_partial_runs_are_flagged_and_charts_draw_only_what_exists(tmp_path):
+    full = make_run(
+        tmp_path,
+        "full",
+        "m",
+        {"msearth_mcq": {"msearth_acc": 40.0, "msearth_image_single": 50.0, "msearth_image_multi": None, "msearth_image_cross": 30.0}, "msearth_open": {"msearth_oe_acc": None, "msearth_image_single": None, "msearth_sphere_hydrology": None}},
+        samples={"msearth_mcq": [{"msearth_acc": {"score": 100.0, "rule": "letter"}, "msearth_image_single": 100.0, "msearth_image_multi": None, "msearth_image_cross": None}, {"msearth_acc": {"score": 0.0, "rule": "letter"}, "msearth_image_single": 0.0, "msearth_image_multi": None, "msearth_image_cross": 30.0}]},
+    )
+    part = make_run(
+        tmp_path,
+        "part",
+        "m",
+        {"msearth_mcq": {"msearth_acc": 20.0, "msearth_image_single": None, "msearth_image_multi": 10.0, "msearth_image_cross": None}},
+        config={"limit": 2.0},
+        n_samples={"msearth_mcq": {"original": 2784, "effective": 2}},
+    )
+    out = tmp_path / "rep"
+    _, text = write_report([full, part], str(out))
+    lines = text.splitlines()
+    assert "| benchmark | task | metric | full: fake m | part: fake m (partial) | paper: GPT-4o |" in lines
+    assert any("part: fake m" in l and "--limit 2" in l and "2 of 2784" in l for l in lines)
+    runs = read_runs([full, part])
+    assert runs[1].partial and not runs[0].partial
+    (chart,) = [c for c in R.chart_specs("msearth", runs, R.DEFAULT_PAPER_MODEL) if c.slug == "msearth_mcq_by_image_and_category"]
+    fig = R.draw_chart(chart)
+    ax = fig.axes[0]
+    heights = sorted(round(p.get_height(), 2) for p in ax.patches)
+    assert heights == [10.0, 30.0, 50.0]  # n/a never drawn as a zero bar
+    texts = [t.get_text() for t in ax.texts]
+    assert texts.count("n/a") == 3 and "n=2" in texts and "n=1" in texts  # docs behind each bar
+    assert any("(partial)" in t.get_text() for t in ax.get_legend().get_texts())
+    # msearth_open has nothing to show (every value n/a): no chart file
+    pngs = {p.name for p in out.glob("*.png")}
+    assert "msearth_mcq_by_image_and_category.png" in pngs and not any(p.startswith("msearth_open") for p in pngs)
+
+
+def test_demo_report_explains_itself_and_shows_the_paper_reference(tmp_path):
+    from lmms_eval_earthsci.demo import report_intro
+
+    run = make_run(
+        tmp_path,
+        "runs",
+        "tiny-llava",
+        {"emma_mini_math": {"emma_acc": 0.0}, "emma_mini_physics": {"emma_acc": 0.0}, "emma_mini_judge_math": {"emma_acc": 0.0, "emma_judge_acc": None}, "scifibench_cs_c2f": {"scifibench_acc": 0.0}},
+    )
+    intro = report_intro(tiny_model=True, sample_data=True)
+    _, text = write_report([run], str(tmp_path / "rep"), intro=intro)
+    lines = text.splitlines()
+    sections = [l for l in lines if l.startswith("## ")]
+    assert sections[:2] == ["## What you are looking at", "## Headline"]
+    para = " ".join(section(text, "What you are looking at")).lower()
+    assert "untrained" in para and "n/a" in para and "judge" in para and "paper" in para
+    # the charts carry the paper's marks even when the tiny model scores 0 everywhere
+    (chart,) = [c for c in R.chart_specs("emma", read_runs([run]), R.DEFAULT_PAPER_MODEL) if c.slug == "emma_mini_by_subject"]
+    assert [b.paper for b in chart.bars] == [27.0, 44.0]
+    assert R.DEFAULT_PAPER_MODEL == "GPT-4o"
 
 
 def test_bad_folders_name_the_file(tmp_path, capsys):

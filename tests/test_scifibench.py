@@ -111,3 +111,109 @@ def test_llm_extractor_prompt_and_parser():
     assert msg[0]["content"] == 'Here is the output from a generative model:\n"It is D) expected lookup"\nThe output contains the answer to a multiple choice question with options A) - E). Return only the letter of the answer. If no answer is found, return "None".'
     assert S.parse_judge_letter("D") == "D" and S.parse_judge_letter(" B)") == "B"
     assert S.parse_judge_letter("None") is None and S.parse_judge_letter("") is None
+
+
+# ---------------------------------------------------------------------------- \boxed{} stage
+
+
+@pytest.mark.parametrize(
+    "response, letter, stage",
+    [
+        ("The answer is \\boxed{B}.", "B", "boxed"),
+        ("\\boxed{B}", "B", "boxed"),
+        ("Final answer: \\boxed{\\text{B}}", "B", "boxed"),
+        ("\\boxed{\\textbf{D}}", "D", "boxed"),
+        ("\\boxed{(B)}", "B", "boxed"),
+        ("\\boxed{**B**}", "B", "boxed"),
+        ("So the caption is \\boxed{B) ber vs snr for fft size=1024 using ls , lmmse , lr-lmmse .}", "B", "boxed"),
+        ("\\boxed{\\text{E) the roc curves of three detectors .}}", "E", "boxed"),
+        ("First guess \\boxed{A}; on reflection the flow plot fits, so \\boxed{C}", "C", "boxed"),  # the last box
+        ("Option A is close and option E too, but the figure shows flow: \\boxed{C}", "C", "boxed"),  # not ambiguous
+        ("A) shows ber curves, which does not fit. The final answer is \\boxed{D}", "D", "boxed"),  # not the "A)" opening
+        ("\\boxed{A}\nAnswer: C", "C", "strict"),  # the bare letter after the last "Answer:" comes later than the box
+        ("\\boxed{42}", "", "none"),  # not an option letter
+        ("\\boxed{F}", "", "none"),  # five options: F is none of them
+        ("\\boxed{A or B}", "", "none"),
+        ("The best match is \\boxed{42}. Answer: C", "C", "strict"),  # an invalid box falls through
+        ("\\boxed{B} ... then \\boxed{42}", "", "none"),  # only the LAST box counts
+        ("\\boxed{B", "", "none"),  # unbalanced: no box
+    ],
+)
+def test_boxed_stage(response, letter, stage):
+    got = S.extract(response, OPTS)
+    assert (got.value, got.rule) == (letter, stage)
+
+
+def test_boxed_stage_is_logged_in_the_sample():
+    doc = {**scifibench_rows("CS_Caption2Figure")[0], "_split": "CS_Caption2Figure"}
+    gold = doc["Answer"]
+    out = S.process_results(doc, [f"Comparing the five figures, the match is \\boxed{{{gold}}}."])
+    assert out["scifibench_acc"]["score"] == 100.0 and out["scifibench_acc"]["stage"] == "boxed" and out["scifibench_acc"]["parsed"] == gold
+
+
+# ---------------------------------------------------------------------------- the LLM extractor's reply
+
+
+@pytest.mark.parametrize(
+    "reply, letter",
+    [
+        # a standalone letter, markup and punctuation around it
+        ("B", "B"),
+        ("E", "E"),
+        (" B)", "B"),
+        ("B.", "B"),
+        ("(B)", "B"),
+        ("**B**", "B"),
+        ('"B"', "B"),
+        ("`C`", "C"),
+        ("[D]", "D"),
+        ("B\n", "B"),
+        ("c", "C"),  # lower case counts when it stands alone: the extractor was asked for only the letter
+        # an answer lead, case-insensitive
+        ("Answer: B", "B"),
+        ("Extracted answer: A", "A"),
+        ("Extracted answer: (C)", "C"),
+        ("The answer is D", "D"),
+        ("Final answer: **E**", "E"),
+        ("ANSWER: D.", "D"),
+        ("answer: c", "C"),  # lower case after a lead, alone on its line
+        ("The correct answer is: (B)", "B"),
+        ("Answer:\nB", "B"),
+        ("Answer: B (not A)", "B"),  # other letters mentioned after the answer
+        ("The answer is B, not A.", "B"),
+        # explanation before or after
+        ("The output concludes with caption D.\nAnswer: D", "D"),
+        ("B\nThe output names caption B as the match.", "B"),
+        ("The model compares A and C and settles on C.\nC", "C"),
+        ("Answer: E\nThe model says the roc curves (option E) match, rejecting A.", "E"),
+        ("The output first says A, then the answer is C", "C"),  # the last lead decides
+        ("Answer: E\nThe model's answer is the roc curves caption.", "E"),  # a lead followed by prose decides nothing
+        ("\u201cD\u201d", "D"),  # curly quotes
+        ("Answer: None. The model mentions option B only in passing.", None),  # the lead names the null token
+        # the null token and other non-answers
+        ("None", None),
+        ('"None"', None),
+        ("None.", None),
+        ("Answer: None", None),
+        ("No answer", None),
+        ("No answer found.", None),
+        ("N/A", None),
+        ("I cannot determine", None),
+        ("I cannot determine the answer.", None),
+        ("Correct", None),  # a word starting with C is not C
+        ("Incorrect", None),
+        ("Error", None),
+        ("The answer is a bar chart", None),  # lower-case "a" before a word is an article
+        ("Answer: Correct", None),
+        ("A or B", None),  # ambiguous
+        ("Answer: A or B", None),
+        ("Answer: B/D", None),
+        ("A, C", None),
+        ("The output discusses options A and C.", None),  # letters in prose, no answer given
+        ("", None),
+        ("   ", None),
+        (None, None),
+    ],
+)
+def test_parse_judge_letter_table(reply, letter):
+    assert S.parse_judge_letter(reply) == letter

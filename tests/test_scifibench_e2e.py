@@ -53,7 +53,9 @@ def test_chat_backend_interleaves_and_llm_extractor(mirror, hf_home, tmp_path):
     assert r["scifibench_general_c2f_judge"]["scifibench_acc_judge,none"] == pytest.approx(100 / 3)  # General answers B, D, A
     assert r["scifibench_cs_f2c_judge"]["scifibench_acc,none"] == 0.0 and r["scifibench_cs_f2c_judge"]["scifibench_acc_judge,none"] == 0.0
     assert r["scifibench_cs_f2c_judge"]["scifibench_judge_failed,none"] == 0
-    logged = samples["scifibench_general_c2f_judge"][0]["scifibench_judge"]
+    logged = samples["scifibench_general_c2f_judge"][0]["scifibench_acc_judge"]["judge"]
+    assert "scifibench_judge" not in samples["scifibench_general_c2f_judge"][0]  # no log-only field
+    assert not any(isinstance(v, list) for v in r["scifibench_cs_f2c_judge"].values())  # no empty pseudo-metric
     assert logged["status"] == "judged" and logged["reply"] == "D" and logged["verdict"] == "D"
     # the chat model saw "A) " image "B) " image ... "E) " image, then the question, images in A-E order
     c2f = [b for b in bodies if b.get("model") == "fake" and "correct image" in text_of(b)]

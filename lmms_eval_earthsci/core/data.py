@@ -7,12 +7,24 @@ layout (``$EARTHSCI_DATA_MIRROR/<org>/<name>/...``, e.g. made with ``huggingface
 dataset``). Any task whose ``dataset_path`` has a copy there loads it from disk, through the same
 ``datasets.load_dataset`` call as the Hub path.
 
+Local data is never served stale: when a task loads from a local folder (the mirror, or a
+``dataset_path`` that is a directory), the ``datasets`` cache it builds is keyed by that folder's path
+and its files' names, sizes and modification times (:func:`fingerprint`), so an edited, added or
+truncated file gives a fresh build, never the copy cached from an earlier run. Each task records what it
+loaded (source, path or revision, fingerprint, rows per split) in its config's ``metadata.earthsci_data``,
+which lmms-eval writes into the results JSON.
+
 A missing or malformed record or image raises :class:`RecordError`, one message naming the dataset,
-the record id and the field.
+the record id and the field. Every record of a task is checked when its dataset is loaded, before any
+inference (:func:`validate_task`, with the benchmark's check attached to its ``process_results`` by
+:func:`record_check`): all problems are reported at once, and the run stops before the model is
+called. ``EARTHSCI_BAD_RECORDS=skip`` excludes the invalid records instead, each counted and listed in
+the task's ``metadata.earthsci_data.bad_records`` (results JSON) and in the log.
 """
 
 from __future__ import annotations
 
+import hashlib
 import io
 import logging
 import os
@@ -38,6 +50,10 @@ KNOWN_DATASETS: frozenset[str] = frozenset(
     }
 )
 
+BAD_RECORDS_ENV = "EARTHSCI_BAD_RECORDS"
+# bad records listed in the results metadata (the count is always exact)
+_LISTED_BAD_RECORDS = 100
+
 # dataset_kwargs that only make sense for the Hub
 _HUB_ONLY_KWARGS = ("revision", "token", "force_download")
 
@@ -52,6 +68,10 @@ class RecordError(ValueError):
 
 class MirrorError(FileNotFoundError):
     pass
+
+
+class BadRecordsError(ValueError):
+    """Records of a task's dataset that cannot be scored; raised before inference, listing them all."""
 
 
 def mirror_root() -> str | None:
@@ -87,24 +107,103 @@ def resolve_dataset(dataset_path: str, dataset_kwargs: Mapping[str, Any] | None)
     return local, kwargs
 
 
+def fingerprint(folder: str) -> dict:
+    """Identity of a local dataset folder now: its absolute path and every file's relative name, size and
+    modification time (hidden files and folders, e.g. ``.cache/`` of ``hf download``, excluded)."""
+    folder = os.path.abspath(folder)
+    h = hashlib.sha256(folder.encode("utf-8", "surrogatepass"))
+    n = size = 0
+    for root, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in sorted(files):
+            if name.startswith("."):
+                continue
+            full = os.path.join(root, name)
+            st = os.stat(full)
+            h.update(f"\0{os.path.relpath(full, folder)}\0{st.st_size}\0{st.st_mtime_ns}".encode("utf-8", "surrogatepass"))
+            n, size = n + 1, size + st.st_size
+    return {"fingerprint": h.hexdigest()[:20], "files": n, "bytes": size}
+
+
+def recorded_revision(folder: str) -> str | None:
+    """The commit an ``hf download --local-dir`` copy was made at (from its ``.cache/huggingface/download``
+    metadata files), or None when the folder records none (or several)."""
+    meta = os.path.join(folder, ".cache", "huggingface", "download")
+    commits = set()
+    for root, _, files in os.walk(meta):
+        for name in files:
+            if name.endswith(".metadata"):
+                try:
+                    with open(os.path.join(root, name)) as f:
+                        commits.add(f.readline().strip())
+                except OSError:
+                    continue
+    commits.discard("")
+    return commits.pop() if len(commits) == 1 else None
+
+
+def _datasets_cache() -> str:
+    try:
+        import datasets
+
+        return str(datasets.config.HF_DATASETS_CACHE)
+    except Exception:  # pragma: no cover
+        return os.path.join(os.path.expanduser("~"), ".cache", "huggingface", "datasets")
+
+
+def prepare_load(dataset_path: str, dataset_kwargs: Mapping[str, Any] | None) -> tuple[str, dict, dict]:
+    """(path, kwargs, record) for ``datasets.load_dataset``: the mirror copy when there is one; for any
+    local folder a ``cache_dir`` keyed by its :func:`fingerprint`; ``record`` says what is loaded."""
+    path, kwargs = resolve_dataset(dataset_path, dataset_kwargs)
+    record: dict = {"dataset_path": dataset_path}
+    if os.path.isdir(path):
+        fp = fingerprint(path)
+        kwargs.setdefault("cache_dir", os.path.join(_datasets_cache(), "earthsci_local", fp["fingerprint"]))
+        record.update(source="mirror" if path != dataset_path else "local", path=path, revision=recorded_revision(path), **fp)
+    else:
+        record.update(source="hub", revision=kwargs.get("revision"))
+    return path, kwargs, record
+
+
 def install_mirror_hook() -> bool:
-    """Route ``ConfigurableTask.download`` through :func:`resolve_dataset`. Idempotent; False if the
-    lmms-eval internals it relies on are gone."""
-    from lmms_eval_earthsci.registration import wrap_task_method
+    """Route ``ConfigurableTask.download`` through :func:`prepare_load`, validate every record and record
+    what was loaded. Idempotent; False if the lmms-eval internals it relies on are gone."""
+    from lmms_eval_earthsci.core.hooks import wrap_task_method
+
+    install_record_gate()
 
     def make(original):
         def download(self, dataset_kwargs=None, *args, **kwargs):
             path = getattr(self, "DATASET_PATH", None)
-            if path and mirror_root():
-                local, dataset_kwargs = resolve_dataset(path, dataset_kwargs)
+            record = None
+            if path:
+                local, dataset_kwargs, record = prepare_load(path, dataset_kwargs)
                 if local != path:
                     logger.info("lmms_eval_earthsci: loading %s from the local mirror %s", path, local)
                     self.DATASET_PATH = local
-            return original(self, dataset_kwargs, *args, **kwargs)
+            out = original(self, dataset_kwargs, *args, **kwargs)
+            bad = validate_task(self)
+            if record is not None:
+                if bad:
+                    record["bad_records"] = bad
+                _record_loaded(self, record)
+            return out
 
         return download
 
     return wrap_task_method("download", "_earthsci_mirror", make, requires=("DATASET_PATH",))
+
+
+def _record_loaded(task, record: dict) -> None:
+    try:
+        record["dataset_name"] = getattr(task, "DATASET_NAME", None)
+        record["rows"] = {str(split): len(ds) for split, ds in (getattr(task, "dataset", None) or {}).items()}
+        if not isinstance(task.config.metadata, dict):
+            task.config.metadata = {}
+        task.config.metadata["earthsci_data"] = record
+        logger.info("lmms_eval_earthsci: %s loaded %s", getattr(task.config, "task", "?"), record)
+    except Exception:  # bookkeeping must never stop a run
+        logger.exception("lmms_eval_earthsci: could not record what %s loaded", getattr(task.config, "task", "?"))
 
 
 def require(record: Mapping[str, Any], field: str, *, dataset: str, record_id: Any, types: type | tuple = object, allow_none: bool = False):
@@ -151,3 +250,160 @@ def load_image(value: Any, *, dataset: str, record_id: Any, field: str):
     except (UnidentifiedImageError, OSError, ValueError) as exc:
         raise RecordError(dataset, record_id, field, f"image cannot be decoded ({exc})") from exc
 
+
+
+# --------------------------------------------------------------------------- record validation
+
+
+_PENDING_BAD: dict[str, str] = {}
+_PENDING_LOCK = __import__("threading").Lock()
+_GATE_INSTALLED = False
+
+
+def raise_pending_bad_records() -> None:
+    """Raise one :class:`BadRecordsError` for every task of the run with invalid records (found while
+    the tasks were loaded), before any request is built or sent."""
+    with _PENDING_LOCK:
+        reports = list(_PENDING_BAD.values())
+        _PENDING_BAD.clear()
+    if reports:
+        raise BadRecordsError(
+            f"{len(reports)} task(s) have invalid records; nothing was sent to the model. Fix the data, or set "
+            f"{BAD_RECORDS_ENV}=skip to leave them out (counted and listed in the results):\n" + "\n".join(reports)
+        )
+
+
+def install_record_gate() -> bool:
+    """Raise the run's bad-record report when lmms-eval first builds a task's requests (after every task
+    was loaded, before inference), so that all tasks' problems are reported at once."""
+    global _GATE_INSTALLED
+    from lmms_eval_earthsci.core.hooks import wrap_task_method
+
+    def make(original):
+        def build_all_requests(self, *args, **kwargs):
+            raise_pending_bad_records()
+            return original(self, *args, **kwargs)
+
+        return build_all_requests
+
+    _GATE_INSTALLED = wrap_task_method("build_all_requests", "_earthsci_record_gate", make)
+    return _GATE_INSTALLED
+
+
+def record_check(check):
+    """Decorator for a benchmark's ``process_results``: ``check(doc, kwargs)`` raises :class:`RecordError`
+    for a record that cannot be prompted or scored (``kwargs``: the task's default
+    ``lmms_eval_specific_kwargs``). :func:`validate_task` runs it on every record at load time, so that
+    ``process_results`` never meets such a record."""
+
+    def deco(fn):
+        fn.record_check = check
+        return fn
+
+    return deco
+
+
+def check_image(value: Any, *, dataset: str, record_id: Any, field: str) -> None:
+    """The image cell can be decoded: its header is read (no full decode). Accepts what
+    :func:`load_image` accepts, undecoded ``{"bytes", "path"}`` structs included."""
+    from PIL import Image, UnidentifiedImageError
+
+    if value is None:
+        raise RecordError(dataset, record_id, field, "image is missing (None)")
+    if isinstance(value, Image.Image):
+        return
+    try:
+        if isinstance(value, Mapping):
+            if value.get("bytes"):
+                Image.open(io.BytesIO(value["bytes"])).close()
+            elif value.get("path"):
+                Image.open(value["path"]).close()
+            else:
+                raise RecordError(dataset, record_id, field, "image struct has neither bytes nor path")
+        elif isinstance(value, (bytes, bytearray)):
+            Image.open(io.BytesIO(value)).close()
+        elif isinstance(value, (str, os.PathLike)):
+            Image.open(value).close()
+        else:
+            raise RecordError(dataset, record_id, field, f"not an image ({type(value).__name__})")
+    except RecordError:
+        raise
+    except (UnidentifiedImageError, OSError, ValueError) as exc:
+        raise RecordError(dataset, record_id, field, f"image cannot be decoded ({exc})") from exc
+
+
+def undecoded(dataset):
+    """``dataset`` with its image columns returning stored bytes instead of PIL images."""
+    try:
+        import datasets
+    except ImportError:  # pragma: no cover
+        return dataset
+    if not isinstance(dataset, datasets.Dataset):
+        return dataset
+    for name, feat in dataset.features.items():
+        if isinstance(feat, datasets.Image):
+            dataset = dataset.cast_column(name, datasets.Image(decode=False))
+        elif isinstance(getattr(feat, "feature", None), datasets.Image):
+            inner = datasets.Image(decode=False)
+            dataset = dataset.cast_column(name, type(feat)(inner) if not hasattr(feat, "length") else type(feat)(inner, length=feat.length))
+    return dataset
+
+
+def _bad_records_mode() -> str:
+    mode = (os.environ.get(BAD_RECORDS_ENV) or "raise").strip().lower()
+    if mode not in ("raise", "skip"):
+        raise ValueError(f"{BAD_RECORDS_ENV} must be raise or skip, not {mode!r}")
+    return mode
+
+
+def _task_kwargs(task) -> dict:
+    kw = getattr(task.config, "lmms_eval_specific_kwargs", None) or {}
+    return dict(kw.get("default", kw)) if isinstance(kw, Mapping) else {}
+
+
+def validate_task(task) -> dict | None:
+    """Check every record of ``task``'s evaluation split(s) with its benchmark's :func:`record_check`.
+    All problems at once: raise :class:`BadRecordsError` naming each record, field and problem (default),
+    or with ``EARTHSCI_BAD_RECORDS=skip`` drop those records from the task and return
+    ``{"count", "records"}``. Returns None when every record is fine (or the task has no check)."""
+    check = getattr(getattr(task.config, "process_results", None), "record_check", None)
+    dataset = getattr(task, "dataset", None)
+    if check is None or not dataset:
+        return None
+    mode = _bad_records_mode()
+    kwargs = _task_kwargs(task)
+    name = getattr(task.config, "task", "?")
+    splits = [s for s in (task.config.test_split, task.config.validation_split) if s and s in dataset]
+    source = f"{getattr(task, 'DATASET_PATH', '?')}" + (f" ({task.DATASET_NAME})" if getattr(task, "DATASET_NAME", None) else "")
+    problems: list[str] = []
+    bad_rows: dict[str, list[int]] = {}
+    for split in splits:
+        view = undecoded(dataset[split])
+        for i, row in enumerate(view):
+            try:
+                check(row, kwargs)
+            except RecordError as exc:
+                problems.append(f"{exc} [split {split!r}, row {i}]")
+                bad_rows.setdefault(split, []).append(i)
+    if not problems:
+        return None
+    # dropped in both modes: lmms-eval decodes a task's first doc while building it, and the other
+    # tasks must still load so that the run's report lists every task's problems at once
+    for split, rows in bad_rows.items():
+        drop = set(rows)
+        keep = [i for i in range(len(dataset[split])) if i not in drop]
+        task.dataset[split] = task.dataset[split].select(keep)
+        no_media = getattr(task, "dataset_no_image", None)
+        if no_media is not None and no_media is not task.dataset and split in no_media:
+            no_media[split] = no_media[split].select(keep)
+    empty = any(len(task.dataset[split]) == 0 for split in bad_rows)
+    if mode == "raise" or empty:
+        report = f"{name}: {len(problems)} invalid record(s) in {source}" + (" (no valid record left)" if empty else "") + ":\n  " + "\n  ".join(problems)
+        logger.error("lmms_eval_earthsci: %s", report)
+        with _PENDING_LOCK:
+            _PENDING_BAD[name] = report
+        if empty or not _GATE_INSTALLED:  # lmms-eval cannot build an empty task; no later hook: stop here
+            raise_pending_bad_records()
+        return None
+    logger.warning("lmms_eval_earthsci: %s: %d invalid record(s) left out (%s=skip):\n  %s", name, len(problems), BAD_RECORDS_ENV, "\n  ".join(problems))
+    return {"count": len(problems), "records": problems[:_LISTED_BAD_RECORDS]}

@@ -16,7 +16,9 @@ variable                        meaning                                         
 ``EARTHSCI_JUDGE_CONCURRENCY``  requests in flight                                      32
 ``EARTHSCI_JUDGE_TIMEOUT``      seconds per request                                     120
 ``EARTHSCI_JUDGE_MAX_RETRIES``  retries after the first attempt                         5
-``EARTHSCI_JUDGE_CACHE``        verdict cache directory (``off`` disables)              ``~/.cache/lmms_eval_earthsci/judge``
+``EARTHSCI_JUDGE_CACHE``        verdict cache directory (``off`` disables)              ``$EARTHSCI_CACHE_DIR/judge``
+``EARTHSCI_JUDGE_CACHE_JOURNAL`` SQLite journal: ``wal`` or ``delete``                  ``wal``; ``delete`` on NFS/CIFS/Lustre...
+``EARTHSCI_JUDGE_BREAKER``      consecutive failed docs (after retries) that stop a pass 5 (0: never)
 =============================  ======================================================  ==========
 
 Azure: ``API_TYPE=azure`` with ``AZURE_ENDPOINT``, ``AZURE_API_KEY``, ``API_VERSION``; the model is
@@ -24,12 +26,20 @@ the deployment name.
 
 Every request is retried on timeouts, connection errors, 429 (``Retry-After`` honoured), 5xx and
 malformed replies, with exponential backoff, up to the bound. What still fails comes back as a
-:class:`JudgeResult` with ``error`` set: nothing raises.
+:class:`JudgeResult` with ``error`` (and a short ``cause`` such as ``HTTP 401``) set: nothing raises.
+
+A circuit breaker guards each :meth:`JudgeClient.complete_many` call (one task's pass): an
+authentication or not-found reply (401/403/404) stops it at once, and so do ``EARTHSCI_JUDGE_BREAKER``
+consecutive docs that failed after all their retries (a dead or misconfigured endpoint); the docs not
+yet judged are then failed with the same cause without a request, and requests waiting to retry are
+woken. A dead endpoint so costs one retry chain (at most ~16 s at the defaults) per task, not one per doc.
 """
 
 from __future__ import annotations
 
+import atexit
 import base64
+import contextlib
 import hashlib
 import http.client
 import io
@@ -49,7 +59,13 @@ from typing import Any, Callable, Mapping, Sequence
 
 logger = logging.getLogger("lmms_eval_earthsci")
 
-DEFAULT_CACHE_DIR = os.path.join(os.path.expanduser("~"), ".cache", "lmms_eval_earthsci", "judge")
+
+
+def default_cache_dir() -> str:
+    from lmms_eval_earthsci import cache_dir
+
+    return cache_dir("judge")
+
 
 
 def _env(*names: str, default: str | None = None) -> str | None:
@@ -72,9 +88,12 @@ class JudgeConfig:
     max_retries: int = 5
     temperature: float = 0.0
     max_tokens: int | None = None
-    cache_dir: str | None = DEFAULT_CACHE_DIR
-    backoff_base: float = 1.0
+    cache_dir: str | None = field(default_factory=default_cache_dir)
+    cache_journal: str | None = None  # None: WAL on local disks, DELETE on network filesystems
+    # 0.5 s doubling over 5 retries: at most 15.5 s of waiting per request (jittered down to half)
+    backoff_base: float = 0.5
     backoff_max: float = 60.0
+    breaker: int = 5
 
     @property
     def configured(self) -> bool:
@@ -89,7 +108,7 @@ class JudgeConfig:
         else:
             base_url = _env("EARTHSCI_JUDGE_BASE_URL", "OPENAI_API_URL")
             key = _env("EARTHSCI_JUDGE_API_KEY", "OPENAI_API_KEY")
-        cache = _env("EARTHSCI_JUDGE_CACHE", default=DEFAULT_CACHE_DIR)
+        cache = _env("EARTHSCI_JUDGE_CACHE", default=default_cache_dir())
         cfg = cls(
             base_url=base_url,
             model=_env("EARTHSCI_JUDGE_MODEL", "MODEL_VERSION", "DEPLOYMENT_NAME"),
@@ -100,6 +119,8 @@ class JudgeConfig:
             timeout=float(_env("EARTHSCI_JUDGE_TIMEOUT", default="120")),
             max_retries=int(_env("EARTHSCI_JUDGE_MAX_RETRIES", default="5")),
             cache_dir=None if cache.lower() in ("off", "none", "0", "") else os.path.expanduser(cache),
+            cache_journal=_env("EARTHSCI_JUDGE_CACHE_JOURNAL"),
+            breaker=int(_env("EARTHSCI_JUDGE_BREAKER", default="5")),
         )
         for k, v in (overrides or {}).items():
             if not hasattr(cfg, k):
@@ -119,6 +140,8 @@ class JudgeResult:
     cached: bool = False
     usage: dict = field(default_factory=dict)
     attempts: int = 0
+    # short failure class for summaries ("HTTP 401", "ConnectionRefusedError", "malformed reply", ...)
+    cause: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -196,20 +219,102 @@ def request_key(cfg: JudgeConfig, body: bytes) -> str:
 # --------------------------------------------------------------------------- cache
 
 
+# Filesystems on which SQLite's WAL mode is unsafe (its shared-memory index needs one host's mmap):
+# there the cache uses the rollback journal, which relies on POSIX locks (NFSv4, or v3 with lockd).
+_NETWORK_FS = ("nfs", "nfs4", "cifs", "smb3", "smbfs", "lustre", "gpfs", "beegfs", "ceph", "glusterfs", "9p", "afs", "fuse.sshfs", "fuse.glusterfs", "fuse.ceph", "wekafs")
+_OPEN_RETRY_SECONDS = 60.0
+
+
+def filesystem_type(path: str) -> str | None:
+    """The type of the filesystem holding ``path`` (longest mount point in /proc/mounts), or None."""
+    try:
+        with open("/proc/mounts") as f:
+            mounts = [line.split()[1:3] for line in f if len(line.split()) >= 3]
+    except OSError:
+        return None
+    real = os.path.realpath(path)
+    best, kind = "", None
+    for point, fstype in mounts:
+        point = point.replace("\\040", " ")
+        if (real == point or real.startswith(point.rstrip("/") + "/")) and len(point) > len(best):
+            best, kind = point, fstype
+    return kind
+
+
+def journal_mode_for(directory: str, requested: str | None = None) -> str:
+    if requested:
+        mode = requested.strip().lower()
+        if mode not in ("wal", "delete", "truncate", "persist"):
+            raise ValueError(f"EARTHSCI_JUDGE_CACHE_JOURNAL must be wal or delete, not {requested!r}")
+        return mode
+    return "delete" if (filesystem_type(directory) or "") in _NETWORK_FS else "wal"
+
+
+@contextlib.contextmanager
+def _exclusive(lock_path: str):
+    """An exclusive advisory lock on ``lock_path`` for the block (``flock``; on filesystems without
+    it, the block runs unlocked and the busy-retry below is what keeps opening safe)."""
+    fd = None
+    try:
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        import fcntl
+
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    except (OSError, ImportError):
+        pass
+    try:
+        yield
+    finally:
+        if fd is not None:
+            os.close(fd)  # closing releases the lock
+
+
+def _is_busy(exc: sqlite3.Error) -> bool:
+    msg = str(exc).lower()
+    return isinstance(exc, sqlite3.OperationalError) and ("locked" in msg or "busy" in msg)
+
+
 class VerdictCache:
     """SQLite, one row per request key; each reply is committed as it arrives, so a run killed
-    mid-judging keeps everything obtained so far."""
+    mid-judging keeps everything obtained so far.
 
-    def __init__(self, directory: str):
-        os.makedirs(directory, exist_ok=True)
+    Opening is safe for any number of processes at once (all ranks of every node sharing a home
+    directory): the file is created and its journal mode set under an exclusive lock on a sidecar
+    ``.lock`` file, with a busy timeout and retries on top. WAL on local disks; the rollback journal on
+    network filesystems, where WAL is unsafe (:func:`journal_mode_for`)."""
+
+    def __init__(self, directory: str, journal: str | None = None):
         self.path = os.path.join(directory, "verdicts.sqlite3")
+        self.journal = journal_mode_for(directory, journal)
         self._lock = threading.Lock()
-        self._conn = sqlite3.connect(self.path, check_same_thread=False, timeout=60)
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        # WAL + NORMAL: a commit survives the process being killed (not a power cut), without an fsync each
-        self._conn.execute("PRAGMA synchronous=NORMAL")
-        self._conn.execute("CREATE TABLE IF NOT EXISTS verdicts (key TEXT PRIMARY KEY, content TEXT, usage TEXT, created REAL)")
-        self._conn.commit()
+        os.makedirs(directory, exist_ok=True)
+        deadline = time.monotonic() + _OPEN_RETRY_SECONDS
+        delay = 0.05
+        while True:
+            try:
+                self._conn = self._open()
+                break
+            except sqlite3.Error as exc:
+                if not _is_busy(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(delay * random.uniform(0.5, 1.0))
+                delay = min(delay * 2, 1.0)
+
+    def _open(self) -> sqlite3.Connection:
+        with _exclusive(self.path + ".lock"):
+            conn = sqlite3.connect(self.path, check_same_thread=False, timeout=_OPEN_RETRY_SECONDS)
+            try:
+                conn.execute(f"PRAGMA busy_timeout={int(_OPEN_RETRY_SECONDS * 1000)}")
+                mode = conn.execute(f"PRAGMA journal_mode={self.journal}").fetchone()[0]
+                self.journal = str(mode).lower()
+                # NORMAL: a commit survives the process being killed (not a power cut), without an fsync each
+                conn.execute("PRAGMA synchronous=NORMAL")
+                conn.execute("CREATE TABLE IF NOT EXISTS verdicts (key TEXT PRIMARY KEY, content TEXT, usage TEXT, created REAL)")
+                conn.commit()
+            except BaseException:
+                conn.close()
+                raise
+        return conn
 
     def get(self, key: str) -> JudgeResult | None:
         with self._lock:
@@ -224,6 +329,13 @@ class VerdictCache:
                 "INSERT OR REPLACE INTO verdicts VALUES (?, ?, ?, ?)", (key, result.content, json.dumps(result.usage), time.time())
             )
             self._conn.commit()
+
+    def close(self) -> None:
+        with self._lock:
+            try:
+                self._conn.close()
+            except sqlite3.Error:
+                pass
 
 
 # --------------------------------------------------------------------------- client
@@ -241,9 +353,49 @@ def _usage(raw: Any) -> dict:
 
 
 class _Retryable(Exception):
-    def __init__(self, msg: str, retry_after: float | None = None):
+    def __init__(self, msg: str, retry_after: float | None = None, cause: str | None = None):
         super().__init__(msg)
         self.retry_after = retry_after
+        self.cause = cause or msg
+
+
+# replies that no retry and no other doc can fix: the endpoint, model or key is wrong
+_FATAL_STATUS = (401, 403, 404)
+
+
+class _Breaker:
+    """Stops one pass when the endpoint is unusable (see the module docstring)."""
+
+    def __init__(self, threshold: int):
+        self.threshold = threshold
+        self.cause: str | None = None
+        self.error: str | None = None
+        self._consecutive = 0
+        self._lock = threading.Lock()
+        self.wake = threading.Event()
+
+    @property
+    def open(self) -> bool:
+        return self.cause is not None
+
+    def trip(self, cause: str, error: str) -> None:
+        with self._lock:
+            if self.cause is None:
+                self.cause, self.error = cause, error
+                self.wake.set()
+
+    def record(self, result: "JudgeResult", transport_failure: bool) -> None:
+        if result.cause in {f"HTTP {c}" for c in _FATAL_STATUS}:
+            self.trip(result.cause, result.error or result.cause)
+            return
+        with self._lock:
+            self._consecutive = self._consecutive + 1 if transport_failure else 0
+            hit = self.threshold > 0 and self._consecutive >= self.threshold
+        if hit:
+            self.trip(result.cause or "transport failure", f"{self.threshold} consecutive docs failed after all retries; last: {result.error}")
+
+    def skipped(self) -> "JudgeResult":
+        return JudgeResult(None, error=f"not sent: the judge pass was stopped ({self.error})", cause=self.cause)
 
 
 @dataclass
@@ -325,12 +477,36 @@ class JudgeClient:
         if not config.configured:
             raise ValueError("judge is not configured (base URL and model are required)")
         self.config = config
-        self.cache = VerdictCache(config.cache_dir) if config.cache_dir else None
+        self.cache: VerdictCache | None = None
+        if config.cache_dir:
+            try:
+                self.cache = VerdictCache(config.cache_dir, config.cache_journal)
+            except Exception as exc:  # judging goes on uncached: a cache must never cost a pass
+                self._cache_failed("opened", os.path.join(config.cache_dir, "verdicts.sqlite3"), exc)
         self.stats = JudgeStats()
         self._stats_lock = threading.Lock()
         self._transport = _Transport(config.timeout)
         self._workers: ThreadPoolExecutor | None = None
         self._pools_lock = threading.Lock()
+
+    def _cache_failed(self, what: str, path: str, exc: BaseException) -> None:
+        """One warning for the client's life; the cache is dropped and judging goes on uncached."""
+        self.cache = None
+        logger.warning(
+            "lmms_eval_earthsci: the judge verdict cache %s could not be %s (%s: %s); judging goes on without "
+            "a cache (verdicts are not kept for a rerun). Set EARTHSCI_JUDGE_CACHE to a writable local directory, or off.",
+            path, what, type(exc).__name__, exc,
+        )
+
+    def close(self) -> None:
+        """Stop the worker threads and close the cache (also run at interpreter exit)."""
+        with self._pools_lock:
+            workers, self._workers = self._workers, None
+        if workers is not None:
+            workers.shutdown(wait=True)
+        cache, self.cache = self.cache, None
+        if cache is not None:
+            cache.close()
 
     # -- plumbing
     def _pool(self) -> ThreadPoolExecutor:
@@ -375,7 +551,7 @@ class JudgeClient:
         try:
             status, resp_headers, raw = self._transport.post(url, body, {**headers, "Content-Type": "application/json"})
         except (OSError, http.client.HTTPException) as exc:  # timeouts, refused/dropped connections, truncated bodies
-            raise _Retryable(f"{type(exc).__name__}: {exc}") from exc
+            raise _Retryable(f"{type(exc).__name__}: {exc}", cause=type(exc).__name__) from exc
         if status == 429 or status >= 500:
             ra = resp_headers.get("retry-after")
             try:  # honoured, but never negative and never longer than the backoff cap
@@ -385,14 +561,14 @@ class JudgeClient:
             raise _Retryable(f"HTTP {status}", retry_after)
         if status >= 400:
             # 4xx other than 429: the request itself is wrong; retrying cannot help
-            return JudgeResult(None, error=f"HTTP {status}: {raw[:200].decode('utf-8', 'replace')}")
+            return JudgeResult(None, error=f"HTTP {status}: {raw[:200].decode('utf-8', 'replace')}", cause=f"HTTP {status}")
         try:
             reply = json.loads(raw)
             content = reply["choices"][0]["message"]["content"]
             if not isinstance(content, str):
                 raise TypeError("content is not a string")
         except (ValueError, KeyError, IndexError, TypeError) as exc:
-            raise _Retryable(f"malformed reply: {exc}") from exc
+            raise _Retryable(f"malformed reply: {exc}", cause="malformed reply") from exc
         return JudgeResult(content, usage=_usage(reply.get("usage")))
 
     def _payload(self, messages: Sequence[Mapping[str, Any]], **settings) -> dict:
@@ -403,57 +579,75 @@ class JudgeClient:
         return payload
 
     # -- public
-    def complete(self, messages: Sequence[Mapping[str, Any]] | Callable[[], Sequence[Mapping[str, Any]]], **settings) -> JudgeResult:
+    def complete(self, messages: Sequence[Mapping[str, Any]] | Callable[[], Sequence[Mapping[str, Any]]], _breaker: _Breaker | None = None, **settings) -> JudgeResult:
         """One judged request. ``messages`` may be a callable that builds them, so images are decoded
         only inside the worker that sends them (memory stays bounded in :meth:`complete_many`).
         Never raises: anything unexpected comes back as a failed :class:`JudgeResult`."""
         try:
-            return self._complete(messages, **settings)
+            return self._complete(messages, _breaker, **settings)
         except Exception as exc:  # a cache or client error must not take the other requests down
             self._count(failures=1)
-            return JudgeResult(None, error=f"judge client error: {type(exc).__name__}: {exc}")
+            return JudgeResult(None, error=f"judge client error: {type(exc).__name__}: {exc}", cause=f"client error {type(exc).__name__}")
 
-    def _complete(self, messages, **settings) -> JudgeResult:
+    def _complete(self, messages, breaker: _Breaker | None = None, **settings) -> JudgeResult:
+        if breaker is not None and breaker.open:
+            self._count(failures=1)
+            return breaker.skipped()
         try:
             msgs = messages() if callable(messages) else messages
             payload = self._payload(msgs, **settings)
         except Exception as exc:  # building the request failed (e.g. undecodable image)
             self._count(failures=1)
-            return JudgeResult(None, error=f"request could not be built: {exc!r}")
+            return JudgeResult(None, error=f"request could not be built: {exc!r}", cause="request not built")
         body = encode_payload(payload)
         key = request_key(self.config, body)
-        if self.cache is not None:
+        cache = self.cache
+        if cache is not None:
             try:
-                hit = self.cache.get(key)
+                hit = cache.get(key)
             except sqlite3.Error as exc:
-                logger.warning("lmms_eval_earthsci: judge cache read failed (%s); asking the judge", exc)
+                self._cache_failed("read", cache.path, exc)
                 hit = None
             if hit is not None:
                 self._count(cache_hits=1)
                 return hit
-        last_error = "no attempt made"
+        last = _Retryable("no attempt made")
         for attempt in range(self.config.max_retries + 1):
+            if breaker is not None and breaker.open:
+                self._count(failures=1)
+                return breaker.skipped()
             try:
                 result = self._post_once(body)
-                result.attempts = attempt + 1
-                if result.ok:
-                    self._count(prompt_tokens=result.usage.get("prompt_tokens", 0), completion_tokens=result.usage.get("completion_tokens", 0))
-                    if self.cache is not None:
-                        try:
-                            self.cache.put(key, result)
-                        except sqlite3.Error as exc:
-                            logger.warning("lmms_eval_earthsci: judge cache write failed (%s); verdict kept for this run only", exc)
-                else:
-                    self._count(failures=1)
-                return result
             except _Retryable as exc:
-                last_error = str(exc)
+                last = exc
                 if attempt == self.config.max_retries:
                     break
                 delay = exc.retry_after if exc.retry_after is not None else min(self.config.backoff_max, self.config.backoff_base * 2**attempt)
-                time.sleep(delay * (1.0 if exc.retry_after is not None else random.uniform(0.5, 1.0)))
+                delay *= 1.0 if exc.retry_after is not None else random.uniform(0.5, 1.0)
+                if breaker is not None:
+                    breaker.wake.wait(delay)  # a tripped breaker ends the wait at once
+                else:
+                    time.sleep(delay)
+                continue
+            result.attempts = attempt + 1
+            if result.ok:
+                self._count(prompt_tokens=result.usage.get("prompt_tokens", 0), completion_tokens=result.usage.get("completion_tokens", 0))
+                cache = self.cache
+                if cache is not None:
+                    try:
+                        cache.put(key, result)
+                    except sqlite3.Error as exc:
+                        self._cache_failed("written", cache.path, exc)
+            else:
+                self._count(failures=1)
+            if breaker is not None:
+                breaker.record(result, transport_failure=False)
+            return result
         self._count(failures=1)
-        return JudgeResult(None, error=last_error, attempts=self.config.max_retries + 1)
+        result = JudgeResult(None, error=str(last), attempts=self.config.max_retries + 1, cause=last.cause)
+        if breaker is not None:
+            breaker.record(result, transport_failure=True)
+        return result
 
     def complete_many(self, requests: Sequence[Any], progress: bool = False, desc: str = "judging", concurrency: int | None = None, **settings) -> list[JudgeResult]:
         """Judge many requests with ``concurrency`` (default ``config.concurrency``) in flight; results
@@ -470,11 +664,12 @@ class JudgeClient:
                 bar = None
 
         slots = threading.BoundedSemaphore(max(1, min(concurrency or self.config.concurrency, self.config.concurrency)))
+        breaker = _Breaker(self.config.breaker)
 
         def run(req):
             with slots:  # at most `concurrency` of the pool's workers in flight for this call
                 try:
-                    return self.complete(req, **settings)
+                    return self.complete(req, breaker, **settings)
                 finally:
                     if bar is not None:
                         bar.update(1)
@@ -490,6 +685,11 @@ class JudgeClient:
             sys.setswitchinterval(interval)
         if bar is not None:
             bar.close()
+        if breaker.open:
+            logger.warning(
+                "lmms_eval_earthsci: %s stopped after %s (%s); %d of %d requests were not sent",
+                desc, breaker.cause, breaker.error, sum(1 for r in results if r.error and r.error.startswith("not sent")), len(results),
+            )
         return results
 
 
@@ -517,3 +717,16 @@ def get_judge(overrides: Mapping[str, Any] | None = None, purpose: str = "judge 
         if client is None or client.config.api_key != cfg.api_key:
             client = _JUDGES[ident] = JudgeClient(cfg)
         return client
+
+
+@atexit.register
+def close_all() -> None:
+    """Leave nothing of ours running at interpreter exit (worker threads, SQLite handles)."""
+    with _JUDGES_LOCK:
+        clients = list(_JUDGES.values())
+        _JUDGES.clear()
+    for c in clients:
+        try:
+            c.close()
+        except Exception:
+            pass

@@ -3,8 +3,9 @@
 
 Why not the upstream pattern
 ----------------------------
-lmms-eval calls ``process_results`` once per doc from a pool of ``--process_docs_parallel`` (4) threads,
-so a blocking judge call there caps throughput at 4 / latency, whatever the endpoint can take. Here:
+lmms-eval calls ``process_results`` once per doc: from a pool of ``--process_docs_parallel`` (4)
+threads in 0.7.3, one doc at a time in 0.6.x and upstream main. A blocking judge call there caps
+throughput at 4 (or 1) / latency, whatever the endpoint can take. Here:
 
 1. A benchmark declares a :class:`JudgeSpec` (how to build the judge request for one doc and response,
    how to parse the reply) and attaches it to its ``process_results`` with :func:`judged`.
@@ -24,15 +25,21 @@ Memory stays bounded: images are read *undecoded* (the dataset's stored bytes, n
 the worker that sends the request, one doc at a time per worker, and dropped after sending; nothing
 but small per-doc dicts ever reaches lmms-eval's cross-rank gather.
 
-If the hook is missing (lmms-eval internals changed), ``process_results`` falls back to judging its
-doc on the spot (text-only specs), or records a judge failure (specs that need images, which
-``process_results`` does not get): slower or counted, never silent.
+If the pass did not run for a doc (the hook is missing because lmms-eval internals changed, or the
+pass itself failed on this rank), ``process_results`` falls back to judging its doc on the spot
+(text-only specs), or records a judge failure saying which of the two happened (specs that need
+images, which ``process_results`` does not get): slower or counted, never silent.
+
+lmms-eval 0.7.3 calls ``process_results`` from a pool of threads, 0.6.x and upstream main one doc at a
+time; the lookups here are thread-safe and do not depend on either.
 
 Failure policy (documented in the README): a request that still fails after the retries, or a reply
-that cannot be parsed, is recorded in the sample (``status``, ``error``, raw reply), counted in the
-``<prefix>_judge_failed`` metric, and scored as *wrong* in the judged metric, so the denominator is
-always every doc. With no judge configured, judged metrics are ``None`` (reported unavailable) and
-rule-based metrics are unaffected.
+that cannot be parsed, is recorded in the sample (the judged metric's ``judge`` record: ``status``,
+``error``, ``cause``, raw reply), counted in the ``<prefix>_judge_failed`` metric, and scored as
+*wrong* in the judged metric, so the denominator is always every doc. When *no* doc of a task got a
+verdict (no judge configured, or the judge failed on every doc) the judged metric is ``None``
+(unavailable), never a misleading 0. ``EARTHSCI_JUDGE_ON_FAILURE=raise`` makes any judge failure stop
+the run instead (an error from the task's aggregation; a non-zero exit under ``--verbosity DEBUG``).
 """
 
 from __future__ import annotations
@@ -46,6 +53,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
+from lmms_eval_earthsci.core.data import undecoded
 from lmms_eval_earthsci.core.judge import JudgeClient, JudgeResult, get_judge
 
 logger = logging.getLogger("lmms_eval_earthsci")
@@ -115,6 +123,8 @@ class Outcome:
     cached: bool = False
     attempts: int = 0
     usage: dict = field(default_factory=dict)
+    cause: str | None = None  # short failure class, for the per-task summary
+    task: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -126,7 +136,7 @@ class Outcome:
 
     def log(self) -> dict:
         """What goes into the logged sample: raw reply, parsed verdict, status, error."""
-        return {"status": self.status, "verdict": self.verdict, "reply": self.reply, "error": self.error, "cached": self.cached}
+        return {"status": self.status, "verdict": self.verdict, "reply": self.reply, "error": self.error, "cause": self.cause, "cached": self.cached}
 
     def failed_item(self) -> dict | None:
         """Per-doc value of ``<prefix>_judge_failed`` (None when no judge is configured)."""
@@ -134,6 +144,8 @@ class Outcome:
             return None
         return {
             "score": 1 if self.failed else 0,
+            "task": self.task,
+            "cause": self.cause if self.failed else None,
             "cached": self.cached,
             "attempts": self.attempts,
             "prompt_tokens": int(self.usage.get("prompt_tokens", 0)),
@@ -144,12 +156,37 @@ class Outcome:
 def outcome_of(spec: JudgeSpec, result: JudgeResult) -> Outcome:
     common = dict(reply=result.content, cached=result.cached, attempts=result.attempts, usage=dict(result.usage))
     if not result.ok:
-        return Outcome(REQUEST_FAILED, error=result.error, **common)
+        return Outcome(REQUEST_FAILED, error=result.error, cause=result.cause or "request failed", **common)
     try:
         verdict = spec.parse(result.content)
     except Exception as exc:  # a reply that cannot be parsed is a parse failure, never a crash
-        return Outcome(PARSE_FAILED, error=f"unparseable judge reply: {exc}", **common)
+        return Outcome(PARSE_FAILED, error=f"unparseable judge reply: {exc}", cause="unparseable reply", **common)
     return Outcome(JUDGED, verdict=verdict, **common)
+
+
+def judged_fields(metric: str, failed_metric: str, outcome: Outcome, score: float | None) -> dict:
+    """A doc's values of a judged metric and of its ``<prefix>_judge_failed`` counter. The judge's record
+    (status, verdict, raw reply, error) travels inside the judged metric's value, so it is in every
+    logged sample without being a metric of its own. ``score`` None (no judge, or a failure the
+    benchmark leaves out of its mean) is left out of the item, which lmms-eval's CLT standard error and
+    :func:`judged_mean` then skip."""
+    if outcome.status == UNAVAILABLE:
+        return {metric: None, failed_metric: None}
+    item: dict = {"judge": outcome.log()}
+    if score is not None:
+        item["score"] = score
+    return {metric: item, failed_metric: outcome.failed_item()}
+
+
+def judged_mean(items: Sequence[Any]) -> float | None:
+    """Aggregation of a judged metric: the mean over docs (failures scored as each benchmark says),
+    or None (unavailable) when no doc got a verdict: no judge configured, or the judge failed on every
+    doc. A 0.0 there would read as a terrible model."""
+    from lmms_eval_earthsci.core.metrics import mean_present
+
+    if not any(isinstance(i, Mapping) and (i.get("judge") or {}).get("status") == JUDGED for i in items):
+        return None
+    return mean_present(items)
 
 
 # --------------------------------------------------------------------------- registry of pass results
@@ -177,6 +214,8 @@ _OUTCOMES: dict[tuple[str, str, str], Outcome] = {}
 _OUTCOMES_LOCK = threading.Lock()
 # per spec: the task's metadata judge overrides the pass used (the per-doc fallback uses them too)
 _PASS_OVERRIDES: dict[str, Any] = {}
+# per spec: why this rank's pass failed, for the fallback's message
+_PASS_ERRORS: dict[str, str] = {}
 
 # lmms-eval strips reasoning blocks (and surrounding whitespace) from each response after the filters
 # and before process_results; the pass runs between the two, so it applies the same stripping.
@@ -227,6 +266,8 @@ def forget(spec_name: str | None = None) -> None:
     with _OUTCOMES_LOCK:
         for k in [k for k in _OUTCOMES if spec_name is None or k[0] == spec_name]:
             del _OUTCOMES[k]
+        for k in [k for k in _PASS_ERRORS if spec_name is None or k == spec_name]:
+            del _PASS_ERRORS[k]
 
 
 def outcome_for(spec: JudgeSpec, doc: Mapping[str, Any], response: str, overrides: Mapping[str, Any] | None = None) -> Outcome:
@@ -237,13 +278,19 @@ def outcome_for(spec: JudgeSpec, doc: Mapping[str, Any], response: str, override
     with _OUTCOMES_LOCK:
         hit = _OUTCOMES.get((spec.name, key, response))
         used_overrides = _PASS_OVERRIDES.get(spec.name)
+        pass_error = _PASS_ERRORS.get(spec.name)
     if hit is not None:
         return hit
     client = get_judge(overrides if overrides is not None else used_overrides, purpose=f"{spec.name} metrics")
     if client is None:
         return Outcome(UNAVAILABLE)
     if spec.uses_images:
-        out = Outcome(REQUEST_FAILED, error="the judge pass did not run for this doc (lmms-eval hook missing) and process_results has no images")
+        why = (
+            f"the judge pass failed on this rank ({pass_error})"
+            if pass_error
+            else "the judge pass did not run for this doc (the apply_filters hook is not installed: see the registration warning)"
+        )
+        out = Outcome(REQUEST_FAILED, error=f"{why}; process_results has no images to judge it now", cause="judge pass failed" if pass_error else "judge pass missing")
     else:
         out = outcome_of(spec, client.complete(lambda: spec.build(doc, response, dict), **dict(spec.settings)))
     _store(spec, key, response, out)
@@ -275,7 +322,7 @@ def world() -> tuple[int, int]:
     return rank, max(1, size)
 
 
-def run_pass(spec: JudgeSpec, items: Sequence[PassItem], client: JudgeClient, *, concurrency: int | None = None, progress: bool = False, desc: str = "judging") -> list[Outcome]:
+def run_pass(spec: JudgeSpec, items: Sequence[PassItem], client: JudgeClient, *, concurrency: int | None = None, progress: bool = False, desc: str = "judging", task: str | None = None) -> list[Outcome]:
     """Judge ``items`` concurrently (deduplicated on doc and response), store and return outcomes in
     input order. Never raises for a failing request or reply."""
     unique: dict[tuple[str, str], PassItem] = {}
@@ -290,9 +337,18 @@ def run_pass(spec: JudgeSpec, items: Sequence[PassItem], client: JudgeClient, *,
     by_key = {}
     for it, res in zip(todo, results):
         out = outcome_of(spec, res)
+        out.task = task
         _store(spec, it.key, it.response, out)
         by_key[(it.key, it.response)] = out
     return [by_key[(it.key, it.response)] for it in items]
+
+
+def failure_causes(causes) -> dict[str, int]:
+    """``{cause: count}``, most frequent first."""
+    counts: dict[str, int] = {}
+    for c in causes:
+        counts[c or "unknown"] = counts.get(c or "unknown", 0) + 1
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 def summarize(outcomes: Sequence[Outcome]) -> dict:
@@ -300,28 +356,12 @@ def summarize(outcomes: Sequence[Outcome]) -> dict:
         "items": len(outcomes),
         "judged": sum(o.ok for o in outcomes),
         "failed": sum(o.failed for o in outcomes),
+        "causes": failure_causes(o.cause for o in outcomes if o.failed),
         "cache_hits": sum(o.cached for o in outcomes),
         "requests": sum(o.attempts for o in outcomes if not o.cached),
         "prompt_tokens": sum(int(o.usage.get("prompt_tokens", 0)) for o in outcomes if not o.cached),
         "completion_tokens": sum(int(o.usage.get("completion_tokens", 0)) for o in outcomes if not o.cached),
     }
-
-
-def _undecoded(dataset):
-    """``dataset`` with its image columns returning stored bytes instead of PIL images."""
-    try:
-        import datasets
-    except ImportError:  # pragma: no cover
-        return dataset
-    if not isinstance(dataset, datasets.Dataset):
-        return dataset
-    for name, feat in dataset.features.items():
-        if isinstance(feat, datasets.Image):
-            dataset = dataset.cast_column(name, datasets.Image(decode=False))
-        elif isinstance(getattr(feat, "feature", None), datasets.Image):
-            inner = datasets.Image(decode=False)
-            dataset = dataset.cast_column(name, type(feat)(inner) if not hasattr(feat, "length") else type(feat)(inner, length=feat.length))
-    return dataset
 
 
 def _rank_items(task, media: bool, tags: Any = None) -> list["PassItem"]:
@@ -335,7 +375,7 @@ def _rank_items(task, media: bool, tags: Any = None) -> list["PassItem"]:
         def load() -> dict:
             with lock:  # the undecoded view is built once, not by every worker at once
                 if "ds" not in cache:
-                    cache["ds"] = _undecoded(task.eval_docs)
+                    cache["ds"] = undecoded(task.eval_docs)
             row = cache["ds"][doc_id]
             return {k: v for k, v in row.items() if _is_media(v)}
 
@@ -371,16 +411,22 @@ def run_task_pass(task) -> list[Outcome] | None:
     meta = task.config.metadata if isinstance(task.config.metadata, dict) else {}
     with _OUTCOMES_LOCK:
         _PASS_OVERRIDES[spec.name] = meta.get("judge")
-    client = get_judge(meta.get("judge"), purpose=f"{spec.name} metrics")
-    if client is None:
-        return None
-    name = getattr(task.config, "task", spec.name)
-    items = _rank_items(task, media=spec.uses_images, tags=tags)
-    for it in items:
-        it.response = spec.text_of(it.response)
-    rank, size = world()
-    conc = max(1, math.ceil(client.config.concurrency / size))
-    outcomes = run_pass(spec, items, client, concurrency=conc, progress=rank == 0, desc=f"judging {name}")
+        _PASS_ERRORS.pop(spec.name, None)
+    try:
+        client = get_judge(meta.get("judge"), purpose=f"{spec.name} metrics")
+        if client is None:
+            return None
+        name = getattr(task.config, "task", spec.name)
+        items = _rank_items(task, media=spec.uses_images, tags=tags)
+        for it in items:
+            it.response = spec.text_of(it.response)
+        rank, size = world()
+        conc = max(1, math.ceil(client.config.concurrency / size))
+        outcomes = run_pass(spec, items, client, concurrency=conc, progress=rank == 0, desc=f"judging {name}", task=name)
+    except Exception as exc:
+        with _OUTCOMES_LOCK:
+            _PASS_ERRORS[spec.name] = f"{type(exc).__name__}: {exc}"
+        raise
     s = summarize(outcomes)
     logger.info("lmms_eval_earthsci judge pass %s (rank %d/%d, %d in flight): %s", name, rank, size, conc, json.dumps(s))
     return outcomes
@@ -389,7 +435,7 @@ def run_task_pass(task) -> list[Outcome] | None:
 def install_judge_hook() -> bool:
     """Run :func:`run_task_pass` right after ``ConfigurableTask.apply_filters``. Idempotent; False if
     the lmms-eval internals it relies on are gone."""
-    from lmms_eval_earthsci.registration import wrap_task_method
+    from lmms_eval_earthsci.core.hooks import wrap_task_method
 
     def make(original):
         def apply_filters(self, *args, **kwargs):
@@ -408,22 +454,49 @@ def install_judge_hook() -> bool:
 # --------------------------------------------------------------------------- aggregation
 
 
+ON_FAILURE_ENV = "EARTHSCI_JUDGE_ON_FAILURE"
+
+
+class JudgeFailedError(RuntimeError):
+    """Raised from a task's aggregation when ``EARTHSCI_JUDGE_ON_FAILURE=raise`` and a doc's judging failed."""
+
+
+def _on_failure() -> str:
+    value = (os.environ.get(ON_FAILURE_ENV) or "wrong").strip().lower()
+    if value not in ("wrong", "raise"):
+        logger.warning("lmms_eval_earthsci: %s=%r is not one of wrong, raise; using wrong", ON_FAILURE_ENV, value)
+        return "wrong"
+    return value
+
+
 def judge_failed(items: Sequence[Any]) -> int | None:
     """Aggregation of ``<prefix>_judge_failed``: the number of docs whose judging failed, or None if no
-    judge was configured. Logs the run summary (requests, cache hits, failures, tokens); the per-doc
+    judge was configured. Runs once per task on rank 0, after every rank's docs were gathered, and logs
+    the task's summary line (docs, failures by cause, cache hits, requests, tokens); the per-doc
     details are in the logged samples."""
     present = [i for i in items if isinstance(i, Mapping)]
     if not present:
         return None
+    tasks = sorted({str(i.get("task")) for i in present if i.get("task")})
+    task = ",".join(tasks) or "judged task"
+    causes = failure_causes(i.get("cause") for i in present if i.get("score"))
     summary = {
         "docs": len(present),
         "failed": sum(int(i.get("score") or 0) for i in present),
+        "failures_by_cause": causes,
         "cache_hits": sum(bool(i.get("cached")) for i in present),
         "requests": sum(int(i.get("attempts") or 0) for i in present if not i.get("cached")),
         "prompt_tokens": sum(int(i.get("prompt_tokens") or 0) for i in present if not i.get("cached")),
         "completion_tokens": sum(int(i.get("completion_tokens") or 0) for i in present if not i.get("cached")),
     }
-    logger.info("lmms_eval_earthsci judge summary: %s", json.dumps(summary))
+    logger.info("lmms_eval_earthsci judge summary %s: %s", task, json.dumps(summary))
     if summary["failed"]:
-        logger.warning("lmms_eval_earthsci: %d of %d judged docs failed (scored wrong; see `status`/`error` in the samples)", summary["failed"], summary["docs"])
+        why = ", ".join(f"{c} x {n}" for c, n in causes.items())
+        msg = f"{task}: {summary['failed']} of {summary['docs']} judged docs failed ({why})"
+        if _on_failure() == "raise":
+            raise JudgeFailedError(f"lmms_eval_earthsci: {msg}; stopping because {ON_FAILURE_ENV}=raise")
+        if summary["failed"] == summary["docs"]:
+            logger.warning("lmms_eval_earthsci: %s; the judged metric is reported unavailable (null)", msg)
+        else:
+            logger.warning("lmms_eval_earthsci: %s; scored wrong (see the `judge` record of the judged metric in the samples)", msg)
     return summary["failed"]

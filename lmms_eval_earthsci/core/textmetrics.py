@@ -39,7 +39,6 @@ WORDNET_ENV = "EARTHSCI_WORDNET"
 BERTSCORE_MODEL_ENV = "EARTHSCI_BERTSCORE_MODEL"
 BERTSCORE_LAYERS_ENV = "EARTHSCI_BERTSCORE_LAYERS"
 DEBIAN_WORDNET = "/usr/share/wordnet"
-_STAGED_WORDNET = os.path.join(os.path.expanduser("~"), ".cache", "lmms_eval_earthsci", "wordnet-3.0")
 
 _warned: set[str] = set()
 _lock = threading.Lock()
@@ -150,7 +149,9 @@ def _stage_wordnet(src: str) -> str | None:
     half-copied file."""
     import tempfile
 
-    dst = _STAGED_WORDNET
+    from lmms_eval_earthsci import cache_dir
+
+    dst = cache_dir("wordnet-3.0")  # $EARTHSCI_CACHE_DIR/wordnet-3.0
     if os.path.isfile(os.path.join(dst, "lexnames")):
         return dst
     try:
