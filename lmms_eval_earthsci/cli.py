@@ -1,57 +1,70 @@
-"""``lmms-eval-earthsci``: small helpers around the ``lmms-eval`` CLI.
-
-- ``lmms-eval-earthsci tasks-dir``: print the folder holding our task YAMLs (for ``--include_path``).
-- ``lmms-eval-earthsci run ARGS...``: run ``lmms-eval ARGS...`` with our tasks on the include path,
-  a fallback for when automatic registration is unavailable.
-- ``lmms-eval-earthsci write-fixtures DIR``: write the synthetic local mirror used by the tests.
-- ``lmms-eval-earthsci demo [--model M --model_args A --tasks T --limit N --data sample|hub]``: the
-  offline demo (tiny local VLM, bundled sample mirror, real lmms-eval run, report).
-- ``lmms-eval-earthsci report OUTPUT_PATH... [--out DIR] [--paper-model NAME]``: Markdown tables and PNG
-  charts from one or several lmms-eval output folders, with the papers' numbers as reference.
-"""
+"""``lmms-eval-earthsci``: small helpers around the ``lmms-eval`` CLI (``lmms-eval-earthsci COMMAND --help``)."""
 
 from __future__ import annotations
 
+import argparse
 import sys
 from typing import Sequence
 
-USAGE = __doc__
+COMMANDS = {
+    "tasks-dir": "print the folder holding our task YAMLs (for `lmms-eval --include_path`)",
+    "run": "run `lmms-eval ARGS...` with our tasks and hooks in, without relying on the entry point",
+    "demo": "the offline demo: a tiny local VLM on the bundled sample mirror, then a report",
+    "report": "Markdown tables and PNG charts from lmms-eval output folders, beside the papers' numbers",
+    "check-mirror": "check a local mirror: repos present, revisions against our pins, every record valid",
+    "write-fixtures": "write the small synthetic mirror the tests use",
+}
+
+
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        prog="lmms-eval-earthsci",
+        description="Helpers around lmms-eval for the MSEarth, EMMA and SciFIBench tasks of lmms_eval_earthsci.",
+        epilog="Run `lmms-eval-earthsci COMMAND --help` for a command's options.",
+    )
+    sub = ap.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    sub.add_parser("tasks-dir", help=COMMANDS["tasks-dir"], description=COMMANDS["tasks-dir"])
+    p = sub.add_parser("run", help=COMMANDS["run"], description=COMMANDS["run"] + " (every argument is passed to lmms-eval)", add_help=False)
+    p.add_argument("args", nargs=argparse.REMAINDER)
+    sub.add_parser("demo", help=COMMANDS["demo"], add_help=False).add_argument("args", nargs=argparse.REMAINDER)
+    p = sub.add_parser("report", help=COMMANDS["report"], description=COMMANDS["report"])
+    p.add_argument("paths", nargs="+", metavar="OUTPUT_PATH", help="lmms-eval --output_path folders (one column per run)")
+    p.add_argument("--out", default=None, help="where report.md and the charts go (default: report/ beside the first run)")
+    p.add_argument("--paper-model", default=None, help="the paper model whose numbers sit beside ours (any spelling; default GPT-4o)")
+    p = sub.add_parser("check-mirror", help=COMMANDS["check-mirror"], description=COMMANDS["check-mirror"])
+    p.add_argument("mirror", metavar="DIR", help="the mirror root (the folder EARTHSCI_DATA_MIRROR points at)")
+    p.add_argument("--tasks", default=None, help="comma-separated task names (default: every task whose repo is in DIR)")
+    p = sub.add_parser("write-fixtures", help=COMMANDS["write-fixtures"], description=COMMANDS["write-fixtures"])
+    p.add_argument("dir", nargs="?", default="earthsci_fixture_mirror", metavar="DIR", help="target folder (default ./earthsci_fixture_mirror)")
+    return ap
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = list(sys.argv[1:] if argv is None else argv)
-    if not args or args[0] in ("-h", "--help"):
-        print(USAGE)
-        return 0
-    cmd, rest = args[0], args[1:]
-    if cmd == "tasks-dir":
+    argv = list(sys.argv[1:] if argv is None else argv)
+    a = _parser().parse_args(argv)
+    if a.command == "tasks-dir":
         from lmms_eval_earthsci import TASKS_DIR
 
         print(TASKS_DIR)
         return 0
-    if cmd == "run":
+    if a.command == "run":
         from lmms_eval_earthsci import TASKS_DIR
 
+        rest = list(a.args)
         if "--include_path" not in rest:
             rest = ["--include_path", TASKS_DIR, *rest]
         sys.argv = ["lmms-eval", *rest]
         from lmms_eval.cli.dispatch import main as lmms_main
 
         return lmms_main() or 0
-    if cmd == "demo":
+    if a.command == "demo":
         from lmms_eval_earthsci.demo import main as demo_main
 
-        return demo_main(rest)
-    if cmd == "report":
-        import argparse
-
+        return demo_main(a.args)
+    if a.command == "report":
         from lmms_eval_earthsci.report import ReportError, write_report
 
-        ap = argparse.ArgumentParser(prog="lmms-eval-earthsci report")
-        ap.add_argument("paths", nargs="+")
-        ap.add_argument("--out", default=None)
-        ap.add_argument("--paper-model", default=None)
-        a = ap.parse_args(rest)
         try:
             path, text = write_report(a.paths, a.out, a.paper_model)
         except ReportError as exc:
@@ -60,13 +73,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(text)
         print(f"\nreport: {path}")
         return 0
-    if cmd == "write-fixtures":
+    if a.command == "check-mirror":
+        from lmms_eval_earthsci.mirror import check_mirror
+
+        status, text = check_mirror(a.mirror, a.tasks.split(",") if a.tasks else None)
+        print(text, file=sys.stdout if status == 0 else sys.stderr)
+        return status
+    if a.command == "write-fixtures":
         from lmms_eval_earthsci.testing.fixtures import write_mirror
 
-        print(write_mirror(rest[0] if rest else "earthsci_fixture_mirror"))
+        print(write_mirror(a.dir))
         return 0
-    print(f"unknown command {cmd!r}\n{USAGE}", file=sys.stderr)
-    return 2
+    return 2  # pragma: no cover - argparse rejects unknown commands
 
 
 if __name__ == "__main__":

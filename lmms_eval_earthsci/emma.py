@@ -17,6 +17,7 @@ from typing import Any
 from lmms_eval_earthsci.core import messages as msg
 from lmms_eval_earthsci.core.data import RecordError, check_image, load_image, record_check, require
 from lmms_eval_earthsci.core.extraction import Extracted, as_text, extract_after_phrase, extract_boxed_answer, extract_option_letter, option_letters
+from lmms_eval_earthsci.core.hooks import ensure_runtime_hooks
 from lmms_eval_earthsci.core.judge_pass import UNAVAILABLE, JudgeSpec, judged, judged_fields, outcome_for
 from lmms_eval_earthsci.core.metrics import breakdown_scores, percent, split_labels
 
@@ -461,3 +462,8 @@ def process_results_judge(doc, results):
     out.update(_breakdowns(doc, score))
     out.update(judged_fields(JUDGE_METRIC, JUDGE_FAILED, outcome, score))
     return out
+
+
+# lmms-eval imports this module while it reads our task YAMLs: make sure our hooks are in, whatever route
+# (entry point, --include_path, the `run` wrapper) brought it here
+ensure_runtime_hooks()

@@ -20,6 +20,7 @@ from typing import Any, Mapping
 from lmms_eval_earthsci.core.data import RecordError, check_image, load_image, record_check
 from lmms_eval_earthsci.core.extraction import as_text
 from lmms_eval_earthsci.core import textmetrics
+from lmms_eval_earthsci.core.hooks import ensure_runtime_hooks
 from lmms_eval_earthsci.core.judge_pass import UNAVAILABLE, JudgeSpec, batched, doc_key, judged, judged_fields, outcome_for
 from lmms_eval_earthsci.core.metrics import breakdown_scores, percent
 
@@ -532,3 +533,8 @@ def bertscore(items) -> float | None:
         return None
     f1 = textmetrics.bertscore_f1([p["reference"] for p in pairs], [p["candidate"] for p in pairs])
     return None if f1 is None else 100 * sum(f1) / len(f1)
+
+
+# lmms-eval imports this module while it reads our task YAMLs: make sure our hooks are in, whatever route
+# (entry point, --include_path, the `run` wrapper) brought it here
+ensure_runtime_hooks()

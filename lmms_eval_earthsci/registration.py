@@ -88,10 +88,17 @@ def register():
     return []
 
 
+_RUNTIME_HOOKS = False
+
+
 def install_runtime_hooks() -> None:
     """Everything besides task indexing that a run of our tasks needs, whatever route started it
-    (entry point, ``--include_path``, the ``run`` wrapper): log forwarding, the mirror hook, the judge
-    pass and a clean exit on every rank. Idempotent."""
+    (entry point, ``--include_path``, the ``run`` wrapper; see :func:`core.hooks.ensure_runtime_hooks`):
+    log forwarding, the mirror/validation hook, the judge pass and a clean exit on every rank. Idempotent."""
+    global _RUNTIME_HOOKS
+    if _RUNTIME_HOOKS:
+        return
+    _RUNTIME_HOOKS = True
     from lmms_eval_earthsci.core.hooks import forward_logs, release_distributed_at_exit
 
     forward_logs()

@@ -16,6 +16,7 @@ from typing import Any
 
 from lmms_eval_earthsci.core.data import RecordError, check_image, load_image, record_check
 from lmms_eval_earthsci.core.extraction import Extracted, as_text, extract_boxed_answer, extract_option_letter
+from lmms_eval_earthsci.core.hooks import ensure_runtime_hooks
 from lmms_eval_earthsci.core.judge_pass import UNAVAILABLE, JudgeSpec, judged, judged_fields, outcome_for
 from lmms_eval_earthsci.core.metrics import breakdown_scores, percent
 
@@ -409,3 +410,8 @@ def process_results_judge(doc, results):
     score = None if outcome.status == UNAVAILABLE else percent(bool(outcome.ok and outcome.verdict == gold))
     out.update(judged_fields(JUDGE_METRIC, "scifibench_judge_failed", outcome, score))
     return out
+
+
+# lmms-eval imports this module while it reads our task YAMLs: make sure our hooks are in, whatever route
+# (entry point, --include_path, the `run` wrapper) brought it here
+ensure_runtime_hooks()

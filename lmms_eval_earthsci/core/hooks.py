@@ -65,13 +65,27 @@ def forward_logs(level: int = logging.INFO) -> bool:
         return False
     log = logging.getLogger(LOGGER_NAME)
     if not any(isinstance(h, _ToLoguru) for h in log.handlers):
+        # propagation stays on (pytest's caplog, a lab's own logging config); with a handler here,
+        # Python's last-resort stderr handler no longer prints our records a second time
         log.addHandler(_ToLoguru())
-        log.propagate = False  # loguru prints it; the root logger's last-resort handler would print it again
     log.setLevel(level)
     return True
 
 
 _EXIT_HOOK = False
+
+
+def ensure_runtime_hooks() -> None:
+    """Called when a benchmark module is imported: if lmms-eval is loading our tasks (its task module is
+    imported), install every runtime hook now. This makes the routes that bypass our entry point
+    (``--include_path``, ``lmms-eval-earthsci run``, a hand-built ``TaskManager``) as whole as the
+    automatic one: lmms-eval imports these modules while it reads the task YAMLs, before any dataset is
+    loaded. Cheap and idempotent; does nothing outside lmms-eval."""
+    if "lmms_eval.api.task" not in sys.modules:
+        return
+    from lmms_eval_earthsci.registration import install_runtime_hooks
+
+    install_runtime_hooks()
 
 
 def _release_distributed() -> None:

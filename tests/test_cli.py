@@ -1,0 +1,58 @@
+"""The `lmms-eval-earthsci` command: real argparse help everywhere, and check-mirror."""
+
+import glob
+import shutil
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from lmms_eval_earthsci import cli
+
+
+def test_top_level_help_lists_every_command(capsys):
+    with pytest.raises(SystemExit) as e:
+        cli.main(["--help"])
+    assert e.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: lmms-eval-earthsci")
+    for command in cli.COMMANDS:
+        assert command in out
+
+
+@pytest.mark.parametrize("command", ["tasks-dir", "report", "check-mirror", "write-fixtures"])
+def test_subcommand_help_writes_nothing(command, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as e:
+        cli.main([command, "--help"])
+    assert e.value.code == 0
+    assert capsys.readouterr().out.startswith(f"usage: lmms-eval-earthsci {command}")
+    assert list(tmp_path.iterdir()) == []  # `write-fixtures --help` no longer writes a folder named --help
+
+
+def test_no_command_is_an_error(capsys):
+    with pytest.raises(SystemExit) as e:
+        cli.main([])
+    assert e.value.code == 2 and "usage:" in capsys.readouterr().err
+
+
+def test_check_mirror(mirror, tmp_path, capsys):
+    assert cli.main(["check-mirror", mirror]) == 0
+    out = capsys.readouterr().out
+    assert "OK" in out.splitlines()[0] and "emma_mini_math: 3 records, all valid" in out
+    assert "luckychao/EMMA-mini" in out and "our pin: 6b9ae9a" in out  # no recorded revision: says which pin to fetch
+
+    bad = tmp_path / "bad"
+    shutil.copytree(mirror, bad)
+    path = glob.glob(str(bad / "jonathan-roberts1" / "SciFIBench" / "data" / "CS_Figure2Caption-*.parquet"))[0]
+    table = pq.read_table(path)
+    rows = table.to_pylist()
+    rows[2]["Answer"] = "Z"
+    pq.write_table(pa.Table.from_pylist(rows, schema=table.schema), path)
+    assert cli.main(["check-mirror", str(bad), "--tasks", "scifibench_cs_f2c,emma_mini_math"]) == 1
+    err = capsys.readouterr().err
+    assert "scifibench_cs_f2c: 3 records, 1 invalid" in err and "field 'Answer': expected one letter A-E, got 'Z' [row 2]" in err
+    assert "emma_mini_math: 3 records, all valid" in err
+
+    assert cli.main(["check-mirror", str(tmp_path / "empty")]) == 2
+    assert cli.main(["check-mirror", mirror, "--tasks", "nope"]) == 2
