@@ -161,6 +161,7 @@ def check_record(doc, kwargs=None) -> None:
 def doc_to_messages(doc, lmms_eval_specific_kwargs=None):
     """Chat backends: the official interleaving (text and images in ``<image_k>`` order, repeats kept,
     only referenced images)."""
+    msg.note_chat(doc)
     return msg.chat_messages(build_query(doc, _strategy(lmms_eval_specific_kwargs)), _resolver(doc))
 
 
@@ -321,7 +322,7 @@ def process_results(doc, results):
     verdict = score_response(doc, response)
     score = percent(verdict["correct"])
     out = _breakdowns(doc, score)
-    out[METRIC] = {"score": score, **verdict}
+    out[METRIC] = {"score": score, **verdict, "route": msg.route_of(doc)}
     return out
 
 

@@ -21,6 +21,7 @@ from lmms_eval_earthsci.core.data import RecordError, check_image, load_image, r
 from lmms_eval_earthsci.core.extraction import as_text
 from lmms_eval_earthsci.core import textmetrics
 from lmms_eval_earthsci.core.hooks import ensure_runtime_hooks
+from lmms_eval_earthsci.core.messages import note_chat, route_of
 from lmms_eval_earthsci.core.judge_pass import UNAVAILABLE, JudgeSpec, batched, doc_key, judged, judged_fields, outcome_for
 from lmms_eval_earthsci.core.metrics import breakdown_scores, percent
 
@@ -196,6 +197,7 @@ def _settings(kwargs) -> tuple[str, str, bool]:
 def doc_to_messages(doc, lmms_eval_specific_kwargs=None):
     """One user turn, text then image, as the official scripts send it; no system prompt."""
     kind, variant, cap = _settings(lmms_eval_specific_kwargs)
+    note_chat(doc)
     return [{"role": "user", "content": [{"type": "text", "text": build_prompt(doc, kind, variant, cap)}, {"type": "image", "url": image_of(doc)}]}]
 
 
@@ -332,7 +334,16 @@ def paper_verdicts(docs_answers: list[tuple[Mapping, Any]]) -> list[dict]:
             if m is None:
                 continue
             letter = parse_option(lines[m.index])[0]
-            out[i].update({"option": letter, "similarity": round(m.score, 4), "correct": bool(letter) and letter.upper() == gold.upper()})
+            runner_up = m.score - m.margin if m.margin != float("inf") else None
+            out[i].update(
+                {
+                    "option": letter,
+                    "similarity": round(m.score, 4),
+                    # how clear the pick was: the best option's similarity and the next one's
+                    "runner_up_similarity": None if runner_up is None else round(runner_up, 4),
+                    "correct": bool(letter) and letter.upper() == gold.upper(),
+                }
+            )
     return out
 
 
@@ -402,7 +413,7 @@ def process_results_mcq(doc, results):
     score = percent(paper["correct"])
     out = _breakdown("mcq", doc, score)
     shown = answer if isinstance(answer, str) else repr(answer)
-    out[MCQ_METRIC] = {"score": score, "id": _rid(doc), "answer": shown[:500], "source": source, **paper}
+    out[MCQ_METRIC] = {"score": score, "id": _rid(doc), "answer": shown[:500], "source": source, **paper, "route": route_of(doc)}
     out[MCQ_STRICT] = {"score": percent(strict["correct"]), **strict}
     return out
 
@@ -472,9 +483,7 @@ def process_results_open(doc, results):
     outcome = outcome_for(OE_JUDGE, doc, answer)
     score = None if outcome.status == UNAVAILABLE else percent(bool(outcome.ok and outcome.verdict))
     out = _breakdown("open", doc, score)
-    out.update(judged_fields(OE_METRIC, "msearth_oe_judge_failed", outcome, score))
-    if out[OE_METRIC] is not None:
-        out[OE_METRIC].update(id=_rid(doc), answer=answer[:500])
+    out.update(judged_fields(OE_METRIC, "msearth_oe_judge_failed", outcome, score, extra={"id": _rid(doc), "answer": answer[:500], "route": route_of(doc)}))
     out.update(_text_items("msearth_oe", str(doc.get("response", "")), answer))
     return out
 
@@ -516,9 +525,7 @@ def process_results_caption(doc, results):
     outcome = outcome_for(CAPTION_JUDGE, doc, caption)
     score = outcome.verdict if outcome.ok else None
     out = _breakdown("caption", doc, score)
-    out.update(judged_fields(CAP_METRIC, "msearth_cap_judge_failed", outcome, score))
-    if out[CAP_METRIC] is not None:
-        out[CAP_METRIC]["id"] = _rid(doc)
+    out.update(judged_fields(CAP_METRIC, "msearth_cap_judge_failed", outcome, score, extra={"id": _rid(doc), "route": route_of(doc)}))
     out.update(_text_items("msearth_cap", str(doc.get("response", "")), caption))
     return out
 

@@ -17,6 +17,7 @@ from typing import Any
 from lmms_eval_earthsci.core.data import RecordError, check_image, load_image, record_check
 from lmms_eval_earthsci.core.extraction import Extracted, as_text, extract_boxed_answer, extract_option_letter
 from lmms_eval_earthsci.core.hooks import ensure_runtime_hooks
+from lmms_eval_earthsci.core.messages import note_chat, route_of
 from lmms_eval_earthsci.core.judge_pass import UNAVAILABLE, JudgeSpec, judged, judged_fields, outcome_for
 from lmms_eval_earthsci.core.metrics import breakdown_scores, percent
 
@@ -130,6 +131,7 @@ def doc_to_messages(doc, lmms_eval_specific_kwargs=None):
     """F->C: the figure, then the lettered captions and the question. C->F: "A) " + image A ... "E) " +
     image E, then the question (which carries the caption)."""
     kw = _settings(lmms_eval_specific_kwargs)
+    note_chat(doc)
     imgs = images_of(doc)
     if kw["direction"] == "f2c":
         content = [{"type": "image", "url": imgs[0]}, {"type": "text", "text": f2c_text(doc, kw)}]
@@ -333,7 +335,7 @@ def process_results(doc, results):
     correct = got.value == gold
     score = percent(correct)
     out = _breakdown(doc, score)
-    out[METRIC] = {"score": score, "id": _rid(doc), "split": doc.get("_split"), "category": doc.get("Category"), "gold": gold, "parsed": got.value or None, "stage": got.rule}
+    out[METRIC] = {"score": score, "id": _rid(doc), "split": doc.get("_split"), "category": doc.get("Category"), "gold": gold, "parsed": got.value or None, "stage": got.rule, "route": route_of(doc)}
     out[NO_ANSWER] = percent(not got.value)
     return out
 

@@ -33,7 +33,7 @@ def test_simple_backend_scores_fixture_docs(mirror, hf_home, tmp_path):
     # every doc counted and logged with its extraction rule
     assert sum(len(v) for v in samples.values()) == 9
     s = samples["emma_mini_math"][0]["emma_acc"]
-    assert s["rule"] == "boxed" and s["extraction"] == "B"
+    assert s["rule"] == "boxed" and s["extraction"] == "B" and s["route"] == "simple"  # which route the sample took
 
 
 def _decode(url):

@@ -96,7 +96,9 @@ def test_judge_verdicts_failures_and_samples(mirror, hf_home, tmp_path):
     # raw reply and parsed verdict in every logged sample; the failure is recorded with its error
     logged = {s["emma_acc"]["pid"]: s["emma_judge_acc"]["judge"] for t in SUBJECT_TASKS for s in samples[t]}
     assert len(logged) == 9
+    request = logged["Math_2"].pop("request")
     assert logged["Math_2"] == {"status": "judged", "verdict": True, "reply": "Correct", "error": None, "cause": None, "cached": False}
+    assert request["images"] == 0 and request["text"].endswith("Answer: B\nCorrect_or_not:")  # what the judge saw
     assert logged["Math_1"]["verdict"] is False and logged["Math_1"]["reply"] == "Incorrect"
     assert logged["coding_1"]["status"] == "request_failed" and "HTTP 500" in logged["coding_1"]["error"] and logged["coding_1"]["cause"] == "HTTP 500"
     # judged tasks keep their breakdowns (of emma_judge_acc); no per-sample log field shows up as a metric

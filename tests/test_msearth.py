@@ -168,8 +168,15 @@ def test_oe_without_judge_keeps_text_metrics(monkeypatch):
         monkeypatch.delenv(k, raising=False)
     doc = msearth_rows("open")[1]  # gold "Han and Tang dynasties"
     out = M.process_results_open(doc, ['{"answer": "Tang dynasty"}'])
-    assert out["msearth_oe_acc"] is None and out["msearth_oe_judge_failed"] is None
+    assert "score" not in out["msearth_oe_acc"] and "judge" not in out["msearth_oe_acc"] and out["msearth_oe_judge_failed"] is None
+    assert out["msearth_oe_acc"]["id"] == "OE000202"  # the record id is logged even without a judge
     assert out["msearth_oe_rouge1"] == pytest.approx(100 * 2 * (1 / 2) * (1 / 4) / (1 / 2 + 1 / 4))  # "tang" of 2 vs 4 tokens
     assert out["msearth_oe_bertscore"] == {"reference": "Han and Tang dynasties", "candidate": "Tang dynasty"}
     empty = M.process_results_open(doc, ['{"answer": "  "}'])
     assert empty["msearth_oe_rouge1"] is None and empty["msearth_oe_bertscore"] is None  # skipped, as the authors do
+
+
+def test_similarity_pick_logs_best_and_runner_up():
+    out = M.process_results_mcq(GOLD_B, ['{"answer": "warm and humid air"}'])["msearth_acc"]
+    assert out["rule"] == "similarity" and out["route"] == "simple"
+    assert 0 <= out["runner_up_similarity"] < out["similarity"] <= 1  # how clear the pick was

@@ -81,6 +81,8 @@ def test_chat_backend_and_judge_on_reupload_schema(reupload_mirror, hf_home, tmp
     assert r["msearth_caption"]["msearth_cap_score,none"] == 4.0 and r["msearth_caption"]["msearth_cap_judge_failed,none"] == 1
     logged = {s["msearth_oe_acc"]["id"]: s["msearth_oe_acc"]["judge"] for s in samples["msearth_open"]}
     assert logged["ON000201"]["verdict"] is True and '"is_correct": true' in logged["ON000201"]["reply"]
+    assert logged["ON000201"]["request"]["images"] == 1 and "Generated Answer:" in logged["ON000201"]["request"]["text"]
+    assert all(s["msearth_cap_score"]["id"] and s["msearth_cap_score"]["route"] == "chat" for s in samples["msearth_caption"])  # a record id on every task
     statuses = sorted(s["msearth_cap_score"]["judge"]["status"] for s in samples["msearth_caption"])
     assert statuses == ["judged", "judged", "parse_failed"]
 

@@ -125,6 +125,7 @@ class Outcome:
     usage: dict = field(default_factory=dict)
     cause: str | None = None  # short failure class, for the per-task summary
     task: str | None = None
+    request: dict | None = None  # what the judge was sent: {"text", "images"}
 
     @property
     def ok(self) -> bool:
@@ -136,7 +137,7 @@ class Outcome:
 
     def log(self) -> dict:
         """What goes into the logged sample: raw reply, parsed verdict, status, error."""
-        return {"status": self.status, "verdict": self.verdict, "reply": self.reply, "error": self.error, "cause": self.cause, "cached": self.cached}
+        return {"status": self.status, "verdict": self.verdict, "reply": self.reply, "error": self.error, "cause": self.cause, "cached": self.cached, "request": self.request}
 
     def failed_item(self) -> dict | None:
         """Per-doc value of ``<prefix>_judge_failed`` (None when no judge is configured)."""
@@ -164,18 +165,51 @@ def outcome_of(spec: JudgeSpec, result: JudgeResult) -> Outcome:
     return Outcome(JUDGED, verdict=verdict, **common)
 
 
-def judged_fields(metric: str, failed_metric: str, outcome: Outcome, score: float | None) -> dict:
+def judged_fields(metric: str, failed_metric: str, outcome: Outcome, score: float | None, extra: Mapping[str, Any] | None = None) -> dict:
     """A doc's values of a judged metric and of its ``<prefix>_judge_failed`` counter. The judge's record
-    (status, verdict, raw reply, error) travels inside the judged metric's value, so it is in every
-    logged sample without being a metric of its own. ``score`` None (no judge, or a failure the
+    (status, verdict, raw reply, error, the request's text and image count) travels inside the judged
+    metric's value, so it is in every logged sample without being a metric of its own; ``extra`` (e.g.
+    the record id) is added in every case, no judge included. ``score`` None (no judge, or a failure the
     benchmark leaves out of its mean) is left out of the item, which lmms-eval's CLT standard error and
     :func:`judged_mean` then skip."""
     if outcome.status == UNAVAILABLE:
-        return {metric: None, failed_metric: None}
-    item: dict = {"judge": outcome.log()}
+        return {metric: dict(extra) if extra else None, failed_metric: None}
+    item: dict = {**(extra or {}), "judge": outcome.log()}
     if score is not None:
         item["score"] = score
     return {metric: item, failed_metric: outcome.failed_item()}
+
+
+# the request text kept in a sample (the full prompt is rebuilt from the doc when needed)
+REQUEST_TEXT_CHARS = 4000
+
+
+def request_summary(messages: Messages) -> dict:
+    """The judge request as the logged sample shows it: all text parts joined, and the image count."""
+    texts, images = [], 0
+    for m in messages:
+        content = m.get("content")
+        if isinstance(content, str):
+            texts.append(content)
+            continue
+        for p in content or []:
+            if p.get("type") in ("image", "image_url"):
+                images += 1
+            elif p.get("type") == "text":
+                texts.append(str(p.get("text", "")))
+    text = "\n".join(texts)
+    return {"text": text[:REQUEST_TEXT_CHARS] + ("..." if len(text) > REQUEST_TEXT_CHARS else ""), "images": images}
+
+
+def _recording(build: Callable[[], Messages], into: dict) -> Callable[[], Messages]:
+    """``build`` that also notes its request's summary in ``into`` (inside the worker that sends it)."""
+
+    def wrapped():
+        msgs = build()
+        into["request"] = request_summary(msgs)
+        return msgs
+
+    return wrapped
 
 
 def judged_mean(items: Sequence[Any]) -> float | None:
@@ -284,6 +318,7 @@ def outcome_for(spec: JudgeSpec, doc: Mapping[str, Any], response: str, override
     client = get_judge(overrides if overrides is not None else used_overrides, purpose=f"{spec.name} metrics")
     if client is None:
         return Outcome(UNAVAILABLE)
+    noted: dict = {}
     if spec.uses_images:
         why = (
             f"the judge pass failed on this rank ({pass_error})"
@@ -292,7 +327,8 @@ def outcome_for(spec: JudgeSpec, doc: Mapping[str, Any], response: str, override
         )
         out = Outcome(REQUEST_FAILED, error=f"{why}; process_results has no images to judge it now", cause="judge pass failed" if pass_error else "judge pass missing")
     else:
-        out = outcome_of(spec, client.complete(lambda: spec.build(doc, response, dict), **dict(spec.settings)))
+        out = outcome_of(spec, client.complete(_recording(lambda: spec.build(doc, response, dict), noted), **dict(spec.settings)))
+        out.request = noted.get("request")
     _store(spec, key, response, out)
     return out
 
@@ -330,14 +366,17 @@ def run_pass(spec: JudgeSpec, items: Sequence[PassItem], client: JudgeClient, *,
         unique.setdefault((it.key, it.response), it)
     todo = list(unique.values())
 
-    def request(it: PassItem):
-        return lambda: spec.build(it.doc, it.response, it.images)
+    noted = [{} for _ in todo]
 
-    results = client.complete_many([request(it) for it in todo], progress=progress, desc=desc, concurrency=concurrency, **dict(spec.settings))
+    def request(it: PassItem, into: dict):
+        return _recording(lambda: spec.build(it.doc, it.response, it.images), into)
+
+    results = client.complete_many([request(it, n) for it, n in zip(todo, noted)], progress=progress, desc=desc, concurrency=concurrency, **dict(spec.settings))
     by_key = {}
-    for it, res in zip(todo, results):
+    for it, res, n in zip(todo, results, noted):
         out = outcome_of(spec, res)
         out.task = task
+        out.request = n.get("request")
         _store(spec, it.key, it.response, out)
         by_key[(it.key, it.response)] = out
     return [by_key[(it.key, it.response)] for it in items]

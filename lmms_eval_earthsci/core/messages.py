@@ -123,3 +123,27 @@ def _no_placeholders(text: str) -> Resolver:
 def messages_text(messages: Sequence[dict]) -> str:
     """All text of a message list joined (for logging and tests)."""
     return "".join(part["text"] for m in messages for part in m["content"] if part.get("type") == "text")
+
+
+# --------------------------------------------------------------------------- which route a doc took
+
+_CHAT_DOCS: set[str] = set()
+_CHAT_LOCK = __import__("threading").Lock()
+
+
+def note_chat(doc) -> None:
+    """Record that ``doc`` was prompted through ``doc_to_messages`` (a chat backend) in this process."""
+    from lmms_eval_earthsci.core.judge_pass import doc_key
+
+    key = doc_key(doc)
+    with _CHAT_LOCK:
+        _CHAT_DOCS.add(key)
+
+
+def route_of(doc) -> str:
+    """``chat`` if this process prompted ``doc`` through ``doc_to_messages``, else ``simple``
+    (``doc_to_visual`` + ``doc_to_text``), for the logged sample."""
+    from lmms_eval_earthsci.core.judge_pass import doc_key
+
+    with _CHAT_LOCK:
+        return "chat" if doc_key(doc) in _CHAT_DOCS else "simple"
