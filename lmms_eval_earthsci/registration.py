@@ -99,9 +99,10 @@ def install_runtime_hooks() -> None:
     if _RUNTIME_HOOKS:
         return
     _RUNTIME_HOOKS = True
-    from lmms_eval_earthsci.core.hooks import forward_logs, release_distributed_at_exit
+    from lmms_eval_earthsci.core.hooks import forward_logs, redact_hf_token, release_distributed_at_exit
 
     forward_logs()
+    redact_hf_token()
     release_distributed_at_exit()
 
     from lmms_eval_earthsci.core.data import install_mirror_hook

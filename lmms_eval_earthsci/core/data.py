@@ -181,7 +181,13 @@ def install_mirror_hook() -> bool:
                 if local != path:
                     logger.info("lmms_eval_earthsci: loading %s from the local mirror %s", path, local)
                     self.DATASET_PATH = local
-            out = original(self, dataset_kwargs, *args, **kwargs)
+            try:
+                out = original(self, dataset_kwargs, *args, **kwargs)
+            except Exception as exc:  # lmms-eval retries the load (tenacity): surface the real error, URL and all
+                last = getattr(getattr(exc, "last_attempt", None), "exception", lambda: None)()
+                if last is not None:
+                    raise last from exc
+                raise
             bad = validate_task(self)
             if record is not None:
                 if bad:

@@ -72,6 +72,26 @@ def forward_logs(level: int = logging.INFO) -> bool:
     return True
 
 
+def redact_hf_token() -> bool:
+    """Mask ``HF_TOKEN`` in every loguru record: lmms-eval's CLI logs it in clear at INFO ("Evaluation
+    tracker args: {..., 'token': 'hf_...'}", ``lmms_eval.__main__.cli_evaluate_single``). Idempotent;
+    False when loguru is not importable."""
+    try:
+        from loguru import logger
+    except ImportError:  # pragma: no cover
+        return False
+    import os
+
+    def patch(record):
+        for name in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"):
+            token = os.environ.get(name)
+            if token and token in record["message"]:
+                record["message"] = record["message"].replace(token, "***")
+
+    logger.configure(patcher=patch)
+    return True
+
+
 _EXIT_HOOK = False
 
 
