@@ -12,7 +12,7 @@ import time
 import pytest
 
 from conftest import VENV_BIN, cli_env, read_outputs, run_cli
-from lmms_eval_earthsci.core.judge import JudgeConfig, encode_payload, request_key
+from lmms_eval_earthsci.core.judge import JudgeConfig, VerdictCache, encode_payload, request_key
 from lmms_eval_earthsci.testing.openai_server import FakeOpenAIServer, Fault, text_of
 
 pytestmark = pytest.mark.e2e
@@ -147,6 +147,9 @@ def test_sigkill_mid_pass_then_resume_reuses_verdicts(mirror, hf_home, tmp_path)
         proc = subprocess.Popen([os.path.join(VENV_BIN, "lmms-eval")] + args, env=env, cwd=str(tmp_path), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             _wait_for(lambda: len(slow.answered) >= 3, 240, "three judge verdicts")
+            # verdicts are committed in batches at most FLUSH_SECONDS after they arrive; the next
+            # request takes 0.4 s, so the kill still lands mid-pass
+            time.sleep(5 * VerdictCache.FLUSH_SECONDS)
         finally:
             proc.send_signal(signal.SIGKILL)
             proc.wait(timeout=30)

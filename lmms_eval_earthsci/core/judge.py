@@ -275,8 +275,8 @@ def _is_busy(exc: sqlite3.Error) -> bool:
 
 
 class VerdictCache:
-    """SQLite, one row per request key; each reply is committed as it arrives, so a run killed
-    mid-judging keeps everything obtained so far.
+    """SQLite, one row per request key; replies are committed in batches within ``FLUSH_SECONDS`` of
+    arriving, so a run killed mid-judging keeps everything obtained up to then.
 
     Opening is safe for any number of processes at once (all ranks of every node sharing a home
     directory): the file is created and its journal mode set under an exclusive lock on a sidecar
@@ -287,6 +287,12 @@ class VerdictCache:
         self.path = os.path.join(directory, "verdicts.sqlite3")
         self.journal = journal_mode_for(directory, journal)
         self._lock = threading.Lock()
+        self._pending: dict[str, tuple] = {}
+        self._pending_lock = threading.Lock()
+        self._writer: threading.Thread | None = None
+        self._wake = threading.Event()
+        self._closed = False
+        self.on_error: Callable[[BaseException], None] | None = None
         os.makedirs(directory, exist_ok=True)
         deadline = time.monotonic() + _OPEN_RETRY_SECONDS
         delay = 0.05
@@ -316,21 +322,61 @@ class VerdictCache:
                 raise
         return conn
 
+    # replies are committed in small batches by one writer thread, at most this long after they arrive:
+    # one transaction per batch instead of one per reply keeps the cache off the pass's critical path
+    FLUSH_SECONDS = 0.02
+
     def get(self, key: str) -> JudgeResult | None:
-        with self._lock:
-            row = self._conn.execute("SELECT content, usage FROM verdicts WHERE key=?", (key,)).fetchone()
+        with self._pending_lock:
+            row = self._pending.get(key)
+        if row is None:
+            with self._lock:
+                row = self._conn.execute("SELECT key, content, usage FROM verdicts WHERE key=?", (key,)).fetchone()
         if row is None:
             return None
-        return JudgeResult(row[0], cached=True, usage=json.loads(row[1] or "{}"))
+        return JudgeResult(row[1], cached=True, usage=json.loads(row[2] or "{}"))
 
     def put(self, key: str, result: JudgeResult) -> None:
+        with self._pending_lock:
+            self._pending[key] = (key, result.content, json.dumps(result.usage), time.time())
+            if self._writer is None:
+                self._writer = threading.Thread(target=self._write_loop, name="earthsci-judge-cache", daemon=True)
+                self._writer.start()
+        self._wake.set()
+
+    def _write_loop(self) -> None:
+        while not self._closed:
+            self._wake.wait()
+            time.sleep(self.FLUSH_SECONDS)  # let a batch gather
+            self._wake.clear()
+            try:
+                self.flush()
+            except Exception as exc:  # reported once by the client; the rows stay readable from memory
+                if self.on_error is not None:
+                    self.on_error(exc)
+                return
+
+    def flush(self) -> None:
+        """Commit every reply received so far (also called by :meth:`close`)."""
+        with self._pending_lock:
+            rows = list(self._pending.values())
+        if not rows:
+            return
         with self._lock:
-            self._conn.execute(
-                "INSERT OR REPLACE INTO verdicts VALUES (?, ?, ?, ?)", (key, result.content, json.dumps(result.usage), time.time())
-            )
+            self._conn.executemany("INSERT OR REPLACE INTO verdicts VALUES (?, ?, ?, ?)", rows)
             self._conn.commit()
+        with self._pending_lock:
+            for row in rows:
+                if self._pending.get(row[0]) is row:
+                    del self._pending[row[0]]
 
     def close(self) -> None:
+        try:
+            self.flush()
+        except sqlite3.Error:
+            pass
+        self._closed = True
+        self._wake.set()
         with self._lock:
             try:
                 self._conn.close()
@@ -481,6 +527,7 @@ class JudgeClient:
         if config.cache_dir:
             try:
                 self.cache = VerdictCache(config.cache_dir, config.cache_journal)
+                self.cache.on_error = lambda exc, path=self.cache.path: self._cache_failed("written", path, exc)
             except Exception as exc:  # judging goes on uncached: a cache must never cost a pass
                 self._cache_failed("opened", os.path.join(config.cache_dir, "verdicts.sqlite3"), exc)
         self.stats = JudgeStats()
