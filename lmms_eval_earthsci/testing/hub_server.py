@@ -55,9 +55,11 @@ import time
 import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlencode, urlsplit
+
+from lmms_eval_earthsci.testing.loopback import LoopbackServer, QuietHandler
 
 FAKE_DATE = "2024-01-01T00:00:00.000Z"
 
@@ -186,7 +188,7 @@ class _HubError(Exception):
         self.status, self.code, self.message, self.headers = status, code, message, headers or {}
 
 
-class FakeHubServer:
+class FakeHubServer(LoopbackServer):
     """Serve local folders as Hub dataset repos on 127.0.0.1 (see the module docstring).
 
     ``repos``: repo id (``"org/name"``) -> folder, or -> ``(folder, sha)``. ``token``: if set, every
@@ -209,20 +211,13 @@ class FakeHubServer:
         self.errors: list[str] = []  # tracebacks of bugs in this server (answered with a 500)
         self.faults: list[HubFault] = []
         self._lock = threading.Lock()
-        self._httpd: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
+        super().__init__()
 
     # -- lifecycle
-    def start(self) -> FakeHubServer:
+    def handler_class(self):
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-            disable_nagle_algorithm = True  # see openai_server: avoids ~40 ms per reply
-
-            def log_message(self, *args):  # quiet
-                pass
-
+        class Handler(QuietHandler):
             def do_GET(self):
                 server._handle(self, "GET")
 
@@ -232,32 +227,7 @@ class FakeHubServer:
             def do_POST(self):
                 server._handle(self, "POST")
 
-        class Server(ThreadingHTTPServer):
-            daemon_threads = True
-            request_queue_size = 128
-
-        self._httpd = Server(("127.0.0.1", 0), Handler)
-        # a short poll interval: stop() returns within 50 ms instead of up to 0.5 s
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-            self._httpd = None
-
-    def __enter__(self):
-        return self.start()
-
-    def __exit__(self, *exc):
-        self.stop()
-
-    @property
-    def port(self) -> int:
-        assert self._httpd is not None, "server not started"
-        return self._httpd.server_address[1]
+        return Handler
 
     @property
     def base_url(self) -> str:

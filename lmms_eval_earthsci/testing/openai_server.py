@@ -17,8 +17,9 @@ import json
 import threading
 import time
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
+
+from lmms_eval_earthsci.testing.loopback import LoopbackServer, QuietHandler
 
 
 @dataclass
@@ -72,7 +73,7 @@ def image_urls(body: dict) -> list[str]:
     return urls
 
 
-class FakeOpenAIServer:
+class FakeOpenAIServer(LoopbackServer):
     def __init__(self, responder: Responder | None = None, latency: float = 0.0, max_concurrency: int | None = None, record: bool = True):
         self.responder = responder or (lambda body: "A")
         self.latency = latency
@@ -83,22 +84,15 @@ class FakeOpenAIServer:
         self.max_in_flight = 0
         self._lock = threading.Lock()
         self._slots = threading.BoundedSemaphore(max_concurrency) if max_concurrency else None
-        self._httpd: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
+        super().__init__()
 
     # -- lifecycle
-    def start(self) -> "FakeOpenAIServer":
+    request_queue_size = 256
+
+    def handler_class(self):
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-            # headers and body go out in separate writes: without TCP_NODELAY, Nagle + the client's
-            # delayed ACK add ~40 ms to every reply
-            disable_nagle_algorithm = True
-
-            def log_message(self, *args):  # quiet
-                pass
-
+        class Handler(QuietHandler):
             def do_GET(self):  # /v1/models, for clients that probe
                 self._json(200, {"object": "list", "data": [{"id": "fake", "object": "model"}]})
 
@@ -122,31 +116,7 @@ class FakeOpenAIServer:
                 self.end_headers()
                 self.wfile.write(data)
 
-        class Server(ThreadingHTTPServer):
-            daemon_threads = True
-            request_queue_size = 256
-
-        self._httpd = Server(("127.0.0.1", 0), Handler)
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-            self._httpd = None
-
-    def __enter__(self):
-        return self.start()
-
-    def __exit__(self, *exc):
-        self.stop()
-
-    @property
-    def port(self) -> int:
-        assert self._httpd is not None, "server not started"
-        return self._httpd.server_address[1]
+        return Handler
 
     @property
     def base_url(self) -> str:

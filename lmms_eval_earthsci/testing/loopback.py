@@ -1,0 +1,58 @@
+"""The lifecycle shared by our loopback test servers (OpenAI-compatible, Hugging Face Hub): a threading
+HTTP server on 127.0.0.1, a free port, started and stopped as a context manager."""
+
+from __future__ import annotations
+
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+class LoopbackServer:
+    """Subclasses implement :meth:`handler_class` (a ``BaseHTTPRequestHandler`` subclass)."""
+
+    request_queue_size = 128
+
+    def __init__(self) -> None:
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    def handler_class(self) -> type[BaseHTTPRequestHandler]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def start(self):
+        class Server(ThreadingHTTPServer):
+            daemon_threads = True
+            request_queue_size = self.request_queue_size
+
+        self._httpd = Server(("127.0.0.1", 0), self.handler_class())
+        # a short poll interval: stop() returns within 50 ms instead of up to 0.5 s
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    @property
+    def port(self) -> int:
+        assert self._httpd is not None, "server not started"
+        return self._httpd.server_address[1]
+
+
+class QuietHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    # headers and body go out in separate writes: without TCP_NODELAY, Nagle + the client's delayed ACK
+    # add ~40 ms to every reply
+    disable_nagle_algorithm = True
+
+    def log_message(self, *args):  # quiet
+        pass
