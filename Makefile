@@ -1,6 +1,7 @@
 # Two commands do all set-up on a fresh machine:
 #   make demo   - run the offline demo of the real pipeline
 #   make test   - run the test suite
+#   make test-oldest - a smoke run against the oldest lmms-eval we support (its own venv; CI runs both)
 # Both install into the project's own virtual environment at .venv.
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -11,7 +12,17 @@ PY := $(VENV)/bin/python
 TORCH_VERSION ?= 2.13.0
 CONSTRAINTS := $(VENV)/cpu-constraints.txt
 
-.PHONY: setup test demo clean-venv
+OLDEST_LMMS_EVAL ?= 0.6.1
+OLD_VENV ?= .venv-oldest
+# registration, the CLI, one e2e per benchmark, the fallback routes and the 2-rank run
+SMOKE_TESTS = tests/test_registration.py tests/test_cli.py \
+	tests/test_judge_e2e.py::test_judge_verdicts_failures_and_samples \
+	tests/test_msearth_e2e.py::test_chat_backend_and_judge_on_reupload_schema \
+	tests/test_scifibench_e2e.py::test_chat_backend_interleaves_and_llm_extractor \
+	tests/test_routes_e2e.py::test_fallback_routes_install_every_hook \
+	tests/test_multirank_e2e.py
+
+.PHONY: setup test test-oldest demo clean-venv
 
 $(VENV)/.installed: pyproject.toml Makefile
 	python3 -m venv $(VENV)
@@ -34,8 +45,21 @@ setup: $(VENV)/.installed
 test: setup
 	$(PY) -m pytest -q -ra tests
 
+$(OLD_VENV)/.installed: pyproject.toml Makefile
+	python3 -m venv $(OLD_VENV)
+	$(OLD_VENV)/bin/python -m pip install -q --upgrade pip
+	echo "torch==$(TORCH_VERSION)" > $(OLD_VENV)/cpu-constraints.txt
+	$(OLD_VENV)/bin/python -m pip install -q -c $(OLD_VENV)/cpu-constraints.txt "torch==$(TORCH_VERSION)"
+	$(OLD_VENV)/bin/python -m pip install -q -c $(OLD_VENV)/cpu-constraints.txt "lmms-eval==$(OLDEST_LMMS_EVAL)" -e '.[test]'
+	$(OLD_VENV)/bin/python -m pip uninstall -y -q torchvision || true
+	@$(OLD_VENV)/bin/python -c "from importlib.metadata import version; v = version('lmms-eval'); print('lmms-eval', v); assert v == '$(OLDEST_LMMS_EVAL)'"
+	touch $@
+
+test-oldest: $(OLD_VENV)/.installed
+	$(OLD_VENV)/bin/python -m pytest -q -ra $(SMOKE_TESTS)
+
 demo: setup
 	$(VENV)/bin/lmms-eval-earthsci demo
 
 clean-venv:
-	rm -rf $(VENV)
+	rm -rf $(VENV) $(OLD_VENV)

@@ -42,7 +42,11 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    a = _parser().parse_args(argv)
+    if argv[:1] in (["run"], ["demo"]) and argv[1:2] not in (["-h"], ["--help"]):
+        # passed on verbatim: argparse's REMAINDER would reject a leading --option
+        a = argparse.Namespace(command=argv[0], args=argv[1:])
+    else:
+        a = _parser().parse_args(argv)
     if a.command == "tasks-dir":
         from lmms_eval_earthsci import TASKS_DIR
 
@@ -55,7 +59,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if "--include_path" not in rest:
             rest = ["--include_path", TASKS_DIR, *rest]
         sys.argv = ["lmms-eval", *rest]
-        from lmms_eval.cli.dispatch import main as lmms_main
+        try:
+            from lmms_eval.cli.dispatch import main as lmms_main  # lmms-eval >= 0.7
+        except ImportError:  # 0.6.x: the flat CLI
+            from lmms_eval.__main__ import cli_evaluate as lmms_main
 
         return lmms_main() or 0
     if a.command == "demo":

@@ -58,6 +58,13 @@ def run_cli(args, env, cwd, timeout=600, launcher=None):
     return proc
 
 
+def openai_args(base_url, **extra):
+    """``--model_args`` of lmms-eval's openai backend serving model ``fake`` from ``base_url``. ``model_version=``
+    is the spelling every supported lmms-eval takes (0.7 added the ``model=`` alias; 0.6.1 ignores it)."""
+    args = {"model_version": "fake", "base_url": base_url, "api_key": "sk-fake", **extra}
+    return ",".join(f"{k}={v}" for k, v in args.items())
+
+
 def read_outputs(output_path):
     """(results dict, {task: [samples]}) from an lmms-eval output folder."""
     import glob
@@ -76,14 +83,14 @@ def read_outputs(output_path):
 
 
 def run_with_judge(mirror, hf_home, tmp_path, responder, tasks, judge_model="judge-m", **env_extra):
-    """Run the openai chat backend against one loopback server playing the model (``model=fake``)
+    """Run the openai chat backend against one loopback server playing the model (``fake``)
     and the judge (``judge_model``); returns (results, samples, request bodies)."""
     from lmms_eval_earthsci.testing.openai_server import FakeOpenAIServer
 
     with FakeOpenAIServer(responder=responder) as srv:
         out = tmp_path / "out"
         env = cli_env(mirror, hf_home, EARTHSCI_JUDGE_BASE_URL=srv.base_url, EARTHSCI_JUDGE_MODEL=judge_model, EARTHSCI_JUDGE_CACHE=str(tmp_path / "cache"), **env_extra)
-        args = ["--model", "openai", "--model_args", f"model=fake,base_url={srv.base_url},api_key=sk-fake,num_concurrent=2", "--tasks", tasks, "--output_path", str(out), "--log_samples"]
+        args = ["--model", "openai", "--model_args", openai_args(srv.base_url, num_concurrent=2), "--tasks", tasks, "--output_path", str(out), "--log_samples"]
         run_cli(args, env, str(tmp_path))
         bodies = list(srv.requests)
     res, samples = read_outputs(str(out))

@@ -8,7 +8,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import cli_env, read_outputs, run_cli
+from conftest import cli_env, openai_args, read_outputs, run_cli
 from lmms_eval_earthsci.testing.openai_server import FakeOpenAIServer
 
 pytestmark = pytest.mark.e2e
@@ -52,7 +52,7 @@ def bad_mirror(mirror, tmp_path_factory):
 
 
 def _args(srv, out, tasks):
-    return ["--model", "openai", "--model_args", f"model=fake,base_url={srv.base_url},api_key=sk-fake,num_concurrent=2", "--tasks", tasks, "--output_path", str(out), "--log_samples"]
+    return ["--model", "openai", "--model_args", openai_args(srv.base_url, num_concurrent=2), "--tasks", tasks, "--output_path", str(out), "--log_samples"]
 
 
 def test_bad_records_stop_the_run_before_inference(bad_mirror, hf_home, tmp_path):

@@ -7,7 +7,7 @@ import os
 import pytest
 from PIL import Image
 
-from conftest import cli_env, read_outputs, run_cli
+from conftest import cli_env, openai_args, read_outputs, run_cli
 from lmms_eval_earthsci.testing.fixtures import draw_figure, emma_rows
 from lmms_eval_earthsci.testing.openai_server import FakeOpenAIServer, image_urls, text_of
 
@@ -53,7 +53,7 @@ def test_chat_backend_receives_interleaved_images_in_order(mirror, hf_home, tmp_
 
     with FakeOpenAIServer(responder=responder) as srv:
         out = tmp_path / "out"
-        args = ["--model", "openai", "--model_args", f"model=fake,base_url={srv.base_url},api_key=sk-fake,num_concurrent=2", "--tasks", "emma_mini_physics,emma_mini_chemistry", "--output_path", str(out), "--log_samples"]
+        args = ["--model", "openai", "--model_args", openai_args(srv.base_url, num_concurrent=2), "--tasks", "emma_mini_physics,emma_mini_chemistry", "--output_path", str(out), "--log_samples"]
         run_cli(args, cli_env(mirror, hf_home), str(tmp_path))
         bodies = list(srv.requests)
     res, _ = read_outputs(str(out))

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from conftest import VENV_BIN, cli_env, read_outputs, run_cli
+from conftest import VENV_BIN, cli_env, openai_args, read_outputs, run_cli
 from lmms_eval_earthsci.core.judge import JudgeConfig, VerdictCache, encode_payload, request_key
 from lmms_eval_earthsci.testing.openai_server import FakeOpenAIServer, Fault, text_of
 
@@ -61,7 +61,7 @@ def judge_env(mirror, hf_home, srv, cache, **extra):
 
 
 def model_args(srv):
-    return ["--model", "openai", "--model_args", f"model=fake,base_url={srv.base_url},api_key=sk-fake,num_concurrent=4"]
+    return ["--model", "openai", "--model_args", openai_args(srv.base_url, num_concurrent=4)]
 
 
 def judged_bodies(srv):

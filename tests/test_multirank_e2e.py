@@ -3,7 +3,8 @@ once, and a judge cache directory that does not exist yet opened by both ranks a
 
 On CPU, ``accelerate launch --cpu --num_processes 2`` starts ONE process; two real ranks need
 ``--multi_gpu`` (gloo) or torchrun. The test proves its premise from each rank's own log lines, so it
-fails if the launcher ever falls back to one process."""
+fails if the launcher ever falls back to one process. lmms-eval is started through a test shim that lets
+0.6.x gather over gloo (see _gloo_allgather_shim.py; a no-op on 0.7)."""
 
 import hashlib
 import os
@@ -13,7 +14,7 @@ import sys
 
 import pytest
 
-from conftest import cli_env, read_outputs, run_cli
+from conftest import cli_env, openai_args, read_outputs, run_cli
 from lmms_eval_earthsci.core.judge import JudgeConfig, encode_payload, request_key
 from lmms_eval_earthsci.testing.openai_server import FakeOpenAIServer, text_of
 
@@ -24,7 +25,7 @@ JUDGE_MODEL = "judge-m"
 TASKS = "emma_mini_judge,msearth_open,msearth_caption,scifibench_cs_f2c_judge"
 JUDGED = ["emma_mini_judge_math", "emma_mini_judge_physics", "emma_mini_judge_chemistry", "emma_mini_judge_coding", "msearth_open", "msearth_caption", "scifibench_cs_f2c_judge"]
 
-TWO_RANKS = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", "29541", "-m", "lmms_eval"]
+TWO_RANKS = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", "29541", os.path.join(os.path.dirname(os.path.abspath(__file__)), "_gloo_allgather_shim.py")]
 
 
 def _h(text):
@@ -51,7 +52,7 @@ def _run(mirror, hf_home, tmp_path, name, launcher):
     with FakeOpenAIServer(responder=responder) as srv:
         out = tmp_path / name / "out"
         env = cli_env(mirror, hf_home, EARTHSCI_JUDGE_BASE_URL=srv.base_url, EARTHSCI_JUDGE_MODEL=JUDGE_MODEL, EARTHSCI_JUDGE_CACHE=str(cache), OMP_NUM_THREADS="1")
-        args = ["--model", "openai", "--model_args", f"model=fake,base_url={srv.base_url},api_key=sk-fake,num_concurrent=2", "--tasks", TASKS, "--output_path", str(out), "--log_samples"]
+        args = ["--model", "openai", "--model_args", openai_args(srv.base_url, num_concurrent=2), "--tasks", TASKS, "--output_path", str(out), "--log_samples"]
         proc = run_cli(args, env, str(tmp_path), launcher=launcher)  # asserts exit code 0 on every rank
         keys = [request_key(JudgeConfig(model=JUDGE_MODEL, api_type="openai"), encode_payload(b)) for b in srv.requests if b.get("model") == JUDGE_MODEL]
     res, samples = read_outputs(str(out))

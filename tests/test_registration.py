@@ -41,8 +41,12 @@ def test_every_yaml_is_registered(indexes):
 
 def test_no_name_shadowed_by_upstream(indexes):
     upstream, ours, _ = indexes
-    assert {"emma", "emma-mini"} <= set(upstream)  # the upstream names we must not reuse
-    assert not set(ours) & set(upstream)
+    reserved = {"emma", "emma-mini"}  # upstream's EMMA tasks: names we must never reuse
+    from importlib.metadata import version
+
+    if not version("lmms-eval").startswith("0.6."):  # 0.6.1's PyPI wheel ships no task YAMLs
+        assert reserved <= set(upstream)
+    assert not set(ours) & (set(upstream) | reserved)
 
 
 def test_register_is_idempotent_and_returns_no_models(indexes):

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from conftest import cli_env, read_outputs
+from conftest import cli_env, openai_args, read_outputs
 from lmms_eval_earthsci import TASKS_DIR
 from lmms_eval_earthsci.testing.openai_server import FakeOpenAIServer
 
@@ -45,7 +45,7 @@ def test_fallback_routes_install_every_hook(mirror, hf_home, tmp_path, route):
     with FakeOpenAIServer(responder=responder) as srv:
         out = tmp_path / "out"
         env = cli_env(mirror, hf_home, EARTHSCI_JUDGE_BASE_URL=srv.base_url, EARTHSCI_JUDGE_MODEL="judge-m", EARTHSCI_JUDGE_CACHE=str(tmp_path / "cache"))
-        args = ["--model", "openai", "--model_args", f"model=fake,base_url={srv.base_url},api_key=sk-fake", "--tasks", "emma_mini_judge_math", "--output_path", str(out), "--log_samples"]
+        args = ["--model", "openai", "--model_args", openai_args(srv.base_url), "--tasks", "emma_mini_judge_math", "--output_path", str(out), "--log_samples"]
         if route == "include_path":
             args = ["--include_path", TASKS_DIR, *args]
         proc = _run("wrapper" if route == "wrapper" else "lmms-eval", args, env, str(tmp_path))
