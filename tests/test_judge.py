@@ -218,3 +218,27 @@ def test_breaker_resets_on_success_and_can_be_disabled(tmp_path):
         client = make_client(srv, tmp_path, concurrency=1, max_retries=0, breaker=0, cache_dir=None)
         results = client.complete_many([[{"role": "user", "content": f"d{i}"}] for i in range(6)])
         assert srv.count == 6 and all(r.cause == "HTTP 500" for r in results)
+
+
+def _reader(raw: bytes):
+    import io
+
+    return io.BufferedReader(io.BytesIO(raw))
+
+
+def test_response_parser_bodies_and_faults():
+    import http.client
+
+    ok = J._read_response(_reader(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"))
+    assert ok == (200, {"content-type": "application/json", "content-length": "2"}, b"{}", False)
+    chunked = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2;x=y\r\nde\r\n0\r\nTrailer: t\r\n\r\n"
+    assert J._read_response(_reader(chunked))[2] == b"abcde"
+    status, headers, body, close = J._read_response(_reader(b"HTTP/1.0 429 Too Many\r\nRetry-After: 3\r\n\r\nslow down"))
+    assert (status, headers["retry-after"], body, close) == (429, "3", b"slow down", True)
+    assert J._read_response(_reader(b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"))[3] is True
+    with pytest.raises(http.client.IncompleteRead):
+        J._read_response(_reader(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort"))
+    with pytest.raises(http.client.RemoteDisconnected):
+        J._read_response(_reader(b""))
+    with pytest.raises(http.client.BadStatusLine):
+        J._read_response(_reader(b"<html>not http</html>\r\n"))
