@@ -242,3 +242,37 @@ def test_response_parser_bodies_and_faults():
         J._read_response(_reader(b""))
     with pytest.raises(http.client.BadStatusLine):
         J._read_response(_reader(b"<html>not http</html>\r\n"))
+
+
+def test_response_parser_skips_informational_replies_and_rejects_garbage():
+    import http.client
+
+    raw = b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}"
+    assert J._read_response(_reader(raw))[:3] == (200, {"content-length": "2"}, b"{}")
+    for bad in (b"HTTP/1.1 2OO OK\r\n\r\n", b"HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n", b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"):
+        with pytest.raises(http.client.HTTPException):  # retried like any protocol error
+            J._read_response(_reader(bad))
+
+
+def test_ipv6_host_header_and_stacked_mounts(monkeypatch):
+    import urllib.parse
+
+    head = J._Transport._head(urllib.parse.urlsplit("http://[::1]:8000/v1/chat/completions"), "/v1/chat/completions", {})
+    assert b"Host: [::1]:8000\r\n" in head
+    import io
+
+    mounts = "systemd-1 /mnt/x autofs rw 0 0\nsrv:/x /mnt/x nfs4 rw 0 0\n"
+    real_open = open
+    monkeypatch.setattr("builtins.open", lambda path, *a, **k: io.StringIO(mounts) if path == "/proc/mounts" else real_open(path, *a, **k))
+    assert J.filesystem_type("/mnt/x/cache") == "nfs4"  # the last mount on a point is the one in effect
+
+
+def test_open_breaker_still_serves_cached_verdicts(tmp_path):
+    with FakeOpenAIServer(responder=lambda body: "Correct") as srv:
+        client = make_client(srv, tmp_path, concurrency=1)
+        assert client.complete([{"role": "user", "content": "d0"}]).ok
+    client.cache.flush()
+    with FakeOpenAIServer(responder=lambda body: Fault("status", status=401)) as srv:
+        client = make_client(srv, tmp_path, concurrency=1)  # same cache, now a wrong key
+        results = client.complete_many([[{"role": "user", "content": f"d{i}"}] for i in (1, 0, 2)])
+    assert [r.ok for r in results] == [False, True, False] and results[1].cached

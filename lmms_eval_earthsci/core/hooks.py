@@ -82,12 +82,19 @@ def redact_hf_token() -> bool:
         return False
     import os
 
+    previous = getattr(getattr(logger, "_core", None), "patcher", None)
+    if getattr(previous, "_earthsci_redacts", False):
+        return True
+
     def patch(record):
+        if previous is not None:  # keep a patcher someone else installed
+            previous(record)
         for name in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"):
             token = os.environ.get(name)
             if token and token in record["message"]:
                 record["message"] = record["message"].replace(token, "***")
 
+    patch._earthsci_redacts = True
     logger.configure(patcher=patch)
     return True
 

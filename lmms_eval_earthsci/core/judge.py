@@ -237,7 +237,8 @@ def filesystem_type(path: str) -> str | None:
     best, kind = "", None
     for point, fstype in mounts:
         point = point.replace("\\040", " ")
-        if (real == point or real.startswith(point.rstrip("/") + "/")) and len(point) > len(best):
+        # >=: of stacked mounts on one point (autofs, then the NFS it mounts) the last one is in effect
+        if (real == point or real.startswith(point.rstrip("/") + "/")) and len(point) >= len(best):
             best, kind = point, fstype
     return kind
 
@@ -408,6 +409,9 @@ class _Retryable(Exception):
 
 # replies that no retry and no other doc can fix: the endpoint, model or key is wrong
 _FATAL_STATUS = (401, 403, 404)
+# a doc that ran out of retries on these says nothing about the endpoint being dead (rate limiting; a
+# reply without content): such docs neither count towards the breaker nor reset it
+_NEUTRAL_CAUSES = ("HTTP 429",)
 
 
 class _Breaker:
@@ -435,6 +439,8 @@ class _Breaker:
         if result.cause in {f"HTTP {c}" for c in _FATAL_STATUS}:
             self.trip(result.cause, result.error or result.cause)
             return
+        if result.cause in _NEUTRAL_CAUSES:
+            return  # a live endpoint that is rate-limiting or answering oddly: neither dead nor healthy
         with self._lock:
             self._consecutive = self._consecutive + 1 if transport_failure else 0
             hit = self.threshold > 0 and self._consecutive >= self.threshold
@@ -473,23 +479,33 @@ def _read_response(reader) -> tuple[int, dict, bytes, bool]:
     short body raises ``IncompleteRead`` (retried), a closed connection ``RemoteDisconnected``. A
     minimal parser: ``http.client``'s goes through the ``email`` package, a third of the client's CPU
     per request here."""
-    line = _readline(reader)
-    if not line:
-        raise http.client.RemoteDisconnected("remote end closed connection without response")
-    parts = line.decode("latin-1").split(None, 2)
-    if len(parts) < 2 or not parts[0].startswith("HTTP/"):
-        raise http.client.BadStatusLine(line.decode("latin-1", "replace"))
-    version, status = parts[0], int(parts[1])
-    headers: dict[str, str] = {}
+    try:
+        return _read_response_unchecked(reader)
+    except ValueError as exc:  # a malformed status, length or chunk size: a protocol error, retried
+        raise http.client.HTTPException(f"malformed HTTP reply: {exc}") from exc
+
+
+def _read_response_unchecked(reader) -> tuple[int, dict, bytes, bool]:
     while True:
-        h = _readline(reader)
-        if h in (b"\r\n", b"\n", b""):
-            break
-        name, _, value = h.decode("latin-1").partition(":")
-        headers[name.strip().lower()] = value.strip()
+        line = _readline(reader)
+        if not line:
+            raise http.client.RemoteDisconnected("remote end closed connection without response")
+        parts = line.decode("latin-1").split(None, 2)
+        if len(parts) < 2 or not parts[0].startswith("HTTP/"):
+            raise http.client.BadStatusLine(line.decode("latin-1", "replace"))
+        version, status = parts[0], int(parts[1])
+        headers: dict[str, str] = {}
+        while True:
+            h = _readline(reader)
+            if h in (b"\r\n", b"\n", b""):
+                break
+            name, _, value = h.decode("latin-1").partition(":")
+            headers[name.strip().lower()] = value.strip()
+        if not 100 <= status < 200:
+            break  # informational replies (100 Continue, 103) precede the real one: skipped
     conn_header = headers.get("connection", "").lower()
     will_close = "close" in conn_header or (version == "HTTP/1.0" and "keep-alive" not in conn_header)
-    if status in (204, 304) or 100 <= status < 200:
+    if status in (204, 304):
         return status, headers, b"", will_close
     if "chunked" in headers.get("transfer-encoding", "").lower():
         chunks = []
@@ -590,7 +606,8 @@ class _Transport:
     @staticmethod
     def _head(u, path: str, headers: Mapping[str, str]) -> bytes:
         """The request head up to (not including) Content-Length and the blank line."""
-        host = u.hostname if u.port is None else f"{u.hostname}:{u.port}"
+        name = f"[{u.hostname}]" if ":" in (u.hostname or "") else u.hostname
+        host = name if u.port is None else f"{name}:{u.port}"
         lines = [f"POST {path} HTTP/1.1", f"Host: {host}", "Accept-Encoding: identity"]
         lines += [f"{k}: {v}" for k, v in headers.items()]
         return ("\r\n".join(lines) + "\r\n").encode("latin-1")
@@ -725,9 +742,7 @@ class JudgeClient:
             return JudgeResult(None, error=f"judge client error: {type(exc).__name__}: {exc}", cause=f"client error {type(exc).__name__}")
 
     def _complete(self, messages, breaker: _Breaker | None = None, **settings) -> JudgeResult:
-        if breaker is not None and breaker.open:
-            self._count(failures=1)
-            return breaker.skipped()
+        # no early exit on an open breaker: a verdict already in the cache is still served
         try:
             msgs = messages() if callable(messages) else messages
             payload = self._payload(msgs, **settings)

@@ -265,7 +265,10 @@ def _cli_reasoning_tags() -> str | None:
             return argv[i + 1]
         if a.startswith("--reasoning_tags="):
             return a.split("=", 1)[1]
-    return _LMMS_DEFAULT_REASONING_TAGS
+    # the CLI applies its default tags; the Python API (simple_evaluate without cli_args) strips none
+    argv0 = argv[0] if argv else ""
+    cli = "lmms_eval.__main__" in sys.modules or os.path.basename(argv0) == "lmms-eval" or argv0.endswith(os.path.join("lmms_eval", "__main__.py"))
+    return _LMMS_DEFAULT_REASONING_TAGS if cli else None
 
 
 def reasoning_tags_for(task) -> Any:
