@@ -132,11 +132,16 @@ def _strategy(kwargs) -> str:
     return (kwargs or {}).get("strategy", "CoT")
 
 
+def _image_field(doc, k: int) -> str:
+    field = f"image_{k}"
+    if not 1 <= k <= MAX_IMAGES:
+        raise RecordError(_dataset(doc), _pid(doc), field, f"placeholder <image_{k}> is out of range (1..{MAX_IMAGES})")
+    return field
+
+
 def _resolver(doc):
     def resolve(k: int):
-        field = f"image_{k}"
-        if not 1 <= k <= MAX_IMAGES:
-            raise RecordError(_dataset(doc), _pid(doc), field, f"placeholder <image_{k}> is out of range (1..{MAX_IMAGES})")
+        field = _image_field(doc, k)
         return load_image(doc.get(field), dataset=_dataset(doc), record_id=_pid(doc), field=field)
 
     return resolve
@@ -149,9 +154,7 @@ def check_record(doc, kwargs=None) -> None:
     query = build_query(doc, _strategy(kwargs))
     gold_content(doc)
     for k in msg.referenced_images(query):
-        field = f"image_{k}"
-        if not 1 <= k <= MAX_IMAGES:
-            raise RecordError(_dataset(doc), _pid(doc), field, f"placeholder <image_{k}> is out of range (1..{MAX_IMAGES})")
+        field = _image_field(doc, k)
         check_image(doc.get(field), dataset=_dataset(doc), record_id=_pid(doc), field=field)
 
 

@@ -70,13 +70,7 @@ def _check_task(cfg: dict, kwargs: dict, local: str) -> tuple[int, list[str]]:
     if check is None:
         return len(ds), []
     task_kwargs = (cfg.get("lmms_eval_specific_kwargs") or {}).get("default", {})
-    problems = []
-    for i, row in enumerate(data.undecoded(ds)):
-        try:
-            check(row, task_kwargs)
-        except data.RecordError as exc:
-            problems.append(f"{exc} [row {i}]")
-    return len(ds), problems
+    return len(ds), [f"{exc} [row {i}]" for i, exc in data.record_problems(ds, check, task_kwargs)]
 
 
 def check_mirror(root: str, tasks: list[str] | None = None) -> tuple[int, str]:

@@ -156,11 +156,17 @@ def category_of(doc) -> str | None:
     return None
 
 
-def image_of(doc):
+def _image_cell(doc) -> tuple[str, Any]:
+    """(column, cell) of the doc's figure: ``image``, or the first of ``images`` (re-upload schema)."""
     field = "image" if "image" in doc else "images" if "images" in doc else "image"
     value = doc.get(field)
     if isinstance(value, list):
         value = value[0] if value else None
+    return field, value
+
+
+def image_of(doc):
+    field, value = _image_cell(doc)
     return load_image(value, dataset=_dataset(doc), record_id=_rid(doc), field=field)
 
 
@@ -381,12 +387,10 @@ def check_record(doc, kwargs=None) -> None:
     this on each record before inference): the image (header decoded), the label columns, the query
     (MCQ, open-ended) and the MCQ gold letter, which must name one of the question's options."""
     kind = (kwargs or {}).get("kind", "mcq")
-    field = "image" if "image" in doc else "images" if "images" in doc else "image"
-    value = doc.get(field)
-    if isinstance(value, list):
-        value = value[0] if value else None
+    field, value = _image_cell(doc)
     check_image(value, dataset=_dataset(doc), record_id=_rid(doc), field=field)
-    sphere_of(doc), image_type_of(doc), category_of(doc)
+    for label_of in (sphere_of, image_type_of, category_of):  # the label columns parse
+        label_of(doc)
     if kind == "caption":
         return
     query_of(doc)

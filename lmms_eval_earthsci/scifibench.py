@@ -62,10 +62,15 @@ def options_of(doc) -> list[str]:
     return [str(o) for o in opts]
 
 
-def images_of(doc) -> list:
+def _image_cells(doc) -> list:
     imgs = doc.get("Images")
     if not isinstance(imgs, (list, tuple)) or not imgs:
         raise RecordError(_dataset(doc), _rid(doc), "Images", "missing or empty")
+    return list(imgs)
+
+
+def images_of(doc) -> list:
+    imgs = _image_cells(doc)
     return [load_image(v, dataset=_dataset(doc), record_id=_rid(doc), field=f"Images[{i}]") for i, v in enumerate(imgs)]
 
 
@@ -315,9 +320,7 @@ def check_record(doc, kwargs=None) -> None:
     kw = _settings(kwargs)
     options_of(doc)
     gold_letter(doc)
-    imgs = doc.get("Images")
-    if not isinstance(imgs, (list, tuple)) or not imgs:
-        raise RecordError(_dataset(doc), _rid(doc), "Images", "missing or empty")
+    imgs = _image_cells(doc)
     if kw["direction"] == "c2f" and len(imgs) < 5:
         raise RecordError(_dataset(doc), _rid(doc), "Images", f"expected 5 candidate figures, got {len(imgs)}")
     for i, v in enumerate(imgs):

@@ -28,6 +28,7 @@ import hashlib
 import io
 import logging
 import os
+import threading
 from typing import Any, Mapping
 
 logger = logging.getLogger("lmms_eval_earthsci")
@@ -262,7 +263,7 @@ def load_image(value: Any, *, dataset: str, record_id: Any, field: str):
 
 
 _PENDING_BAD: dict[str, str] = {}
-_PENDING_LOCK = __import__("threading").Lock()
+_PENDING_LOCK = threading.Lock()
 _GATE_INSTALLED = False
 
 
@@ -355,6 +356,17 @@ def undecoded(dataset):
     return dataset
 
 
+def record_problems(dataset, check, kwargs: Mapping[str, Any]) -> list[tuple[int, RecordError]]:
+    """``[(row, error)]`` of the records ``check`` rejects, read undecoded (image headers only)."""
+    out = []
+    for i, row in enumerate(undecoded(dataset)):
+        try:
+            check(row, kwargs)
+        except RecordError as exc:
+            out.append((i, exc))
+    return out
+
+
 def _bad_records_mode() -> str:
     mode = (os.environ.get(BAD_RECORDS_ENV) or "raise").strip().lower()
     if mode not in ("raise", "skip"):
@@ -384,13 +396,9 @@ def validate_task(task) -> dict | None:
     problems: list[str] = []
     bad_rows: dict[str, list[int]] = {}
     for split in splits:
-        view = undecoded(dataset[split])
-        for i, row in enumerate(view):
-            try:
-                check(row, kwargs)
-            except RecordError as exc:
-                problems.append(f"{exc} [split {split!r}, row {i}]")
-                bad_rows.setdefault(split, []).append(i)
+        for i, exc in record_problems(dataset[split], check, kwargs):
+            problems.append(f"{exc} [split {split!r}, row {i}]")
+            bad_rows.setdefault(split, []).append(i)
     if not problems:
         return None
     # dropped in both modes: lmms-eval decodes a task's first doc while building it, and the other

@@ -16,6 +16,7 @@ allowed, numbering need not start at 1) or with bare ``<image>`` (the i-th one i
 from __future__ import annotations
 
 import re
+import threading
 from typing import Any, Callable, Iterable, Sequence
 
 PLACEHOLDER_RE = re.compile(r"<image_(\d+)>|<image>")
@@ -128,7 +129,7 @@ def messages_text(messages: Sequence[dict]) -> str:
 # --------------------------------------------------------------------------- which route a doc took
 
 _CHAT_DOCS: set[str] = set()
-_CHAT_LOCK = __import__("threading").Lock()
+_CHAT_LOCK = threading.Lock()
 
 
 def note_chat(doc) -> None:

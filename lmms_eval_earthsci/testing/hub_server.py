@@ -59,7 +59,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlencode, urlsplit
 
-from lmms_eval_earthsci.testing.loopback import LoopbackServer, QuietHandler
+from lmms_eval_earthsci.testing.loopback import LoopbackServer, QuietHandler, drop_connection
 
 FAKE_DATE = "2024-01-01T00:00:00.000Z"
 
@@ -376,11 +376,7 @@ class FakeHubServer(LoopbackServer):
         if fault is not None:
             req.fault = fault.kind
             if fault.kind == "drop":
-                h.close_connection = True
-                try:
-                    h.connection.shutdown(2)
-                except OSError:
-                    pass
+                drop_connection(h)
                 return
             if fault.kind == "slow":
                 time.sleep(fault.delay)
@@ -459,28 +455,15 @@ class FakeHubServer(LoopbackServer):
         if action is None:
             req.endpoint = "info"
             return self._serve_info, (None,)
-        if action == "revision" and len(rest) >= 2:
-            req.endpoint = "info"
+        at_revision = {"revision": ("info", self._serve_info), "tree": ("tree", self._serve_tree), "paths-info": ("paths-info", self._serve_paths_info), "commits": ("commits", self._serve_commits)}
+        if action in at_revision and len(rest) >= 2:
+            req.endpoint, serve = at_revision[action]
             revision, n = self._revision_from(rest, 1)
             req.revision = revision
-            return self._serve_info, (revision,)
-        if action == "tree" and len(rest) >= 2:
-            req.endpoint = "tree"
-            revision, n = self._revision_from(rest, 1)
-            req.revision = revision
-            # huggingface_hub quotes the path with safe="" (one segment), fsspec users may not
-            sub = "/".join(unquote(s) for s in rest_raw[1 + n:]).strip("/")
-            return self._serve_tree, (revision, sub)
-        if action == "paths-info" and len(rest) >= 2:
-            req.endpoint = "paths-info"
-            revision, n = self._revision_from(rest, 1)
-            req.revision = revision
-            return self._serve_paths_info, (revision,)
-        if action == "commits" and len(rest) >= 2:
-            req.endpoint = "commits"
-            revision, n = self._revision_from(rest, 1)
-            req.revision = revision
-            return self._serve_commits, (revision,)
+            if action == "tree":
+                # huggingface_hub quotes the path with safe="" (one segment), fsspec users may not
+                return serve, (revision, "/".join(unquote(s) for s in rest_raw[1 + n:]).strip("/"))
+            return serve, (revision,)
         if action == "refs":
             req.endpoint = "refs"
             return self._serve_refs, ()

@@ -56,3 +56,12 @@ class QuietHandler(BaseHTTPRequestHandler):
 
     def log_message(self, *args):  # quiet
         pass
+
+
+def drop_connection(handler: BaseHTTPRequestHandler) -> None:
+    """Fault injection: close the connection without a reply."""
+    handler.close_connection = True
+    try:
+        handler.connection.shutdown(2)
+    except OSError:
+        pass

@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from lmms_eval_earthsci.testing.loopback import LoopbackServer, QuietHandler
+from lmms_eval_earthsci.testing.loopback import LoopbackServer, QuietHandler, drop_connection
 
 
 @dataclass
@@ -171,11 +171,7 @@ class FakeOpenAIServer(LoopbackServer):
             handler.wfile.flush()
             handler.close_connection = True
         elif f.kind == "drop":
-            handler.close_connection = True
-            try:
-                handler.connection.shutdown(2)
-            except OSError:
-                pass
+            drop_connection(handler)
         elif f.kind == "sleep":
             time.sleep(f.seconds)
             self._ok(handler, {}, f.text)
