@@ -48,6 +48,7 @@ KNOWN_DATASETS: frozenset[str] = frozenset(
         "MSEarth-Data/MSEarth-Benchmark-OpenQA",
         "MSEarth-Data/MSEarth-Benchmark-Captioning",
         "jonathan-roberts1/SciFIBench",
+        "StonyBrookNLP/MuSciClaims",
     }
 )
 
@@ -205,6 +206,9 @@ def _record_loaded(task, record: dict) -> None:
     try:
         record["dataset_name"] = getattr(task, "DATASET_NAME", None)
         record["rows"] = {str(split): len(ds) for split, ds in (getattr(task, "dataset", None) or {}).items()}
+        describe = getattr(getattr(getattr(task.config, "process_results", None), "record_check", None), "describe", None)
+        if describe is not None:
+            record["repo_files"] = describe()
         if not isinstance(task.config.metadata, dict):
             task.config.metadata = {}
         task.config.metadata["earthsci_data"] = record
@@ -297,11 +301,20 @@ def install_record_gate() -> bool:
     return _GATE_INSTALLED
 
 
-def record_check(check):
+def record_check(check, prepare=None, describe=None):
     """Decorator for a benchmark's ``process_results``: ``check(doc, kwargs)`` raises :class:`RecordError`
     for a record that cannot be prompted or scored (``kwargs``: the task's default
     ``lmms_eval_specific_kwargs``). :func:`validate_task` runs it on every record at load time, so that
-    ``process_results`` never meets such a record."""
+    ``process_results`` never meets such a record.
+
+    ``prepare(dataset, kwargs)``, when given, runs once over the whole split before the records are
+    checked (e.g. fetch every file the rows name, in parallel, once); ``describe()`` returns what it
+    served, recorded in the task's ``metadata.earthsci_data.repo_files``."""
+
+    if prepare is not None:
+        check.prepare = prepare
+    if describe is not None:
+        check.describe = describe
 
     def deco(fn):
         fn.record_check = check
@@ -359,7 +372,11 @@ def undecoded(dataset):
 def record_problems(dataset, check, kwargs: Mapping[str, Any]) -> list[tuple[int, RecordError]]:
     """``[(row, error)]`` of the records ``check`` rejects, read undecoded (image headers only)."""
     out = []
-    for i, row in enumerate(undecoded(dataset)):
+    dataset = undecoded(dataset)
+    prepare = getattr(check, "prepare", None)
+    if prepare is not None:
+        prepare(dataset, kwargs)
+    for i, row in enumerate(dataset):
         try:
             check(row, kwargs)
         except RecordError as exc:

@@ -134,13 +134,16 @@ def accuracy_by(records: Iterable[Mapping[str, Any]], field: str, correct_key: s
 
 
 def precision_recall_f1(golds: Sequence[Any], preds: Sequence[Any], labels: Sequence[Any]) -> dict[str, float]:
-    """Per-class precision/recall/F1 (``precision_<label>`` ...) and their macro averages
-    (``macro_precision`` ...), as fractions. A prediction outside ``labels`` (e.g. None for "no answer")
-    counts as a miss for the gold class and as nobody's false positive. Undefined ratios are 0."""
+    """Per-class precision/recall/F1 (``precision_<label>`` ...), their macro averages
+    (``macro_precision`` ...: the mean of the per-class values, so macro F1 is not the harmonic mean of
+    macro P and R) and their averages weighted by each class's gold count (``weighted_precision`` ...),
+    as fractions: sklearn's ``average="macro"`` / ``"weighted"`` with ``labels=labels`` and
+    ``zero_division=0``. A prediction outside ``labels`` (e.g. None for "no answer") counts as a miss
+    for the gold class and as nobody's false positive. Undefined ratios are 0."""
     if len(golds) != len(preds):
         raise ValueError("golds and preds differ in length")
     out: dict[str, float] = {}
-    ps, rs, fs = [], [], []
+    ps, rs, fs, ws = [], [], [], []
     for lab in labels:
         tp = sum(1 for g, p in zip(golds, preds) if g == lab and p == lab)
         fp = sum(1 for g, p in zip(golds, preds) if g != lab and p == lab)
@@ -153,9 +156,24 @@ def precision_recall_f1(golds: Sequence[Any], preds: Sequence[Any], labels: Sequ
         ps.append(p)
         rs.append(r)
         fs.append(f)
+        ws.append(tp + fn)
     n = len(labels) or 1
     out["macro_precision"], out["macro_recall"], out["macro_f1"] = sum(ps) / n, sum(rs) / n, sum(fs) / n
+    total = sum(ws)
+    for key, vals in (("precision", ps), ("recall", rs), ("f1", fs)):
+        out[f"weighted_{key}"] = sum(v * w for v, w in zip(vals, ws)) / total if total else 0.0
     return out
+
+
+def set_precision_recall_f1(pred, gold) -> tuple[float, float, float]:
+    """(precision, recall, F1) of a predicted set against a gold set. An empty prediction has precision 1
+    when the gold is empty too, else 0; likewise recall for an empty gold."""
+    pred, gold = set(pred), set(gold)
+    tp = len(pred & gold)
+    p = tp / len(pred) if pred else (1.0 if not gold else 0.0)
+    r = tp / len(gold) if gold else (1.0 if not pred else 0.0)
+    f = 2 * p * r / (p + r) if p + r else 0.0
+    return p, r, f
 
 
 # --------------------------------------------------------------------------- calibration

@@ -1,0 +1,307 @@
+"""Files a dataset's rows name by path inside its Hub repo (MuSciClaims figures; MAC covers): found in
+the repo's listing, fetched once per machine, decoded one doc at a time.
+
+The rows come through ``datasets.load_dataset`` as usual (:mod:`core.data`); the files they name are
+not embedded. :class:`RepoFiles` serves them from the same place the rows came from:
+
+- the local mirror (``$EARTHSCI_DATA_MIRROR/<org>/<name>/<path>``) when it holds the repo;
+- else the Hub, through ``huggingface_hub``: one ``repo_info`` call lists the repo at the requested
+  revision (and resolves it to a commit), then each needed file is ``hf_hub_download``-ed at that commit
+  into the shared Hub cache. A warm cache makes no file request (a file cached at a commit is served
+  without the network). The fetch runs under an exclusive ``flock`` per repo in the Hub cache, so that
+  the ranks of a run (and any other process of the machine) fetch each file once: the first holds the
+  lock and downloads, the others wait, then find everything cached. With ``HF_HUB_OFFLINE=1`` the
+  cached snapshot is listed instead.
+
+A path is looked up in the listing: as given, then rewritten by the benchmark's known path fixes
+(``rewrites``: ``(old, new)`` substring pairs, e.g. MuSciClaims' ``jacs_data_10.1021_`` ->
+``chem_10.1021_``), then by its basename (when exactly one file has it). Every fallback is counted
+(:meth:`RepoFiles.summary`) and each kind logged once. A path found nowhere raises
+:class:`RepoFileError` naming the paths tried and the root searched.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import logging
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Iterable, Sequence
+
+logger = logging.getLogger("lmms_eval_earthsci")
+
+FETCH_WORKERS = 8
+
+
+class RepoFileError(FileNotFoundError):
+    """A file named by a row is not in the repo (nor after the fallbacks), or cannot be fetched."""
+
+    def __init__(self, rel: str, tried: Sequence[str], root: str, problem: str = "not found"):
+        self.rel, self.tried, self.root = rel, list(tried), root
+        super().__init__(f"{problem}: tried {', '.join(repr(t) for t in self.tried)} in {root}")
+
+
+@dataclass
+class Located:
+    """Where a path named by a row is: ``repo_path`` inside the repo, found ``how`` (given, rewritten,
+    basename), and the local file once fetched."""
+
+    rel: str
+    repo_path: str
+    how: str
+    local: str | None = None
+
+
+@dataclass
+class _Listing:
+    source: str  # mirror | hub | hub-cache
+    root: str  # a local folder (mirror, cached snapshot) or "hub:<repo>@<revision>"
+    revision: str | None  # the commit (hub), or None
+    files: frozenset[str]
+    by_basename: dict[str, list[str]] = field(default_factory=dict)
+
+
+def _walk(folder: str) -> frozenset[str]:
+    out = []
+    for root, dirs, files in os.walk(folder):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        for name in files:
+            if not name.startswith("."):
+                out.append(os.path.relpath(os.path.join(root, name), folder).replace(os.sep, "/"))
+    return frozenset(out)
+
+
+@contextlib.contextmanager
+def _machine_lock(name: str):
+    """An exclusive ``flock`` on ``<hub cache>/.locks/earthsci/<name>.lock`` (shared by every process
+    of the machine that uses this Hub cache)."""
+    import fcntl
+
+    from huggingface_hub import constants
+
+    folder = os.path.join(constants.HF_HUB_CACHE, ".locks", "earthsci")
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, name.replace("/", "--") + ".lock")
+    with open(path, "a+") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+class RepoFiles:
+    """The files of one dataset repo at one revision (see the module docstring). Thread-safe; one per
+    (repo, revision) per process via :func:`repo_files`."""
+
+    def __init__(self, repo_id: str, revision: str | None = None, rewrites: Sequence[tuple[str, str]] = ()):
+        self.repo_id, self.revision, self.rewrites = repo_id, revision, tuple(rewrites)
+        self._lock = threading.RLock()
+        self._listing: _Listing | None = None
+        self._located: dict[str, Located] = {}
+        self._fallbacks: collections.Counter = collections.Counter()
+        self._logged: set[str] = set()
+
+    # ----------------------------------------------------------------- listing
+    def listing(self) -> _Listing:
+        with self._lock:
+            if self._listing is None:
+                self._listing = self._list()
+                index: dict[str, list[str]] = {}
+                for f in sorted(self._listing.files):
+                    index.setdefault(f.rsplit("/", 1)[-1], []).append(f)
+                self._listing.by_basename = index
+            return self._listing
+
+    def _list(self) -> _Listing:
+        from lmms_eval_earthsci.core.data import mirror_path
+
+        local = mirror_path(self.repo_id)
+        if local is not None:
+            return _Listing("mirror", local, None, _walk(local))
+        from huggingface_hub import HfApi, constants, snapshot_download
+
+        if constants.HF_HUB_OFFLINE:
+            folder = snapshot_download(self.repo_id, repo_type="dataset", revision=self.revision, local_files_only=True)
+            return _Listing("hub-cache", folder, os.path.basename(folder.rstrip("/")), _walk(folder))
+        info = HfApi().repo_info(self.repo_id, repo_type="dataset", revision=self.revision)
+        files = frozenset(s.rfilename for s in (info.siblings or []))
+        return _Listing("hub", f"hub:{self.repo_id}@{info.sha}", info.sha, files)
+
+    @property
+    def root(self) -> str:
+        return self.listing().root
+
+    # ----------------------------------------------------------------- lookup
+    def candidates(self, rel: str) -> list[str]:
+        """The repo paths tried for ``rel``, in order: as given (``./`` stripped), then each rewrite."""
+        given = rel.strip().lstrip("/")
+        while given.startswith("./"):
+            given = given[2:]
+        out = [given]
+        for old, new in self.rewrites:
+            if old in given:
+                out.append(given.replace(old, new))
+        return list(dict.fromkeys(out))
+
+    def locate(self, rel: str) -> Located:
+        """Find ``rel`` in the listing (no download). Raises :class:`RepoFileError`."""
+        with self._lock:
+            hit = self._located.get(rel)
+        if hit is not None:
+            return hit
+        lst = self.listing()
+        tried = self.candidates(rel)
+        found = None
+        for i, cand in enumerate(tried):
+            if cand in lst.files:
+                found = Located(rel, cand, "given" if i == 0 else "rewritten")
+                break
+        if found is None:
+            names = list(dict.fromkeys(c.rsplit("/", 1)[-1] for c in tried))
+            hits = [p for n in names for p in lst.by_basename.get(n, ())]
+            tried = tried + [f"*/{n}" for n in names]
+            if len(set(hits)) == 1:
+                found = Located(rel, hits[0], "basename")
+            elif len(set(hits)) > 1:
+                raise RepoFileError(rel, tried, lst.root, f"not found; its basename matches {len(set(hits))} files ({', '.join(sorted(set(hits))[:3])})")
+        if found is None:
+            raise RepoFileError(rel, tried, lst.root)
+        if found.how != "given":
+            self._note_fallback(found)
+        if lst.source != "hub":
+            found.local = os.path.join(lst.root, *found.repo_path.split("/"))
+        with self._lock:
+            return self._located.setdefault(rel, found)
+
+    def _note_fallback(self, found: Located) -> None:
+        with self._lock:
+            self._fallbacks[found.how] += 1
+            first = found.how not in self._logged
+            self._logged.add(found.how)
+        if first:
+            logger.warning(
+                "lmms_eval_earthsci: %s: %r is not in the repo; found as %r (%s fallback; counted in the task's "
+                "metadata, logged once)", self.repo_id, found.rel, found.repo_path, found.how,
+            )
+
+    # ----------------------------------------------------------------- fetch
+    def fetch(self, rels: Iterable[str]) -> dict[str, Located | RepoFileError]:
+        """Locate and (Hub) download every path in ``rels``, each distinct one once, in parallel, under
+        the machine-wide lock. Returns ``{rel: Located (with .local) | RepoFileError}``; never raises for
+        a single file."""
+        out: dict[str, Located | RepoFileError] = {}
+        todo: list[Located] = []
+        for rel in dict.fromkeys(rels):
+            try:
+                loc = self.locate(rel)
+            except RepoFileError as exc:
+                out[rel] = exc
+                continue
+            out[rel] = loc
+            if loc.local is None:
+                todo.append(loc)
+        if todo:
+            lst = self.listing()
+            with _machine_lock(f"{self.repo_id}@{lst.revision}"):
+                with ThreadPoolExecutor(max_workers=FETCH_WORKERS) as pool:
+                    for loc, result in zip(todo, pool.map(self._download, todo)):
+                        if isinstance(result, Exception):
+                            out[loc.rel] = RepoFileError(loc.rel, [loc.repo_path], lst.root, f"download failed ({type(result).__name__}: {result})")
+        return out
+
+    def _download(self, loc: Located):
+        from huggingface_hub import hf_hub_download
+
+        try:
+            path = hf_hub_download(self.repo_id, loc.repo_path, repo_type="dataset", revision=self.listing().revision)
+        except Exception as exc:  # reported per file by fetch()
+            return exc
+        with self._lock:
+            loc.local = path
+        return path
+
+    def path(self, rel: str) -> str:
+        """The local file for ``rel`` (fetched if needed). Raises :class:`RepoFileError`."""
+        loc = self.locate(rel)
+        if loc.local is None:
+            got = self.fetch([rel])[rel]
+            if isinstance(got, RepoFileError):
+                raise got
+            loc = got
+        return loc.local  # type: ignore[return-value]
+
+    def summary(self) -> dict:
+        """What was served, for the task's ``metadata.earthsci_data``: source, root, revision, and how
+        many paths needed each fallback."""
+        lst = self.listing()
+        with self._lock:
+            return {"source": lst.source, "root": lst.root, "revision": lst.revision, "files_located": len(self._located), "fallbacks": dict(self._fallbacks)}
+
+
+_STORES: dict[tuple, RepoFiles] = {}
+_STORES_LOCK = threading.Lock()
+
+
+def repo_files(repo_id: str, revision: str | None = None, rewrites: Sequence[tuple[str, str]] = ()) -> RepoFiles:
+    """The process-wide :class:`RepoFiles` for this repo, revision and mirror setting."""
+    from lmms_eval_earthsci.core.data import mirror_root
+
+    key = (repo_id, revision, tuple(rewrites), mirror_root(), os.environ.get("HF_ENDPOINT"))
+    with _STORES_LOCK:
+        store = _STORES.get(key)
+        if store is None:
+            store = _STORES[key] = RepoFiles(repo_id, revision, rewrites)
+        return store
+
+
+# --------------------------------------------------------------------------- decoding
+
+
+class DecodedCache:
+    """A small LRU of decoded images keyed by (file, its size and mtime, max_pixels). Rows that show the
+    same figure (MuSciClaims' SUPPORT and CONTRADICT variants) decode it once while it stays in the
+    cache; ``maxsize`` bounds memory (a 300 ppi figure is ~30-100 MB decoded)."""
+
+    def __init__(self, maxsize: int = 4):
+        self.maxsize = maxsize
+        self._items: collections.OrderedDict = collections.OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = self.misses = 0
+
+    def get(self, path: str, max_pixels: int | None = None):
+        st = os.stat(path)
+        key = (path, st.st_size, st.st_mtime_ns, max_pixels)
+        with self._lock:
+            img = self._items.get(key)
+            if img is not None:
+                self._items.move_to_end(key)
+                self.hits += 1
+                return img
+            self.misses += 1
+        img = decode_image(path, max_pixels)
+        if self.maxsize > 0:
+            with self._lock:
+                self._items[key] = img
+                while len(self._items) > self.maxsize:
+                    self._items.popitem(last=False)
+        return img
+
+
+def decode_image(path: str, max_pixels: int | None = None):
+    """An RGB PIL image from ``path``; with ``max_pixels``, downscaled (aspect kept, Lanczos) so that
+    width x height <= max_pixels. Raises OSError/ValueError from PIL for an unreadable file."""
+    from PIL import Image
+
+    with Image.open(path) as im:
+        if max_pixels and im.width * im.height > max_pixels:
+            scale = (max_pixels / (im.width * im.height)) ** 0.5
+            size = (max(1, int(im.width * scale)), max(1, int(im.height * scale)))
+            im.draft("RGB", size)  # JPEG: decode at a reduced scale when it can
+            img = im.convert("RGB").resize(size, Image.LANCZOS) if im.size != size else im.convert("RGB")
+        else:
+            img = im.convert("RGB")
+    return img
