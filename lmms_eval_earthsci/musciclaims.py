@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 from lmms_eval_earthsci.core.data import RecordError, check_image, record_check
-from lmms_eval_earthsci.core.extraction import extract_json_object, strip_reasoning
+from lmms_eval_earthsci.core.extraction import as_text, extract_json_object, strip_reasoning
 from lmms_eval_earthsci.core.hooks import ensure_runtime_hooks
 from lmms_eval_earthsci.core.messages import note_chat, route_of
 from lmms_eval_earthsci.core.metrics import precision_recall_f1, set_precision_recall_f1
@@ -311,7 +311,7 @@ _LABEL_WORDS = {
 _WORD_ALT = "|".join(sorted((re.escape(w).replace(r"\ ", r"\s+") for w in _LABEL_WORDS), key=len, reverse=True))
 _KEYWORD_RE = re.compile(rf"(?<![A-Za-z])({_WORD_ALT})(?![A-Za-z])", re.I)
 _JSON_DECISION_RE = re.compile(r'"decision"\s*:\s*"?\s*(SUPPORT|CONTRADICT|NEUTRAL)', re.I)
-_KV_DECISION_RE = re.compile(r"DECISION\s*[:\uff1a]\s*\**\s*(SUPPORT|CONTRADICT|NEUTRAL)", re.I)
+_KV_DECISION_RE = re.compile(r"DECISION\**\s*[:\uff1a]\s*[*\s]*(SUPPORT|CONTRADICT|NEUTRAL)", re.I)
 _KV_PANELS_RE = re.compile(r"FIGURE\s+PANELS?\s*[:\uff1a]\s*(.*)", re.I)
 _JSON_PANELS_RE = re.compile(r'"figure_panels"\s*:\s*\[(.*?)\]', re.I | re.S)
 _NEGATION_RE = re.compile(r"(?:\bnot|n't|\bno|\bneither|\bnor|\bnever)\s+(?:\w+\s+)?$", re.I)
@@ -346,13 +346,14 @@ def parse_response(response: Any) -> Parsed:
     5. ``keyword-whole``: the whole answer is a label or a variant (``Supported.``, ``**NEUTRAL**``);
     6. ``keyword-last``: the last upper-case label word (the prompts ask for upper case), else the last
        label word in any case that is not negated ("does not support" is skipped);
-    7. else INVALID (``none``).
+    7. else INVALID (``none``; ``empty`` for no output, ``reasoning-only`` when the output is all
+       reasoning block, e.g. cut off by the token limit).
 
     Never raises."""
     text = strip_reasoning(response)
     panels = _panels_of(text)
     if not text:
-        return Parsed(INVALID, "empty", panels)
+        return Parsed(INVALID, "empty" if not as_text(response).strip() else "reasoning-only", panels)
     obj = extract_json_object(text)
     if obj.found:
         keys = {str(k).strip().lower(): v for k, v in obj.value.items()}

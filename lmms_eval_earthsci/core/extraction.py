@@ -272,16 +272,21 @@ def extract_option_letter(response: Any, letters: str = "ABCD", rules: Iterable[
 
 _THINK_BLOCK_RE = re.compile(r"<(think|thinking|reasoning|analysis)>.*?</\1>", re.S | re.I)
 _THINK_CLOSE_RE = re.compile(r"</(?:think|thinking|reasoning|analysis)>", re.I)
+_THINK_OPEN_RE = re.compile(r"<(?:think|thinking|reasoning|analysis)>", re.I)
 _FENCE_MARK_RE = re.compile(r"```[A-Za-z]*")
 
 
 def strip_reasoning(response: Any) -> str:
     """The answer part of a response: ``<think>...</think>`` (and ``<thinking>``, ``<reasoning>``,
     ``<analysis>``) blocks removed; with a closing tag but no opening one (chat templates that open the
-    block themselves), everything before the last closing tag; code-fence markers removed (their
-    content kept); stripped."""
+    block themselves), everything before the last closing tag; an opening tag never closed (the
+    answer was cut off while reasoning), everything from it; code-fence markers removed (their content
+    kept); stripped."""
     text = _THINK_BLOCK_RE.sub(" ", as_text(response))
     closes = list(_THINK_CLOSE_RE.finditer(text))
     if closes:
         text = text[closes[-1].end() :]
+    opened = _THINK_OPEN_RE.search(text)
+    if opened:
+        text = text[: opened.start()]
     return _FENCE_MARK_RE.sub(" ", text).strip()

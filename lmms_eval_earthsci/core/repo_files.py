@@ -211,7 +211,26 @@ class RepoFiles:
                     for loc, result in zip(todo, pool.map(self._download, todo)):
                         if isinstance(result, Exception):
                             out[loc.rel] = RepoFileError(loc.rel, [loc.repo_path], lst.root, f"download failed ({type(result).__name__}: {result})")
+                self._record_ref(lst.revision)
         return out
+
+    def _record_ref(self, commit: str | None) -> None:
+        """Files are downloaded at the resolved commit, which records no branch in the Hub cache; write
+        ``refs/<branch>`` (the cache's documented layout) so that an offline run finds the snapshot."""
+        import re
+
+        from huggingface_hub import constants
+
+        branch = self.revision or "main"
+        if not commit or re.fullmatch(r"[0-9a-f]{40}", branch):
+            return
+        try:
+            folder = os.path.join(constants.HF_HUB_CACHE, "datasets--" + self.repo_id.replace("/", "--"), "refs")
+            os.makedirs(os.path.dirname(os.path.join(folder, branch)), exist_ok=True)
+            with open(os.path.join(folder, branch), "w") as f:
+                f.write(commit)
+        except OSError:  # an offline run will say the snapshot is not cached; nothing else depends on it
+            logger.debug("lmms_eval_earthsci: could not record %s@%s in the Hub cache", self.repo_id, branch, exc_info=True)
 
     def _download(self, loc: Located):
         from huggingface_hub import hf_hub_download
