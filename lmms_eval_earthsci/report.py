@@ -39,8 +39,8 @@ from typing import Any, Iterable, Sequence
 
 from lmms_eval_earthsci import PAPER_NUMBERS_DIR
 
-BENCHMARKS = {"emma": "EMMA", "msearth": "MSEarth", "scifibench": "SciFIBench"}
-# the one model all three papers evaluated, so one paper column covers every benchmark
+BENCHMARKS = {"emma": "EMMA", "msearth": "MSEarth", "scifibench": "SciFIBench", "musciclaims": "MuSciClaims"}
+# the one model all four papers evaluated, so one paper column covers every benchmark
 DEFAULT_PAPER_MODEL = "GPT-4o"
 # MSEarth's similarity fallback always picks an option (argmax of all-MiniLM-L6-v2 cosine similarity).
 # On the answers it exists for, a paraphrase of an option scores 0.5-0.9 against it; noise ("boxed{B}",
@@ -197,6 +197,12 @@ MODEL_SPELLINGS = {
     "qwen2.5vl7bchat": "Qwen2.5-VL-7B",
     "qwen2.5vl32bchat": "Qwen2.5-VL-32B",
     "qwen2.5vl72bchat": "Qwen2.5-VL-72B",
+    # MuSciClaims names dated API snapshots and hub checkpoints (its paper's model list)
+    "gpt4o20241120": "GPT-4o",
+    "gpt4omini20240718": "GPT-4o-mini",
+    "claude35sonnet20241022": "Claude 3.5 Sonnet",
+    "o4mini20250416": "o4-mini",
+    "qwen2.5vl32binstruct": "Qwen2.5-VL-32B",
 }
 
 
@@ -213,6 +219,9 @@ def canonical_model(name: str) -> str:
 PROTOCOL_NOTES = {
     "sampled": ("†", "the EMMA paper sampled this open model at temperature 0.7 (its Table 6); our EMMA tasks are greedy (`--gen_kwargs temperature=0.7,do_sample=True` samples as the paper did).", "sampled at T=0.7"),
     "rules": ("‡", "the EMMA paper's number is rule-based (Table 2, CoT); `emma_judge_acc` is the LLM judge's verdict on the CoT responses.", "rule-based"),
+    "v1": ("§", "the MuSciClaims paper's number is from v1 (arXiv 2506.04585 v1), on 918 biology items; the Hub data has 1,515 rows over biology, chemistry and physics: only `musciclaims_macro_f1_biology` compares directly.", "paper v1: 918 biology items"),
+    "2class": ("¶", "the MuSciClaims paper's two-class numbers (Table 6) come from separate 2-class runs; our `musciclaims_2class_*` re-aggregate the 3-class predictions.", "separate 2-class runs"),
+    "panels": ("‖", "the MuSciClaims paper does not say how it normalised panel names or averaged panel P/R/F1 (Table 3); ours are per-doc means over the SUPPORT/CONTRADICT docs whose gold names panels.", "panel scoring unstated"),
 }
 
 
@@ -262,6 +271,22 @@ def paper_entries(bench: str) -> tuple[tuple[PaperValue, ...], str]:
                 if k not in ("model", "task") and v is not None:
                     out.append(PaperValue(canonical_model(row["model"]), row["task"], k, v))
         source = "; ".join(f"{k}: {v}" for k, v in data["sources"].items()) + ". " + data.get("note", "")
+    elif bench == "musciclaims":
+        # a row is one (table, model, prompt setting); its table maps each column to our metric and, by the
+        # setting, to our task (a column's own tasks override its table's); metric null: data only
+        for row in data["rows"]:
+            table = data["tables"][row["table"]]
+            model = canonical_model(row["model"])
+            for col, spec in table["columns"].items():
+                task = (spec.get("tasks") or table.get("tasks") or {}).get(row["setting"])
+                metric = spec.get("metric")
+                if row.get(col) is None or not metric or not task:
+                    continue
+                notes = ("v1",) + (("2class",) if metric.startswith("musciclaims_2class_") else ()) + (("panels",) if metric.startswith("musciclaims_panel_") else ())
+                out.append(PaperValue(model, task, metric, row[col], notes))
+                if metric == "musciclaims_macro_f1":  # v1's items are all biology: the like-for-like slice
+                    out.append(PaperValue(model, task, "musciclaims_macro_f1_biology", row[col]))
+        source = data["source"] + ". " + data["note"]
     else:
         tasks = {col: spec.get("task") for col, spec in data["columns"].items()}
         for row in data["rows"]:
@@ -324,6 +349,18 @@ MSEARTH_HEADLINE = {
     "msearth_caption": ("msearth_cap_score",),
 }
 SCIFIBENCH_SPLITS = ("scifibench_cs_f2c", "scifibench_cs_c2f", "scifibench_general_f2c", "scifibench_general_c2f")
+# MuSciClaims' tasks in report order (the paper's settings, our prompt-family variants, its diagnostics)
+MUSCICLAIMS_TASKS = (
+    "musciclaims_d", "musciclaims_rd", "musciclaims_ird", "musciclaims_d_kv", "musciclaims_rd_kv", "musciclaims_ird_kv",
+    "musciclaims_caption_only_d", "musciclaims_caption_only_rd", "musciclaims_figure_only_d", "musciclaims_figure_only_rd", "musciclaims_thrd",
+)
+# its chart (per task: F1 by class, then the macro F1) and its table (the rest that matters), in order
+MUSCICLAIMS_CHART = (("support", "musciclaims_f1_support"), ("neutral", "musciclaims_f1_neutral"), ("contradict", "musciclaims_f1_contradict"), ("macro", "musciclaims_macro_f1"))
+MUSCICLAIMS_TABLE = (
+    "musciclaims_flip_rate", "musciclaims_correct_flip_rate", "musciclaims_invalid_rate",
+    "musciclaims_macro_f1_biology", "musciclaims_macro_f1_chemistry", "musciclaims_macro_f1_physics",
+    "musciclaims_panel_precision", "musciclaims_panel_recall", "musciclaims_panel_f1",
+)
 # the metric a benchmark task is judged by: EMMA's and SciFIBench's judge variants are scored by the judge
 JUDGED_METRICS = ("emma_judge_acc", "msearth_oe_acc", "msearth_cap_score", "scifibench_acc_judge")
 
@@ -334,6 +371,8 @@ def headline_metrics(task: str) -> tuple[str, ...]:
         return ("emma_judge_acc",) if emma_family(task).endswith("_judge") else ("emma_acc",)
     if bench == "msearth":
         return MSEARTH_HEADLINE.get(task, ("msearth_acc",))
+    if bench == "musciclaims":
+        return ("musciclaims_macro_f1",)
     return ("scifibench_acc_judge",) if task.endswith("_judge") else ("scifibench_acc",)
 
 
@@ -343,6 +382,8 @@ def _order(bench: str, task: str) -> tuple:
     if bench == "msearth":
         known = list(MSEARTH_HEADLINE)
         return (known.index(task) if task in known else len(known), task)
+    if bench == "musciclaims":
+        return (MUSCICLAIMS_TASKS.index(task) if task in MUSCICLAIMS_TASKS else len(MUSCICLAIMS_TASKS), task)
     base = task.removesuffix("_judge")
     rank = SCIFIBENCH_SPLITS.index(base) if base in SCIFIBENCH_SPLITS else len(SCIFIBENCH_SPLITS) + (0 if base in ("scifibench_f2c", "scifibench_c2f", "scifibench") else 1)
     return (rank, base, task.endswith("_judge"), task)
@@ -355,12 +396,12 @@ def bench_tasks(bench: str, runs: list[Run]) -> list[str]:
 def headline_tasks(bench: str, tasks: list[str]) -> list[str]:
     """The tasks a benchmark leads with: EMMA's variant groups (a subject only when its group was not
     run), MSEarth's four tasks, SciFIBench's four splits (rules, then the judge variant) and the pooled
-    groups; SciFIBench's F->C / C->F groups and alignment variants are breakdowns."""
+    groups, every MuSciClaims task; SciFIBench's F->C / C->F groups and alignment variants are breakdowns."""
     present = set(tasks)
     if bench == "emma":
         return [t for t in tasks if t == emma_family(t) or emma_family(t) not in present]
-    if bench == "msearth":
-        return [t for t in tasks if t != "msearth"]
+    if bench in ("msearth", "musciclaims"):
+        return [t for t in tasks if t != bench]
     keep = set(SCIFIBENCH_SPLITS) | {s + "_judge" for s in SCIFIBENCH_SPLITS} | {"scifibench", "scifibench_judge"}
     return [t for t in tasks if t in keep]
 
@@ -413,11 +454,16 @@ def families(bench: str, runs: list[Run]) -> list[Family]:
     if bench == "msearth":
         return [Family(t, title(t), [t]) for t in tasks if t != "msearth"]
     # one table for all: the key is no task name, so every row says its task
+    if bench == "musciclaims":
+        return [Family("MuSciClaims", "Flip rates, invalid answers, macro F1 by domain, panel localization", tasks)] if tasks else []
     return [Family("SciFIBench", "By split, group and variant", tasks)] if tasks else []
 
 
 def _short_task(task: str) -> str:
-    """A SciFIBench split's task without the benchmark prefix (``cs_f2c_judge``); groups keep their name."""
+    """A SciFIBench split's task without the benchmark prefix (``cs_f2c_judge``); groups and other
+    benchmarks' tasks keep their name."""
+    if benchmark_of(task) != "scifibench":
+        return task
     rest = task[len("scifibench_") :]
     return rest if rest.startswith(("cs_", "general_")) else task
 
@@ -431,8 +477,9 @@ def breakdown_rows(bench: str, fam: Family, runs: list[Run], paper_model: str) -
     """(row label, task, metric, paper value) of a family's table, in order. Left out: what the
     headline shows, judge-failure counters (the counts table has them), EMMA's maj@k / pass@k where
     they equal emma_acc, an EMMA subject's overall-only metrics when its group ran (the group row has
-    them), a *_judge task's rule-based breakdowns when its rules twin ran too, and the category slices
-    of SciFIBench's alignment variants."""
+    them), a *_judge task's rule-based breakdowns when its rules twin ran too, the category slices
+    of SciFIBench's alignment variants, and MuSciClaims' metrics other than :data:`MUSCICLAIMS_TABLE`
+    (its per-class F1 are charted)."""
     tasks = set(fam.tasks)
     headline = set(headline_keys(bench, runs))
     rows = []
@@ -445,6 +492,8 @@ def breakdown_rows(bench: str, fam: Family, runs: list[Run], paper_model: str) -
         # an EMMA subject's lenient / maj@k / rules-under-judge values: its group's row has the overall one
         group_says_the_rest = bench == "emma" and t != fam.key and fam.key in tasks
         metrics = sorted({m for r in runs for m in r.results.get(t, {})}, key=lambda m: (m not in primary, slice_label(bench, m) == m, m))
+        if bench == "musciclaims":
+            metrics = [m for m in MUSCICLAIMS_TABLE if m in metrics]
         for m in metrics:
             if (t, m) in headline or m.endswith("_judge_failed"):
                 continue
@@ -465,7 +514,7 @@ def breakdown_rows(bench: str, fam: Family, runs: list[Run], paper_model: str) -
 # --------------------------------------------------------------------------- counts
 
 # the per-sample field holding a task's answer extraction, and the key naming the rule that fired
-EXTRACTION_FIELDS = {"emma_acc": "rule", "msearth_acc": "rule", "scifibench_acc": "stage"}
+EXTRACTION_FIELDS = {"emma_acc": "rule", "msearth_acc": "rule", "scifibench_acc": "stage", "musciclaims_macro_f1": "stage"}
 NO_ANSWER_RULES = ("none", "no-answer", "ambiguous")
 
 
@@ -478,7 +527,7 @@ def _extraction(sample: dict) -> str | None:
         if not isinstance(v, dict):
             continue
         rule = v.get(key)
-        if rule in NO_ANSWER_RULES:
+        if rule in NO_ANSWER_RULES or v.get("pred") == "INVALID":  # MuSciClaims: no decision parsed
             return "none"
         if rule == "similarity":
             sim = v.get("similarity")
@@ -649,8 +698,8 @@ def counts_table(bench: str, runs: list[Run]) -> str:
 COUNTS_NOTE = (
     "Counts (each benchmark's last table) come from the samples (`--log_samples`): a doc counts once per task; a low-confidence pick "
     f"is MSEarth's similarity fallback choosing an option at cosine similarity < {LOW_CONFIDENCE_SIMILARITY} (an answer that is "
-    "noise, not counted as extracted); judge failures (by cause) are scored as each benchmark says (wrong; left out of the mean "
-    "for MSEarth captions); `no judge`: a judged task run without a judge."
+    "noise, not counted as extracted); for MuSciClaims, no answer extracted is an INVALID decision; judge failures (by cause) are "
+    "scored as each benchmark says (wrong; left out of the mean for MSEarth captions); `no judge`: a judged task run without a judge."
 )
 
 
@@ -732,13 +781,15 @@ class Chart:
 
 def doc_count(run: Run, task: str, metric: str) -> int | None:
     """Docs behind one value: the samples whose value for the metric is a number (a breakdown's slice,
-    a judged metric's scored docs); without samples, lmms-eval's n-samples for a task's own metric."""
+    a judged metric's scored docs; a MuSciClaims corpus metric's doc record); without samples,
+    lmms-eval's n-samples for a task's own metric."""
     ss = run.samples.get(task)
     if ss is not None:
+        record = benchmark_of(task) == "musciclaims"  # a record per doc (None: not scored, e.g. a panel)
         n = 0
         for s in ss:
             v = s.get(metric)
-            n += _number(v) or (isinstance(v, dict) and _number(v.get("score")))
+            n += _number(v) or (isinstance(v, dict) and _number(v.get("score"))) or (record and isinstance(v, (dict, list)))
         return n
     if metric in headline_metrics(task) and task in run.n_samples:
         return run.n_samples[task][0]
@@ -764,7 +815,8 @@ def _chart(bench: str, slug: str, title: str, groups: list[tuple[str, list[tuple
 def chart_specs(bench: str, runs: list[Run], paper_model: str) -> list[Chart]:
     """The charts of a benchmark: EMMA by subject (per variant; the judge variant plots emma_judge_acc),
     MSEarth by image type and category and by sphere (per task), SciFIBench by split (rules and the
-    LLM extractor side by side: the paper's marks sit on the extractor's bars)."""
+    LLM extractor side by side: the paper's marks sit on the extractor's bars), MuSciClaims' F1 by
+    class and macro F1 (per task: the paper's marks are its numbers for the task's prompt setting)."""
     tasks = bench_tasks(bench, runs)
     alias = {t: a for r in runs for t, a in r.aliases.items()}
     charts = []
@@ -788,6 +840,11 @@ def chart_specs(bench: str, runs: list[Run], paper_model: str) -> list[Chart]:
                 charts.append(_chart(bench, f"{t}_by_image_and_category", f"{t}: {main} by image type and question category", [(slice_label(bench, m), [("", t, m)]) for m in types], runs, paper_model, score))
             if spheres:
                 charts.append(_chart(bench, f"{t}_by_sphere", f"{t}: {main} by primary sphere", [(slice_label(bench, m).replace("sphere ", ""), [("", t, m)]) for m in spheres], runs, paper_model, score))
+    elif bench == "musciclaims":
+        for t in tasks:
+            groups = [(label, [("", t, m)]) for label, m in MUSCICLAIMS_CHART if _has(runs, t, m)]
+            if groups:
+                charts.append(_chart(bench, f"{t}_f1_by_class", f"{t}: F1 by class (musciclaims_f1_*) and macro F1", groups, runs, paper_model))
     else:
         groups = []
         for s in SCIFIBENCH_SPLITS:
@@ -872,6 +929,8 @@ def benchmark_section(bench: str, runs: list[Run], out_dir: str, paper_model: st
     text = [f"## {BENCHMARKS[bench]}", ""]
     if bench == "scifibench" and any(t in SCIFIBENCH_SPLITS for r in runs for t in r.results) and not any(t.endswith("_judge") for r in runs for t in r.results if benchmark_of(t) == bench):
         text += ["The paper's numbers come from an LLM answer extractor: they compare with `scifibench_acc_judge` (run the `scifibench_judge` tasks with a judge), not with the rules-only `scifibench_acc`.", ""]
+    if bench == "musciclaims":
+        text += ["The paper's numbers (§) are v1's, on 918 biology items; the Hub data adds chemistry and physics, so the like-for-like comparison is `musciclaims_macro_f1_biology` (the paper's Overall F sits beside it). The charts plot F1 per class and the macro F1 of each task, the paper's marks being the numbers for the task's prompt setting.", ""]
     text.append(breakdown_tables(bench, runs, paper_model))
     for png in plot(bench, runs, out_dir, paper_model):
         text += [f"![{os.path.basename(png)}]({os.path.basename(png)})", ""]
@@ -888,7 +947,8 @@ def write_report(paths: Sequence[str], out_dir: str | None = None, paper_model: 
     os.makedirs(out_dir, exist_ok=True)
     benches = [b for b in BENCHMARKS if any(benchmark_of(t) == b for r in runs for t in r.results)]
     if not benches:
-        raise ReportError(f"{', '.join(paths)}: no results of EMMA, MSEarth or SciFIBench tasks")
+        names = list(BENCHMARKS.values())
+        raise ReportError(f"{', '.join(paths)}: no results of {', '.join(names[:-1])} or {names[-1]} tasks")
     md = ["# lmms_eval_earthsci report", ""]
     if intro:
         md += ["## What you are looking at", "", intro.strip(), ""]

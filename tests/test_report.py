@@ -336,5 +336,100 @@ def test_bad_folders_name_the_file(tmp_path, capsys):
     assert cli_main(["report", str(empty)]) == 2
     assert "no *_results.json" in capsys.readouterr().err
     other = make_run(tmp_path, "other", "m", {"mmmu_val": {"acc": 50.0}})
-    with pytest.raises(ReportError, match="no results of EMMA, MSEarth or SciFIBench"):
+    with pytest.raises(ReportError, match="no results of EMMA, MSEarth, SciFIBench or MuSciClaims"):
         write_report([other], str(tmp_path / "r2"))
+
+
+def musciclaims_run(tmp_path):
+    """musciclaims_d (with samples: one INVALID decision of three docs) and musciclaims_ird (with panels)."""
+    d = {
+        "musciclaims_macro_f1": 45.0, "musciclaims_f1_support": 60.0, "musciclaims_f1_neutral": 50.0, "musciclaims_f1_contradict": 25.0,
+        "musciclaims_flip_rate": 12.5, "musciclaims_correct_flip_rate": 10.0, "musciclaims_invalid_rate": 2.0,
+        "musciclaims_macro_f1_biology": 50.0, "musciclaims_macro_f1_chemistry": 40.0, "musciclaims_macro_f1_physics": None,
+        "musciclaims_2class_weighted_f1": 55.0,
+    }
+    ird = {"musciclaims_macro_f1": 40.0, "musciclaims_f1_support": 55.0, "musciclaims_flip_rate": 20.0, "musciclaims_panel_precision": 35.0, "musciclaims_panel_recall": 70.0, "musciclaims_panel_f1": 30.0}
+
+    def rec(gold, pred, stage):
+        return {"claim_id": f"x_{gold}", "base_claim_id": "x", "gold": gold, "pred": pred, "stage": stage, "domain": "biology"}
+
+    docs = [rec("SUPPORT", "SUPPORT", "json"), rec("CONTRADICT", "INVALID", "decision-unrecognized"), rec("NEUTRAL", "NEUTRAL", "json")]
+    compact = ("musciclaims_f1_support", "musciclaims_f1_neutral", "musciclaims_f1_contradict", "musciclaims_flip_rate")
+    samples = {"musciclaims_d": [{"musciclaims_macro_f1": r} | {m: [r["gold"], r["pred"], "x", "v", "biology"] for m in compact} for r in docs]}
+    return make_run(tmp_path, "r", "m", {"musciclaims_d": d, "musciclaims_ird": ird}, samples=samples)
+
+
+def test_musciclaims_headline_section_and_chart(tmp_path):
+    run = musciclaims_run(tmp_path)
+    out = tmp_path / "rep"
+    _, text = write_report([run], str(out))
+    lines = text.splitlines()
+    # headline: our macro F1 beside GPT-4o's (gpt-4o-2024-11-20): Table 1 D Overall F 0.52, Table 2 IRD F 0.47, on our 0-100 scale
+    assert "| MuSciClaims | musciclaims_d | musciclaims_macro_f1 | 45.00 | 52.00 § |" in lines
+    assert "| MuSciClaims | musciclaims_ird | musciclaims_macro_f1 | 40.00 | 47.00 § |" in lines
+    assert any(l.startswith("§") and "918 biology" in l and "musciclaims_macro_f1_biology" in l for l in section(text, "Headline"))
+    mc = section(text, "MuSciClaims")
+    rows = table_after(mc, "slice")
+    assert rows[0] == "| slice | r: fake m | paper: GPT-4o |"
+    assert "| musciclaims_d · musciclaims_flip_rate | 12.50 | – |" in rows
+    assert "| musciclaims_d · musciclaims_correct_flip_rate | 10.00 | – |" in rows
+    assert "| musciclaims_d · musciclaims_invalid_rate | 2.00 | – |" in rows
+    assert "| musciclaims_ird · musciclaims_flip_rate | 20.00 | – |" in rows
+    # the biology slice is the like-for-like comparison: the paper's Overall F, unmarked
+    assert "| musciclaims_d · musciclaims_macro_f1_biology | 50.00 | 52.00 |" in rows
+    assert not any("macro_f1_physics" in r for r in rows)  # no run has a number: no row
+    assert "| musciclaims_ird · musciclaims_panel_f1 | 30.00 | 61.00 § ‖ |" in rows  # Table 3, 4o
+    assert not any("musciclaims_f1_support" in r or "2class" in r for r in rows)  # charted / not asked for
+    assert "| musciclaims_d | r: fake m | 3 | 1 | 0 | – | – |" in mc  # the INVALID decision: no answer extracted
+    # the chart: F1 per class and macro per task, GPT-4o's Table 1 D row marked, n = docs scored
+    assert (out / "musciclaims_d_f1_by_class.png").stat().st_size > 1000 and (out / "musciclaims_ird_f1_by_class.png").exists()
+    assert "![musciclaims_d_f1_by_class.png](musciclaims_d_f1_by_class.png)" in text
+    charts = {c.slug: c for c in R.chart_specs("musciclaims", read_runs([run]), R.DEFAULT_PAPER_MODEL)}
+    d = charts["musciclaims_d_f1_by_class"]
+    assert [(b.group, b.value, b.paper) for b in d.bars] == [("support", 60.0, 59.0), ("neutral", 50.0, 60.0), ("contradict", 25.0, 36.0), ("macro", 45.0, 52.0)]
+    assert [b.docs for b in d.bars] == [3, 3, 3, 3] and "918 biology" in d.paper_label
+    assert [(b.group, b.paper) for b in charts["musciclaims_ird_f1_by_class"].bars] == [("support", None), ("macro", 47.0)]
+    # the paper reference lists every model with a number for the tasks run, names normalised
+    papers = section(text, "Paper reference")
+    assert "| GPT-4o | 52.00 § | 47.00 § |" in papers and "| o4-mini | – | – |" not in papers
+    assert any(l.startswith("| InternVL3-38B | 74.00 § | 58.00 § |") for l in papers)
+    # another reference model, by the paper's full name
+    _, text = write_report([run], str(tmp_path / "rep2"), paper_model="claude-3-5-sonnet-20241022")
+    assert "| MuSciClaims | musciclaims_d | musciclaims_macro_f1 | 45.00 | 68.00 § |" in text.splitlines()
+
+
+def test_musciclaims_paper_numbers_transcription():
+    """Overall (macro) = the mean of the per-class values (spec: 4o-mini D F (0.56+0.51+0.18)/3 = 0.42);
+    Table 6's aggregate is support-weighted ((Sup + 2 NonSup)/3); tables that repeat a value agree. The
+    paper prints 0-1 with two decimals, the JSON holds x100: 0.01 there is 1.0 here."""
+    with open(os.path.join(PAPER_NUMBERS_DIR, "musciclaims.json")) as f:
+        data = json.load(f)
+    assert "0-100" in data["note"] and "1,515" in data["note"] and "musciclaims_macro_f1_biology" in data["note"]
+    rows = data["rows"]
+    assert {r["table"] for r in rows} == {f"Table {n}" for n in range(1, 8)}
+    assert all(r["paper"] == "arXiv 2506.04585 v1" and r["setting"] in ("D", "RD", "IRD") and r["model"] == data["models"][r["paper_name"]] for r in rows)
+    t1 = [r for r in rows if r["table"] == "Table 1"]
+    assert len(t1) == 21
+    for r in t1:
+        for k in "prf":
+            assert abs((r[f"sup_{k}"] + r[f"neu_{k}"] + r[f"con_{k}"]) / 3 - r[f"all_{k}"]) <= 1.0, (r["paper_name"], r["setting"], k)
+    first = t1[0]
+    assert (first["model"], first["setting"], first["sup_f"], first["neu_f"], first["con_f"], first["all_f"]) == ("gpt-4o-mini-2024-07-18", "D", 56.0, 51.0, 18.0, 42.0)
+    for r in (r for r in rows if r["table"] == "Table 6"):
+        for k in "prf":
+            assert abs((r[f"sup_{k}"] + 2 * r[f"nonsup_{k}"]) / 3 - r[f"weighted_{k}"]) <= 1.0, (r["paper_name"], r["setting"], k)
+    assert all(0 <= v <= 100 for r in rows for k, v in r.items() if isinstance(v, float))
+    # one (model, task, metric), one value: Table 2's RD rows and Table 4's F+C column repeat Table 1
+    seen = {}
+    entries, _ = R.paper_entries("musciclaims")
+    for e in entries:
+        assert seen.setdefault((e.model, e.task, e.metric), e.value) == e.value, e
+    by_key = {(e.model, e.task, e.metric): e for e in entries}
+    assert by_key[("o4-mini", "musciclaims_rd", "musciclaims_macro_f1")].value == 77.0
+    assert by_key[("GPT-4o", "musciclaims_caption_only_rd", "musciclaims_macro_f1")].value == 44.0
+    assert by_key[("Claude 3.5 Sonnet", "musciclaims_ird", "musciclaims_2class_weighted_f1")].notes == ("v1", "2class")
+    assert not any(e.task.endswith("_kv") for e in entries)  # the paper does not say which prompt family a model got
+    # no two spellings of one model across the four papers
+    keys = {}
+    for n in {e.model for b in R.BENCHMARKS for e in R.paper_entries(b)[0]}:
+        assert keys.setdefault(R.model_key(n), n) == n, (n, keys[R.model_key(n)])
