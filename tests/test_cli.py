@@ -1,6 +1,7 @@
 """The `lmms-eval-earthsci` command: real argparse help everywhere, and check-mirror."""
 
 import glob
+import os
 import shutil
 
 import pyarrow as pa
@@ -53,6 +54,13 @@ def test_check_mirror(mirror, tmp_path, capsys):
     err = capsys.readouterr().err
     assert "scifibench_cs_f2c: 3 records, 1 invalid" in err and "field 'Answer': expected one letter A-E, got 'Z' [row 2]" in err
     assert "emma_mini_math: 3 records, all valid" in err
+
+    # MuSciClaims: figures are looked up in the mirror being checked (not in $EARTHSCI_DATA_MIRROR)
+    os.remove(bad / "StonyBrookNLP" / "MuSciClaims" / "paper_figures" / "bio_PIIS0092867400000001_images_figure_2.jpg")
+    assert cli.main(["check-mirror", str(bad), "--tasks", "musciclaims_d,musciclaims_caption_only_d"]) == 1
+    err = capsys.readouterr().err
+    assert "musciclaims_d: 9 records, 3 invalid" in err and "musciclaims_caption_only_d: 9 records, all valid" in err
+    assert f"record 'PIIS0092867400000001_2_contra', field 'associated_figure_filepath': figure not found: tried 'paper_figures/bio_PIIS0092867400000001_images_figure_2.jpg', '*/bio_PIIS0092867400000001_images_figure_2.jpg' in {bad}/StonyBrookNLP/MuSciClaims [row 4]" in err
 
     assert cli.main(["check-mirror", str(tmp_path / "empty")]) == 2
     assert cli.main(["check-mirror", mirror, "--tasks", "nope"]) == 2

@@ -37,13 +37,21 @@ def test_bundled_mirror_is_the_fixture_writer_output():
         got = [{k: v for k, v in r.items() if not k.lower().startswith("image")} for r in ds]
         want = [{k: v for k, v in r.items() if not k.lower().startswith("image")} for r in rows]
         assert got == want, key
+    # MuSciClaims: rows as JSON lines, figures as repo files, byte for byte
+    rows, figures = F.musciclaims_rows()
+    repo = os.path.join(SAMPLE_MIRROR, *F.MUSCICLAIMS_REPO.split("/"))
+    assert [dict(r) for r in datasets.load_dataset(repo, split="test")] == rows
+    from PIL import Image
+
+    for rel, img in figures.items():
+        assert list(Image.open(os.path.join(repo, *rel.split("/"))).size) == list(img.size), rel
 
 
 def test_demo_subset_writes_report(hf_home, tmp_path):
     out = tmp_path / "demo"
     env = cli_env(SAMPLE_MIRROR, hf_home, EARTHSCI_CACHE_DIR=str(tmp_path / "cache"))
     env.pop("EARTHSCI_DATA_MIRROR")  # the demo sets it itself
-    cmd = [os.path.join(VENV_BIN, "lmms-eval-earthsci"), "demo", "--out", str(out), "--tasks", "emma_mini_math,msearth_mcq,scifibench_cs_c2f"]
+    cmd = [os.path.join(VENV_BIN, "lmms-eval-earthsci"), "demo", "--out", str(out), "--tasks", "emma_mini_math,msearth_mcq,scifibench_cs_c2f,musciclaims_d"]
     proc = subprocess.run(cmd, env=env, cwd=str(tmp_path), capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "random noise" in proc.stdout and "report:" in proc.stdout
@@ -57,7 +65,8 @@ def test_demo_subset_writes_report(hf_home, tmp_path):
         value = results[task][f"{metric},none"]
         assert f"| {task} | {metric} | {value:.2f} | {paper} |" in report
     assert re.search(r"\| emma_mini_math \| .*tiny-llava \| 3 \| \d+ \| 0 \| – \| – \|", report)
-    for name in ("EMMA", "MSEarth", "SciFIBench", "Paper reference"):
+    assert f"| musciclaims_d | musciclaims_macro_f1 | {results['musciclaims_d']['musciclaims_macro_f1,none']:.2f} | 52.00 § |" in report
+    for name in ("EMMA", "MSEarth", "SciFIBench", "MuSciClaims", "Paper reference"):
         assert f"## {name}" in report
     assert "[]" not in report
     assert (out / "report" / "emma_mini_by_subject.png").stat().st_size > 1000 and (out / "report" / "scifibench_by_split.png").exists()

@@ -24,7 +24,9 @@ def wheel(tmp_path_factory):
 
 def test_wheel_ships_data_files(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
-    assert {"lmms_eval_earthsci/paper_numbers/emma.json", "lmms_eval_earthsci/paper_numbers/msearth.json", "lmms_eval_earthsci/paper_numbers/scifibench.json"} <= names
+    assert {f"lmms_eval_earthsci/paper_numbers/{b}.json" for b in ("emma", "msearth", "scifibench", "musciclaims")} <= names
+    assert {"lmms_eval_earthsci/sample_mirror/StonyBrookNLP/MuSciClaims/test_set.jsonl", "lmms_eval_earthsci/sample_mirror/StonyBrookNLP/MuSciClaims/README.md"} <= names
+    assert any(n.startswith("lmms_eval_earthsci/sample_mirror/StonyBrookNLP/MuSciClaims/paper_figures/chem_10.1021_") for n in names)
     mirror = {n for n in names if n.startswith("lmms_eval_earthsci/sample_mirror/") and n.endswith(".parquet")}
     assert any("luckychao/EMMA-mini/Math" in n for n in mirror) and any("MSEarth/MSEarth_MCQ" in n for n in mirror)
     assert any("SciFIBench/data/CS_Caption2Figure" in n for n in mirror)
