@@ -139,3 +139,24 @@ def test_mirror_serves_the_same_files_and_the_basename_fallback(repo, tmp_path, 
     assert store.summary()["fallbacks"] == {"basename": 1} and store.summary()["source"] == "mirror"
     with pytest.raises(RepoFileError, match=r"tried 'paper_figures/nope.jpg', '\*/nope.jpg' in " + repo):
         store.path("paper_figures/nope.jpg")
+
+
+def test_decoded_cache_and_max_pixels(tmp_path, monkeypatch):
+    from PIL import Image
+
+    from lmms_eval_earthsci.core.repo_files import DecodedCache
+
+    path = str(tmp_path / "big.jpg")
+    Image.new("RGB", (3000, 2000), (10, 200, 30)).save(path, quality=90)
+    cache = DecodedCache(maxsize=2)
+    full = cache.get(path)
+    assert full.size == (3000, 2000) and cache.get(path) is full and (cache.hits, cache.misses) == (1, 1)
+    small = cache.get(path, max_pixels=600_000)
+    assert small.width * small.height <= 600_000 and abs(small.width / small.height - 1.5) < 0.01 and small.mode == "RGB"
+    cache.get(str(tmp_path / "big.jpg"), max_pixels=10**9)  # under the cap: full size, a third entry
+    assert len(cache._items) == 2  # bounded
+    assert cache.get(path, max_pixels=10**9).size == (3000, 2000)
+    # the task setting and its environment override
+    assert M._settings({"max_pixels": 500000})["max_pixels"] == 500000 and M._settings({})["max_pixels"] is None
+    monkeypatch.setenv(M.MAX_PIXELS_ENV, "123456")
+    assert M._settings({"max_pixels": 500000})["max_pixels"] == 123456
