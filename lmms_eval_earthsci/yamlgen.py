@@ -218,8 +218,34 @@ def musciclaims_files() -> dict[str, str]:
     return {os.path.join("musciclaims", k): v for k, v in files.items()}
 
 
+def mac_files() -> dict[str, str]:
+    from lmms_eval_earthsci.mac import tasks as T
+
+    fn = "!function lmms_eval_earthsci.mac.tasks."
+    extra = [("mac_ece", fn + "mac_ece", False), ("mac_nll", fn + "mac_nll", False), ("mac_rms", fn + "mac_rms", False), ("mac_unparsable", fn + "mac_unparsable", False), (T.LENIENT, MEAN_PRESENT, True)]
+    names = {"i2t": "Image2Text", "t2i": "Text2Image"}
+    files, tasks = {}, []
+    for (direction, domain), csv in T.CSV.items():
+        task = f"mac2025_{direction}_{domain}"
+        tasks.append(task)
+        files[f"{task}.yaml"] = (
+            HEADER
+            + "include: _template_yaml\n"
+            + f"task: {task}\n"
+            + f'task_alias: "MAC-2025 {names[direction]}, {domain} domain"\n'
+            + f'dataset_kwargs:\n  data_files:\n    test: "{csv}"\n'
+            + "lmms_eval_specific_kwargs:\n  default:\n"
+            + f"    direction: {direction}\n    domain: {domain}\n"
+            + f"    image_max_side: {T.DEFAULT_IMAGE_MAX_SIDE}  # the authors' detail: low; null = full size (or {T.IMAGE_MAX_SIDE_ENV})\n"
+            + metric_list(T.METRIC, T.BREAKDOWN_PREFIX, {"publisher": T.PUBLISHERS}, extra, main_agg=fn + "mac_acc")
+        )
+    # each task reports its own numbers (as the paper's Table 1): no group average
+    files["mac2025.yaml"] = HEADER + 'group: mac2025\ngroup_alias: "MAC-2025 (each task reports its own numbers)"\ntask:\n' + "".join(f"  - {t}\n" for t in tasks) + "metadata:\n  version: 1.0\n"
+    return {os.path.join("mac", k): v for k, v in files.items()}
+
+
 def all_files() -> dict[str, str]:
-    return {**emma_files(), **msearth_files(), **scifibench_files(), **musciclaims_files()}
+    return {**emma_files(), **msearth_files(), **scifibench_files(), **musciclaims_files(), **mac_files()}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -49,6 +49,7 @@ KNOWN_DATASETS: frozenset[str] = frozenset(
         "MSEarth-Data/MSEarth-Benchmark-Captioning",
         "jonathan-roberts1/SciFIBench",
         "StonyBrookNLP/MuSciClaims",
+        "mhjiang0408/MAC_Bench",
     }
 )
 

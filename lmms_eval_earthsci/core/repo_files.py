@@ -97,8 +97,9 @@ class RepoFiles:
     """The files of one dataset repo at one revision (see the module docstring). Thread-safe; one per
     (repo, revision) per process via :func:`repo_files`."""
 
-    def __init__(self, repo_id: str, revision: str | None = None, rewrites: Sequence[tuple[str, str]] = ()):
+    def __init__(self, repo_id: str, revision: str | None = None, rewrites: Sequence[tuple[str, str]] = (), strip_prefixes: Sequence[str] = ()):
         self.repo_id, self.revision, self.rewrites = repo_id, revision, tuple(rewrites)
+        self.strip_prefixes = tuple(strip_prefixes)
         self._lock = threading.RLock()
         self._listing: _Listing | None = None
         self._located: dict[str, Located] = {}
@@ -137,10 +138,15 @@ class RepoFiles:
 
     # ----------------------------------------------------------------- lookup
     def candidates(self, rel: str) -> list[str]:
-        """The repo paths tried for ``rel``, in order: as given (``./`` stripped), then each rewrite."""
+        """The repo paths tried for ``rel``, in order: as given (``./`` and the ``strip_prefixes``, e.g.
+        MAC's ``MAC_Bench/``, removed from its start), then each rewrite."""
         given = rel.strip().lstrip("/")
-        while given.startswith("./"):
-            given = given[2:]
+        changed = True
+        while changed:
+            changed = False
+            for prefix in ("./", *self.strip_prefixes):
+                if given.startswith(prefix):
+                    given, changed = given[len(prefix) :], True
         out = [given]
         for old, new in self.rewrites:
             if old in given:
@@ -265,15 +271,15 @@ _STORES: dict[tuple, RepoFiles] = {}
 _STORES_LOCK = threading.Lock()
 
 
-def repo_files(repo_id: str, revision: str | None = None, rewrites: Sequence[tuple[str, str]] = ()) -> RepoFiles:
+def repo_files(repo_id: str, revision: str | None = None, rewrites: Sequence[tuple[str, str]] = (), strip_prefixes: Sequence[str] = ()) -> RepoFiles:
     """The process-wide :class:`RepoFiles` for this repo, revision and mirror setting."""
     from lmms_eval_earthsci.core.data import mirror_root
 
-    key = (repo_id, revision, tuple(rewrites), mirror_root(), os.environ.get("HF_ENDPOINT"))
+    key = (repo_id, revision, tuple(rewrites), tuple(strip_prefixes), mirror_root(), os.environ.get("HF_ENDPOINT"))
     with _STORES_LOCK:
         store = _STORES.get(key)
         if store is None:
-            store = _STORES[key] = RepoFiles(repo_id, revision, rewrites)
+            store = _STORES[key] = RepoFiles(repo_id, revision, rewrites, strip_prefixes)
         return store
 
 
@@ -291,9 +297,9 @@ class DecodedCache:
         self._lock = threading.Lock()
         self.hits = self.misses = 0
 
-    def get(self, path: str, max_pixels: int | None = None):
+    def get(self, path: str, max_pixels: int | None = None, max_side: int | None = None):
         st = os.stat(path)
-        key = (path, st.st_size, st.st_mtime_ns, max_pixels)
+        key = (path, st.st_size, st.st_mtime_ns, max_pixels, max_side)
         with self._lock:
             img = self._items.get(key)
             if img is not None:
@@ -301,7 +307,7 @@ class DecodedCache:
                 self.hits += 1
                 return img
             self.misses += 1
-        img = decode_image(path, max_pixels)
+        img = decode_image(path, max_pixels, max_side)
         if self.maxsize > 0:
             with self._lock:
                 self._items[key] = img
@@ -310,9 +316,10 @@ class DecodedCache:
         return img
 
 
-def decode_image(path: str, max_pixels: int | None = None):
+def decode_image(path: str, max_pixels: int | None = None, max_side: int | None = None):
     """An RGB PIL image from ``path``; with ``max_pixels``, downscaled (aspect kept, bicubic as VLM
-    processors resize) so that width x height <= max_pixels. No copy is made of an RGB image that needs
+    processors resize) so that width x height <= max_pixels; with ``max_side``, so that it fits in a
+    ``max_side`` square (what OpenAI's ``detail: low`` does at 512). No copy is made of an RGB image that needs
     no resize; a JPEG is decoded at a reduced scale when the cap allows (``draft``) and larger
     reductions go through a fast integer box reduce first (``reducing_gap``). Raises OSError/ValueError
     from PIL for an unreadable file."""
@@ -320,8 +327,12 @@ def decode_image(path: str, max_pixels: int | None = None):
 
     im = Image.open(path)
     try:
+        scale = 1.0
         if max_pixels and im.width * im.height > max_pixels:
             scale = (max_pixels / (im.width * im.height)) ** 0.5
+        if max_side and max(im.size) > max_side:
+            scale = min(scale, max_side / max(im.size))
+        if scale < 1.0:
             size = (max(1, int(im.width * scale)), max(1, int(im.height * scale)))
             im.draft("RGB", size)
             im.load()

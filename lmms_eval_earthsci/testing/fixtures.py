@@ -513,6 +513,91 @@ def write_musciclaims(root: str, repo_id: str = MUSCICLAIMS_REPO) -> str:
     return repo_dir
 
 
+# --------------------------------------------------------------------------- MAC
+
+MAC_REPO = "mhjiang0408/MAC_Bench"
+# (publisher, journal): made-up journals, one name with spaces and "&" (paths are opaque strings)
+MAC_JOURNALS = [
+    ("ACS", "ACS Fake Materials & Interfaces"),
+    ("Cell", "Cell Fake Reports"),
+    ("Nature", "Nature Fake Physics"),
+    ("Science", "Science Fake Advances"),
+]
+MAC_ISSUES = ["2024_1", "2024_2", "2024_3", "2025_1", "2025_2"]
+MAC_QUESTIONS = {"i2t": "Which of the following options best describe the cover image?", "t2i": "Which of the following options best describe the cover story?"}
+
+
+def draw_cover(seed: int, title: str, size: tuple[int, int] = (120, 160)):
+    """A synthetic journal cover: a coloured background, a drawn figure and the journal's title text."""
+    from PIL import Image, ImageDraw
+
+    rng = random.Random(seed)
+    img = Image.new("RGB", size, tuple(rng.randrange(60, 255) for _ in range(3)))
+    img.paste(draw_figure(seed, size=(size[0] - 20, size[1] // 2)), (10, size[1] // 3))
+    ImageDraw.Draw(img).text((6, 6), title[:18], fill=(0, 0, 0))
+    return img
+
+
+def mac_story(journal: str, issue: str) -> str:
+    return f"On the cover: issue {issue} of {journal} shows a synthetic structure ({abs(hash_str(journal + issue)) % 997}) that its featured article explains, with a short note on methods."
+
+
+def hash_str(text: str) -> int:
+    import hashlib
+
+    return int(hashlib.sha1(text.encode()).hexdigest()[:8], 16)
+
+
+def mac_rows(direction: str, domain: str) -> list[dict]:
+    """Rows of one variant in the construction code's schema (spec §2.3): per journal, the first two
+    issues as questions, three other issues of the journal as distractors, letters seeded."""
+    rows = []
+    for publisher, journal in MAC_JOURNALS:
+        for q, issue in enumerate(MAC_ISSUES[:2]):
+            others = [i for i in MAC_ISSUES if i != issue][q : q + 3] if domain == "info" else [i for i in MAC_ISSUES if i != issue][-3:]
+            rng = random.Random(f"{direction}{domain}{journal}{issue}")
+            letters = list("ABCD")
+            rng.shuffle(letters)
+            picks = [(letters[0], issue, "groundtruth")] + [(letters[k + 1], o, ["clip", "vith", "vitg"][k] if direction == "t2i" or domain == "info" else ["allv2", "multiBv1", "sbert"][k]) for k, o in enumerate(others)]
+            row = {"journal": journal, "id": issue, "question": MAC_QUESTIONS[direction]}
+            cover = f"MAC_Bench/{publisher}/Cover/{journal}/{issue}.png"
+            row["cover_image"] = cover if direction == "i2t" else mac_story(journal, issue)
+            row["answer"] = letters[0]
+            for letter, src, name in sorted(picks):
+                story_path = f"MAC_Bench/{publisher}/Story/{journal}/{src}.txt"
+                image = f"MAC_Bench/{publisher}/Cover/{journal}/{src}.png"
+                row[f"option_{letter}"] = mac_story(journal, src) if direction == "i2t" else image
+                row[f"option_{letter}_path"] = story_path if direction == "i2t" else image
+                row[f"option_{letter}_embedding_name"] = name
+                row[f"option_{letter}_embedding_id"] = f"{src}.txt"
+            row["split"] = "test"
+            rows.append(row)
+    return rows
+
+
+def write_mac(root: str, repo_id: str = MAC_REPO) -> str:
+    """The four variant CSVs and the covers as ``<Publisher>/Cover/<Journal>/<id>.png`` (synthetic:
+    MAC's own data is CC-BY-NC-SA and never shipped)."""
+    import csv
+
+    repo_dir = os.path.join(root, *repo_id.split("/"))
+    os.makedirs(repo_dir, exist_ok=True)
+    for n, (publisher, journal) in enumerate(MAC_JOURNALS):
+        folder = os.path.join(repo_dir, publisher, "Cover", journal)
+        os.makedirs(folder, exist_ok=True)
+        for k, issue in enumerate(MAC_ISSUES):
+            draw_cover(10 * n + k, journal).save(os.path.join(folder, f"{issue}.png"))
+    for direction, domain in (("i2t", "info"), ("i2t", "option"), ("t2i", "info"), ("t2i", "option")):
+        rows = mac_rows(direction, domain)
+        with open(os.path.join(repo_dir, f"{'image2text' if direction == 'i2t' else 'text2image'}_{domain}.csv"), "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(rows[0]))
+            w.writeheader()
+            w.writerows(rows)
+    with open(os.path.join(repo_dir, "README.md"), "w") as f:
+        f.write("---\nlicense: cc-by-nc-sa-4.0\n---\n# MAC_Bench (synthetic test fixture: made-up journals, drawn covers, the real CSV schema)\n")
+    return repo_dir
+
+
 # --------------------------------------------------------------------------- all benchmarks
 
 WRITERS: dict[str, Callable[[str], str]] = {
@@ -521,6 +606,7 @@ WRITERS: dict[str, Callable[[str], str]] = {
     **{repo: (lambda root, repo=repo: write_msearth(root, repo)) for repo in MSEARTH_REPOS},
     "jonathan-roberts1/SciFIBench": write_scifibench,
     MUSCICLAIMS_REPO: write_musciclaims,
+    MAC_REPO: write_mac,
 }
 
 
