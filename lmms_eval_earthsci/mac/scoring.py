@@ -106,7 +106,7 @@ def normalised(probs: Mapping[str, float]) -> dict[str, float]:
 
 # --------------------------------------------------------------------------- lenient (ours)
 
-_LETTER_ANSWER_RE = re.compile(r"(?:answer|option|choice)\s*(?:is|:)?\s*[*(\[]*\s*([A-D])\b", re.I)
+_LETTER_ANSWER_RE = re.compile(r"(?i:answer|option|choice)\s*(?i:is|would be)?\s*:?\s*[*(\[]*\s*([A-D])\b")
 _BARE_LETTER_RE = re.compile(r"^[\s*(\[\"'`]*([A-D])[\s*)\]\"'`.:]*$")
 
 

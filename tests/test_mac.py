@@ -1,0 +1,229 @@
+"""MAC: prompts against the spec's Appendix A.1, the official probability parser (and its quirks) on
+real-looking outputs, the lenient reading, every metric on values worked out by hand, records."""
+
+import ast
+import math
+import random
+import re
+
+import pytest
+
+from conftest import shared_path
+from lmms_eval_earthsci.core.data import RecordError
+from lmms_eval_earthsci.mac import scoring as S
+from lmms_eval_earthsci.mac import tasks as T
+
+
+def _spec_literals():
+    text = open(shared_path("specs", "mac.md")).read()
+    out = {}
+    for name in ("I2T_SYSTEM", "I2T_USER", "T2I_SYSTEM", "T2I_USER"):
+        m = re.search(rf"^{name} = (.+)$", text, re.M)
+        out[name] = ast.literal_eval(m.group(1))
+    return out
+
+
+def test_prompts_equal_the_spec():
+    lit = _spec_literals()
+    assert (T.I2T_SYSTEM, T.I2T_USER, T.T2I_SYSTEM, T.T2I_USER) == (lit["I2T_SYSTEM"], lit["I2T_USER"], lit["T2I_SYSTEM"], lit["T2I_USER"])
+
+
+DOC_I2T = {"journal": "ACS Fake & Co", "id": "2024_1", "question": "Which of the following options best describe the cover image?", "cover_image": "MAC_Bench/ACS/Cover/ACS Fake & Co/2024_1.png", "answer": "B", **{f"option_{x}": f"Story {x} with {{options}} braces" for x in "ABCD"}}
+
+
+def test_user_text_fills_like_the_runner():
+    kw = T._settings({"direction": "i2t"})
+    want = (
+        "I want to ask you the following question: Which of the following options best describe the cover image? And you have the following options: "
+        "A: Story A with {options} braces\nB: Story B with {options} braces\nC: Story C with {options} braces\nD: Story D with {options} braces. "
+        "You need to predict the probability that you would choose each option based on the image."
+    )
+    assert T.user_text(DOC_I2T, kw) == want
+    assert T.doc_to_text(DOC_I2T, {"direction": "i2t"}) == T.I2T_SYSTEM + "\n" + want
+    t2i = {**DOC_I2T, "cover_image": "The story {question}.", "question": "Which of the following options best describe the cover story?"}
+    assert T.user_text(t2i, T._settings({"direction": "t2i"})).startswith("I want to ask you the following question: Which of the following options best describe the cover story? And you have the cover story The story {question}.. You need")
+
+
+# --------------------------------------------------------------------------- parser
+
+CASES = [
+    # (response, pred, path)
+    ('{"A": 0.7, "B": 0.1, "C": 0.1, "D": 0.1}', "A", "json"),
+    ('```json\n{"A": 0.1, "B": 0.6, "C": 0.2, "D": 0.1}\n```', "B", "json"),
+    ("{'A': 0.1, 'B': 0.1, 'C': 0.7, 'D': 0.1}", "C", "json"),
+    ('{"A": "0.1", "B": "0.1", "C": "0.1", "D": "0.7"}', "D", "json"),
+    ('{"A": 10, "B": 60, "C": 20, "D": 10}', "B", "json"),  # percentages: argmax unchanged
+    ('{"A": 0.4, "B": 0.4, "C": 0.1, "D": 0.1}', "A", "json"),  # tie: the first written
+    ('{"B": 0.4, "A": 0.4, "C": 0.1, "D": 0.1}', "B", "json"),
+    ('{"C": 0.9}', "C", "json"),  # missing letters are 0
+    ('{"A": 0.3, "B": 0.3}', "A", "json"),
+    ("{}", "A", "json"),  # all zero: A by our deterministic fill (the original: random)
+    ('{"A": 0, "B": 0, "C": 0, "D": 0}', "A", "json"),
+    ('"{\\"A\\": 0.2, \\"B\\": 0.7, \\"C\\": 0.05, \\"D\\": 0.05}"', "B", "json"),  # a JSON string holding JSON
+    ('{"A": 0.1, "B": 0.1, "C": 0.1, "D": 0.6, "E": 0.1}', None, "json"),  # key outside A-D: rejected
+    ('{"answer": "B"}', None, "json"),
+    ('{"A": "high", "B": 0.1, "C": 0.1, "D": 0.1}', None, "json"),
+    ('{"A": null, "B": 0.5}', None, "json"),
+    ('{"A": [0.5], "B": 0.5}', None, "json"),
+    ('{"A": true, "B": 0.5}', "A", "json"),  # float(True) = 1.0, as the original
+    # prose around the JSON: json.loads fails, the regex scans the whole text
+    ('The answer is:\n{"A": 0.1, "B": 0.8, "C": 0.05, "D": 0.05}', "B", "regex"),
+    ("I think it's the second one. {\"A\": 0.1, \"B\": 0.7, \"C\": 0.1, \"D\": 0.1}", "B", "regex"),  # apostrophe -> quote breaks JSON
+    ('<think>Maybe "A": 0.9 is right... no.</think>{"A": 0.1, "B": 0.2, "C": 0.6, "D": 0.1}', "C", "regex"),  # the later "A" overwrites the think block's
+    ('<think>Option "E": 0.95? There is no E.</think>{"A": 0.1, "B": 0.2, "C": 0.6, "D": 0.1}', "E", "regex"),  # the think block's pair wins: faithful
+    ('<think>"C": 0.2</think>\n{"A": 0.5, "B": 0.1, "C": 0.3, "D": 0.1}', "A", "regex"),  # later duplicate C overwrites
+    ('{"A": .7, "B": 0.1, "C": 0.1, "D": 0.1}', "B", "regex"),  # invalid JSON; the regex misses ".7"
+    ('{"A": 1e-3, "B": 0.5, "C": 0.2, "D": 0.1}', "B", "json"),  # valid JSON: 1e-3 parsed properly
+    ('Probabilities: "A": 1e-3, "B": 0.5, "C": 0.2, "D": 0.1', "A", "regex"),  # the regex reads 1e-3 as 1
+    ('{"A": -0.1, "B": 0.5, "C": 0.3, "D": 0.3}', "B", "json"),
+    ('Scores "A": -5, "B": 0.2', "B", "regex"),  # negatives never match the regex: A missing -> 0
+    ('Result: "A": 0.1, "B": 0.1, "C": 0.1, "D": 0.2, "E": 0.5', "E", "regex"),  # E kept on the regex path (then wrong)
+    ('{"A": 0.25, "B": 0.25, "C": 0.25, "D": 0.25', "A", "regex"),  # unclosed brace
+    ('json\n{"A": 0.1, "B": 0.1, "C": 0.1, "D": 0.7}', "D", "regex"),
+    ('{"A": "70%", "B": "10%", "C": "10%", "D": "10%"}', None, "json"),  # "70%" is not a number
+    ("B", None, "none"),
+    ("The answer is C.", None, "none"),
+    ("I'm sorry, I can't determine this from the image.", None, "none"),
+    ("", None, "none"),
+    (None, None, "none"),
+    ("[0.1, 0.2, 0.3, 0.4]", None, "none"),
+    ("0.7", None, "none"),
+    ('{"probabilities": {"A": 0.1, "B": 0.9}}', None, "json"),  # nested object: key outside A-D
+    ('Answer: {"A": 0.05, "B": 0.05, "C": 0.85, "D": 0.05}. I\'m fairly confident.', "C", "regex"),
+    ('```\n{"A": 0.2, "B": 0.2, "C": 0.2, "D": 0.4}\n```', "D", "json"),
+    ('{"A":0.6,"B":0.2,"C":0.1,"D":0.1}', "A", "json"),
+]
+
+
+@pytest.mark.parametrize("response,pred,path", CASES)
+def test_parse_probabilities(response, pred, path):
+    got = S.parse_probabilities(response)
+    assert (got.pred, got.path) == (pred, path)
+    assert got.parsed == (pred is not None)
+
+
+def test_parser_details():
+    assert len(CASES) >= 40
+    got = S.parse_probabilities("{}")
+    assert got.all_zero and got.probs == {"A": 0.0, "B": 0.0, "C": 0.0, "D": 0.0}
+    got = S.parse_probabilities('{"C": 0.9}')
+    assert list(got.probs) == ["C", "A", "B", "D"] and not got.all_zero
+    assert S.parse_probabilities('Result: "A": 0.1, "E": 0.5').probs == {"A": 0.1, "E": 0.5, "B": 0.0, "C": 0.0, "D": 0.0}
+    assert S.normalised({"A": 10, "B": 30}) == {"A": 0.25, "B": 0.75}
+    assert S.normalised({"A": 0.0}) == {"A": 0.0}
+    for junk in [b"\xff", 3, ["A"], "{" * 3000, '"' * 500]:
+        S.parse_probabilities(junk)  # never raises
+
+
+@pytest.mark.parametrize(
+    "text,options,letter,rule",
+    [
+        ("B", None, "B", "letter"),
+        ("**C**", None, "C", "letter"),
+        ("(D).", None, "D", "letter"),
+        ("<think>hmm</think> A", None, "A", "letter"),
+        ("I would choose option B because the cover shows cells.", None, "B", "answer-phrase"),
+        ("The answer is: C", None, "C", "answer-phrase"),
+        ("The cover matches: 'a very long story about magnetic crystals growing in space stations'.", ["x" * 50, "a very long story about magnetic crystals growing in space stations", "y" * 50, "z" * 50], "B", "option-text"),
+        ("No idea.", ["short"] * 4, None, "none"),
+    ],
+)
+def test_lenient_letter(text, options, letter, rule):
+    assert S.lenient_letter(text, options) == (letter, rule)
+
+
+# --------------------------------------------------------------------------- metrics
+
+def _hand_docs():
+    # (gold, response): d0 right 0.7; d1 wrong 0.6 (after normalising 0.6/0.4); d2 right, percentages
+    # -> 0.7; d3 unparsed; d4 "{}" -> A (right by the tie rule), confidence 0
+    raw = [("A", '{"A": 0.7, "B": 0.1, "C": 0.1, "D": 0.1}'), ("B", '{"A": 0.6, "B": 0.4, "C": 0, "D": 0}'), ("C", '{"A": 10, "B": 20, "C": 70, "D": 0}'), ("D", "no idea"), ("A", "{}")]
+    docs = []
+    for row, (gold, resp) in enumerate(raw):
+        got = S.parse_probabilities(resp)
+        docs.append({"gold": gold, "pred": got.pred, "parsed": got.parsed, "probs": S.normalised(got.probs) if got.probs else None, "correct": got.pred == gold, "row": row})
+    return docs
+
+
+def test_metrics_by_hand():
+    docs = _hand_docs()
+    assert S.accuracy(docs) == pytest.approx(60.0)  # 3 of 5, the unparsed doc in the denominator
+    assert S.unparsable(docs) == pytest.approx(20.0)
+    # ECE over the 4 parsed docs: bin (10/15, 11/15] holds d0, d2 (conf .7, acc 1): .3 x 2/4; bin
+    # (8/15, 9/15] holds d1 (conf .6, acc 0): .6 x 1/4; d4 (conf 0) is in no bin but in N
+    assert S.ece(docs) == pytest.approx(0.3 * 2 / 4 + 0.6 / 4)
+    assert S.nll(docs) == pytest.approx((-math.log(0.7) * 2 - math.log(0.4) - math.log(1e-15)) / 4)
+    # RMS, one bin of 30: mean conf (.7+.6+.7+0)/4 = .5, mean acc 3/4
+    assert S.rms(docs) == pytest.approx(0.25)
+    # bins of 2, sorted by confidence: [d4 (0), d1 (.6)] -> conf .3 acc .5; [d0, d2] -> conf .7 acc 1
+    assert S.rms(docs, bin_size=2) == pytest.approx(math.sqrt(0.5 * 0.2**2 + 0.5 * 0.3**2))
+    assert S.accuracy([]) is None and S.ece([]) is None and S.nll([]) is None and S.rms([]) is None
+
+
+def test_ece_bin_edges_are_lo_exclusive_hi_inclusive():
+    one = [{"gold": "A", "pred": "A", "parsed": True, "probs": {"A": 1.0, "B": 0.0}, "correct": True, "row": 0}]
+    assert S.ece(one) == pytest.approx(0.0)  # conf 1.0 lands in the last bin (14/15, 1]
+    zero = [{"gold": "A", "pred": "A", "parsed": True, "probs": {"A": 0.0, "B": 0.0}, "correct": True, "row": 0}]
+    assert S.ece(zero) == 0.0  # conf 0 is in no bin
+
+
+def test_rms_ties_follow_dataset_order_whatever_the_arrival_order():
+    docs = [{"gold": "A", "pred": "A" if ok else "B", "parsed": True, "probs": {"A": 0.5, "B": 0.5}, "correct": ok, "row": r} for r, ok in enumerate([False, True, True])]
+    want = math.sqrt(0.25 / 3)  # bins of 2 in row order: [wrong, right] -> 0; [right] -> (.5 - 1)^2 x 1/3
+    for seed in range(6):
+        shuffled = docs[:]
+        random.Random(seed).shuffle(shuffled)
+        assert S.rms(shuffled, bin_size=2) == pytest.approx(want)
+
+
+def test_metrics_do_not_mutate_the_records():
+    docs = [{"gold": "A", "pred": "A", "parsed": True, "probs": {"A": 3.0, "B": 1.0}, "correct": True, "row": 0}]
+    S.ece(docs), S.nll(docs), S.rms(docs)
+    assert docs[0]["probs"] == {"A": 3.0, "B": 1.0}
+    assert S.nll(docs) == pytest.approx(-math.log(0.75))
+
+
+# --------------------------------------------------------------------------- records
+
+
+def test_records_publisher_ids_and_errors(mirror, monkeypatch):
+    monkeypatch.setenv("EARTHSCI_DATA_MIRROR", mirror)
+    from lmms_eval_earthsci.testing.fixtures import mac_rows
+
+    row = mac_rows("i2t", "info")[0]
+    T.check_record(row, {"direction": "i2t"})
+    out = T.process_results({**row, "_row": 3}, ['{"A": 0.1, "B": 0.2, "C": 0.3, "D": 0.4}'])
+    rec = out[T.METRIC]
+    assert (rec["journal"], rec["id"], rec["publisher"], rec["pred"], rec["gold"], rec["parsed"], rec["row"]) == (row["journal"], "2024_1", "ACS", "D", row["answer"], True, 3)
+    assert rec["probs"] == pytest.approx({"A": 0.1, "B": 0.2, "C": 0.3, "D": 0.4})
+    assert out["mac_publisher_acs"] in (0.0, 100.0) and out["mac_publisher_cell"] is None
+    unparsed = T.process_results(row, [None])
+    assert unparsed[T.METRIC]["pred"] is None and unparsed[T.METRIC]["correct"] is False and unparsed[T.LENIENT]["rule"] == "none"
+    t2i = mac_rows("t2i", "option")[3]
+    assert T.publisher_of(t2i) == "Cell"
+    T.check_record(t2i, {"direction": "t2i"})
+    bad = {**t2i, "option_C": "MAC_Bench/Cell/Cover/Cell Fake Reports/1999_9.png"}
+    with pytest.raises(RecordError, match=r"record 'Cell Fake Reports/2024_2', field 'option_C': image not found: tried 'Cell/Cover/Cell Fake Reports/1999_9.png'"):
+        T.check_record(bad, {"direction": "t2i"})
+    with pytest.raises(RecordError, match=r"field 'answer': expected one letter A-D"):
+        T.check_record({**row, "answer": "E"}, {"direction": "i2t"})
+    import datasets
+
+    ds = datasets.Dataset.from_list([{k: v for k, v in row.items() if k != "option_B"}])
+    with pytest.raises(RecordError, match="'option_B'.*column\\(s\\) missing"):
+        T.check_columns(ds)
+
+
+def test_process_docs_reads_id_as_string():
+    import datasets
+
+    ds = datasets.Dataset.from_list([{"journal": "J", "id": 2018}, {"journal": "J", "id": 7}])
+    out = T.process_docs(ds)
+    assert out["id"] == ["2018", "7"] and out["_row"] == [0, 1]
+
+
+def test_settings():
+    assert T._settings({})["image_max_side"] == 512
+    assert T._settings({"image_max_side": None})["image_max_side"] is None
+    with pytest.raises(ValueError, match="MAC direction"):
+        T._settings({"direction": "x"})
