@@ -1,0 +1,146 @@
+"""MAC through the real lmms-eval CLI: the official request layout on the wire (system message, text
+first, then the cover or the four covers in A-D order: pixels asserted), the simple backend, metrics on
+fixture docs worked out by hand, and two real ranks equal to one."""
+
+import base64
+import io
+import os
+
+import pytest
+from PIL import Image
+
+from conftest import cli_env, openai_args, read_outputs, run_cli
+from lmms_eval_earthsci.mac import tasks as T
+from lmms_eval_earthsci.testing.fixtures import MAC_REPO, mac_rows
+from lmms_eval_earthsci.testing.openai_server import FakeOpenAIServer, image_urls, text_of
+
+pytestmark = pytest.mark.e2e
+
+
+def _gold_by_text(direction, domain):
+    kw = T._settings({"direction": direction, "domain": domain})
+    return {T.user_text(r, kw): r for r in mac_rows(direction, domain)}
+
+
+ROWS = {(d, m): _gold_by_text(d, m) for d in ("i2t", "t2i") for m in ("info", "option")}
+
+
+def _cover_issue():
+    """{pixel digest: issue id} of the fixture covers (a T2I request's four images name its options)."""
+    import hashlib
+
+    from lmms_eval_earthsci.testing.fixtures import MAC_ISSUES, MAC_JOURNALS, draw_cover
+
+    out = {}
+    for n, (_, journal) in enumerate(MAC_JOURNALS):
+        for k, issue in enumerate(MAC_ISSUES):
+            out[hashlib.sha1(draw_cover(10 * n + k, journal).convert("RGB").tobytes()).hexdigest()] = issue
+    return out
+
+
+COVERS = _cover_issue()
+
+
+def _gold(body, text):
+    """The right letter, read from the request itself: I2T by its (unique) user text; T2I (the info and
+    option variants share a story) from which of the four images is the story's own cover."""
+    import hashlib
+    import re
+
+    for (direction, _), rows in ROWS.items():
+        for t, row in rows.items():
+            if t in text and direction == "i2t":
+                return row
+    issue = re.search(r"issue (\S+) of", text).group(1)
+    issues = [COVERS[hashlib.sha1(_decode(u).convert("RGB").tobytes()).hexdigest()] for u in image_urls(body)]
+    row = next(r for rows in ROWS.values() for t, r in rows.items() if t in text)
+    return {**row, "answer": "ABCD"[issues.index(issue)]}
+
+
+def responder(body):
+    """Right with confidence 0.7 on ACS and Cell rows, wrong (0.6 on a wrong letter) on Nature rows,
+    unparsable prose on Science rows."""
+    text = text_of(body)
+    row = _gold(body, text)
+    gold = row["answer"]
+    if "Science" in row["journal"]:
+        return f"I'd say the answer is {gold}."
+    if "Nature" in row["journal"]:
+        wrong = "ABCD"[("ABCD".index(gold) + 1) % 4]
+        probs = {x: (0.6 if x == wrong else 0.4 / 3) for x in "ABCD"}
+    else:
+        probs = {x: (0.7 if x == gold else 0.1) for x in "ABCD"}
+    return "```json\n{" + ", ".join(f'"{k}": {v}' for k, v in probs.items()) + "}\n```"
+
+
+def _pixels(img):
+    return list(img.convert("RGB").getdata())
+
+
+def _decode(url):
+    return Image.open(io.BytesIO(base64.b64decode(url.split(",", 1)[1])))
+
+
+def _run(mirror, hf_home, tmp_path, name, tasks, extra=(), launcher=None):
+    with FakeOpenAIServer(responder=responder) as srv:
+        out = tmp_path / name
+        args = ["--model", "openai", "--model_args", openai_args(srv.base_url, num_concurrent=2), "--tasks", tasks, "--output_path", str(out), "--log_samples", *extra]
+        proc = run_cli(args, cli_env(mirror, hf_home, OMP_NUM_THREADS="1"), str(tmp_path), launcher=launcher)
+        bodies = list(srv.requests)
+    res, samples = read_outputs(str(out))
+    return proc.stdout + proc.stderr, res, samples, bodies
+
+
+def _cover(mirror, rel, side=512):
+    img = Image.open(os.path.join(mirror, *MAC_REPO.split("/"), *rel[len("MAC_Bench/"):].split("/"))).convert("RGB")
+    img.thumbnail((side, side))
+    return img
+
+
+@pytest.mark.parametrize("route", ["chat", "simple"])
+def test_requests_and_metrics(route, mirror, hf_home, tmp_path):
+    log, res, samples, bodies = _run(mirror, hf_home, tmp_path, route, "mac2025", extra=["--force_simple"] if route == "simple" else [])
+    r = res["results"]
+    for (direction, domain) in T.CSV:
+        task = f"mac2025_{direction}_{domain}"
+        m = r[task]
+        # 8 docs: ACS and Cell right (4), Nature wrong (2), Science unparsed (2)
+        assert m["mac_acc,none"] == pytest.approx(50.0) and m["mac_unparsable,none"] == pytest.approx(25.0)
+        assert m["mac_acc_lenient,none"] == pytest.approx(75.0)  # the Science answers name the right letter
+        assert (m["mac_publisher_acs,none"], m["mac_publisher_nature,none"], m["mac_publisher_science,none"]) == (100.0, 0.0, 0.0)
+        # ECE over the 6 parsed docs: bin (10/15, 11/15] 4 docs conf .7 acc 1; bin (8/15, 9/15] 2 docs conf .6 acc 0
+        assert m["mac_ece,none"] == pytest.approx(0.3 * 4 / 6 + 0.6 * 2 / 6)
+        assert m["mac_nll,none"] == pytest.approx((-4 * __import__("math").log(0.7) - 2 * __import__("math").log(0.4 / 3)) / 6)
+        assert len(samples[task]) == 8
+        assert {s["mac_acc"]["route"] for s in samples[task]} == {route}
+    assert len(bodies) == 32
+    for body in bodies:
+        msgs = body["messages"]
+        text = text_of(body)
+        (direction, domain), row = next((k, rows[t]) for k, rows in ROWS.items() for t in rows if t in text)
+        if direction == "t2i":  # the two T2I variants share a story: the covers tell them apart
+            row = next(r for (d, _), rows in ROWS.items() for t, r in rows.items() if d == "t2i" and t in text and [_pixels(_decode(u)) for u in image_urls(body)] == [_pixels(_cover(mirror, r[f"option_{x}"])) for x in "ABCD"])
+        system = T.I2T_SYSTEM if direction == "i2t" else T.T2I_SYSTEM
+        user = T.user_text(row, T._settings({"direction": direction}))
+        if route == "chat":
+            assert [m["role"] for m in msgs] == ["system", "user"]
+            assert text_of({"messages": msgs[:1]}) == system
+            parts = msgs[1]["content"]
+            assert [p["type"] for p in parts] == ["text"] + ["image_url"] * (1 if direction == "i2t" else 4)
+            assert parts[0]["text"] == user
+        else:
+            assert system + "\n" + user in text
+        covers = [row["cover_image"]] if direction == "i2t" else [row[f"option_{x}"] for x in "ABCD"]
+        assert [_pixels(_decode(u)) for u in image_urls(body)] == [_pixels(_cover(mirror, c)) for c in covers]
+
+
+def test_two_real_ranks_equal_one(mirror, hf_home, tmp_path):
+    from test_multirank_e2e import TWO_RANKS
+
+    launcher = [a if a != "29541" else "29544" for a in TWO_RANKS]
+    log1, r1, s1, _ = _run(mirror, hf_home, tmp_path, "one", "mac2025_i2t_info,mac2025_t2i_option")
+    log2, r2, s2, _ = _run(mirror, hf_home, tmp_path, "two", "mac2025_i2t_info,mac2025_t2i_option", launcher=launcher)
+    assert "Running on rank 1 (local rank 1)" in log2 and "world_size2" in log2, "the launcher started one process"
+    for task in ("mac2025_i2t_info", "mac2025_t2i_option"):
+        assert {k: v for k, v in r1["results"][task].items() if "stderr" not in k} == {k: v for k, v in r2["results"][task].items() if "stderr" not in k}
+        assert {s["doc_id"]: s["mac_acc"] for s in s1[task]} == {s["doc_id"]: s["mac_acc"] for s in s2[task]}
