@@ -25,7 +25,7 @@ import time
 from lmms_eval_earthsci import PACKAGE_DIR, cache_dir
 
 SAMPLE_MIRROR = os.path.join(PACKAGE_DIR, "sample_mirror")
-DEFAULT_TASKS = "emma_mini,emma_mini_direct,emma_full,emma_mini_judge,msearth,scifibench,scifibench_judge,scifibench_alignment,musciclaims"
+DEFAULT_TASKS = "emma_mini,emma_mini_direct,emma_full,emma_mini_judge,msearth,scifibench,scifibench_judge,scifibench_alignment,musciclaims,mac2025"
 CACHE = cache_dir()
 
 

@@ -45,6 +45,11 @@ def test_bundled_mirror_is_the_fixture_writer_output():
 
     for rel, img in figures.items():
         assert list(Image.open(os.path.join(repo, *rel.split("/"))).size) == list(img.size), rel
+    # MAC: the four CSVs as the fixture writer makes them, covers as repo files
+    mac = os.path.join(SAMPLE_MIRROR, *F.MAC_REPO.split("/"))
+    for direction, domain, name in (("i2t", "info", "image2text_info"), ("t2i", "option", "text2image_option")):
+        got = [dict(r) for r in datasets.load_dataset(mac, data_files={"test": f"{name}.csv"}, split="test")]
+        assert [{k: str(v) for k, v in r.items()} for r in got] == [{k: str(v) for k, v in r.items()} for r in F.mac_rows(direction, domain)]
 
 
 def test_demo_subset_writes_report(hf_home, tmp_path):

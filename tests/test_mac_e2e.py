@@ -144,3 +144,28 @@ def test_two_real_ranks_equal_one(mirror, hf_home, tmp_path):
     for task in ("mac2025_i2t_info", "mac2025_t2i_option"):
         assert {k: v for k, v in r1["results"][task].items() if "stderr" not in k} == {k: v for k, v in r2["results"][task].items() if "stderr" not in k}
         assert {s["doc_id"]: s["mac_acc"] for s in s1[task]} == {s["doc_id"]: s["mac_acc"] for s in s2[task]}
+
+
+def test_hub_route_fetches_each_cover_once_and_matches_the_mirror(mirror, hf_home, tmp_path):
+    from lmms_eval_earthsci.testing.hub_server import FakeHubServer
+
+    repo = os.path.join(mirror, *MAC_REPO.split("/"))
+    args = ["--model", "dummy", "--model_args", 'response={"A": 0.4, "B": 0.3, "C": 0.2, "D": 0.1}', "--tasks", "mac2025", "--log_samples", "--output_path"]
+    with FakeHubServer({MAC_REPO: repo}) as hub:
+        base = cli_env(mirror, hf_home)
+        base.pop("EARTHSCI_DATA_MIRROR")
+        run_cli(args + [str(tmp_path / "hub")], hub.client_env(hf_home=str(tmp_path / "hf_hub"), base=base), str(tmp_path))
+        downloads = [f for _, _, f in hub.downloaded_files()]
+    run_cli(args + [str(tmp_path / "mir")], cli_env(mirror, hf_home), str(tmp_path))
+    res_h, s_h = read_outputs(str(tmp_path / "hub"))
+    res_m, s_m = read_outputs(str(tmp_path / "mir"))
+    covers = [f for f in downloads if f.endswith(".png")]
+    # every cover the rows name, once for the four tasks; the CSVs are the variants' own, never anything else
+    named = {r[c][len("MAC_Bench/"):] for d, m in T.CSV for r in mac_rows(d, m) for c in (["cover_image"] if d == "i2t" else [f"option_{x}" for x in "ABCD"])}
+    assert sorted(covers) == sorted(named)
+    assert sorted(f for f in downloads if f.endswith(".csv")) == sorted(T.CSV.values())
+    for task in (f"mac2025_{d}_{m}" for d, m in T.CSV):
+        assert res_h["results"][task] == res_m["results"][task]
+        assert [s["mac_acc"] for s in s_h[task]] == [s["mac_acc"] for s in s_m[task]]
+        info = res_h["configs"][task]["metadata"]["earthsci_data"]
+        assert info["source"] == "hub" and info["repo_files"]["revision"] == hub.sha(MAC_REPO) and info["repo_files"]["fallbacks"] == {}

@@ -47,6 +47,8 @@ def test_no_name_shadowed_by_upstream(indexes):
     if not version("lmms-eval").startswith("0.6."):  # 0.6.1's PyPI wheel ships no task YAMLs
         assert reserved <= set(upstream)
     assert not set(ours) & (set(upstream) | reserved)
+    # VLMEvalKit's unrelated "MaCBench": no task of ours may be mistaken for it
+    assert not [name for name in ours if "macbench" in name.lower()]
 
 
 def test_register_is_idempotent_and_returns_no_models(indexes):

@@ -336,7 +336,7 @@ def test_bad_folders_name_the_file(tmp_path, capsys):
     assert cli_main(["report", str(empty)]) == 2
     assert "no *_results.json" in capsys.readouterr().err
     other = make_run(tmp_path, "other", "m", {"mmmu_val": {"acc": 50.0}})
-    with pytest.raises(ReportError, match="no results of EMMA, MSEarth, SciFIBench or MuSciClaims"):
+    with pytest.raises(ReportError, match="no results of EMMA, MSEarth, SciFIBench, MuSciClaims or MAC"):
         write_report([other], str(tmp_path / "r2"))
 
 
@@ -430,6 +430,136 @@ def test_musciclaims_paper_numbers_transcription():
     assert by_key[("Claude 3.5 Sonnet", "musciclaims_ird", "musciclaims_2class_weighted_f1")].notes == ("v1", "2class")
     assert not any(e.task.endswith("_kv") for e in entries)  # the paper does not say which prompt family a model got
     # no two spellings of one model across the four papers
+    keys = {}
+    for n in {e.model for b in R.BENCHMARKS for e in R.paper_entries(b)[0]}:
+        assert keys.setdefault(R.model_key(n), n) == n, (n, keys[R.model_key(n)])
+
+
+def mac_run(tmp_path, name="r", with_samples=True):
+    """mac2025_i2t_info (4 docs, all parsed) and mac2025_t2i_option (3 docs, one unparsed), the MAC group
+    (no numbers of its own); samples as ``--log_samples`` writes them (the per-doc record under mac_acc)."""
+
+    def rec(probs, gold, publisher="nature"):
+        pred = max(probs, key=probs.get) if probs else None
+        return {"journal": "J", "id": "2024_1", "publisher": publisher, "gold": gold, "pred": pred, "parsed": probs is not None, "path": "json" if probs else "none", "all_zero": False, "probs": probs, "correct": pred == gold, "row": 0}
+
+    def line(r):
+        return {"doc_id": 0, "mac_acc": r, "mac_ece": r, "mac_nll": r, "mac_rms": r, "mac_unparsable": r, "mac_acc_lenient": {"score": 100.0 * r["correct"], "pred": r["pred"], "rule": "official"}}
+
+    i2t = [rec({"A": 0.7, "B": 0.1, "C": 0.1, "D": 0.1}, "A"), rec({"A": 0.7, "B": 0.1, "C": 0.1, "D": 0.1}, "B"), rec({"A": 0.05, "B": 0.05, "C": 0.9, "D": 0.0}, "C", "acs"), rec({"A": 0.25, "B": 0.25, "C": 0.25, "D": 0.25}, "A", "cell")]
+    t2i = [rec({"A": 0.0, "B": 1.0, "C": 0.0, "D": 0.0}, "B"), rec(None, "C"), rec({"A": 0.6, "B": 0.4, "C": 0.0, "D": 0.0}, "D", "science")]
+    results = {
+        "mac2025": {},
+        "mac2025_i2t_info": {"mac_acc": 75.0, "mac_acc_lenient": 75.0, "mac_ece": 0.3125, "mac_nll": 0.9, "mac_rms": 0.2, "mac_unparsable": 0.0, "mac_publisher_acs": 100.0, "mac_publisher_cell": 100.0, "mac_publisher_nature": 50.0, "mac_publisher_science": None},
+        "mac2025_t2i_option": {"mac_acc": 33.3333, "mac_acc_lenient": 33.3333, "mac_ece": 0.3, "mac_nll": 17.7, "mac_rms": 0.3, "mac_unparsable": 33.3333, "mac_publisher_science": 0.0, "mac_publisher_nature": 50.0},
+    }
+    samples = {"mac2025_i2t_info": [line(r) for r in i2t], "mac2025_t2i_option": [line(r) for r in t2i]} if with_samples else None
+    return make_run(tmp_path, name, "m", results, samples=samples)
+
+
+def test_mac_headline_section_and_reliability_diagrams(tmp_path):
+    from lmms_eval_earthsci.mac import scoring
+
+    run = mac_run(tmp_path)
+    out = tmp_path / "rep"
+    _, text = write_report([run], str(out), paper_model="gpt-4o")  # any spelling of the reference model
+    lines = text.splitlines()
+    # headline: our mac_acc beside GPT-4o's Table 1 accuracy (I2T info 75.1, T2I option 74.3); the group has no row
+    assert "| MAC | mac2025_i2t_info | mac_acc | 75.00 | 75.10 |" in lines
+    assert "| MAC | mac2025_t2i_option | mac_acc | 33.33 | 74.30 |" in lines
+    assert not any(l.startswith("| MAC | mac2025 |") for l in lines)
+    mac = section(text, "MAC")
+    # a table per task: accuracy, lenient, calibration (three decimals, the paper's beside ours), unparsable, publishers
+    i2t = table_after(mac, "slice")
+    assert i2t[0] == "| slice | r: fake m | paper: GPT-4o |"
+    assert i2t[2:] == [
+        "| mac_acc | 75.00 | 75.10 |",
+        "| mac_acc_lenient | 75.00 | – |",
+        "| mac_ece | 0.312 | 0.053 ° |",  # Table 1 (ours: 0.25 right, 0.7 half right, 0.9 right: (0.75 + 0.4 + 0.1) / 4)
+        "| mac_nll | 0.900 | 1.291 ° |",  # Table 7, GPT-4o "/" (the baseline)
+        "| mac_rms | 0.200 | 0.089 ° |",
+        "| mac_unparsable | 0.00 | – |",
+        "| publisher acs | 100.00 | – |",
+        "| publisher cell | 100.00 | – |",
+        "| publisher nature | 50.00 | – |",
+    ]  # science: no doc, n/a in every run: no row
+    t2i = table_after(mac[mac.index(next(l for l in mac if "`mac2025_t2i_option`" in l)) :], "slice")
+    assert "| mac_ece | 0.300 | 0.068 ° |" in t2i and "| mac_unparsable | 33.33 | – |" in t2i and "| mac_nll | 17.700 | – |" in t2i
+    assert any(l.startswith("°") and "normalises" in l for l in mac)
+    assert "| mac2025_t2i_option | r: fake m | 3 | 1 | 0 | – | – |" in mac  # the unparsed answer: no answer extracted
+    # a reliability diagram per task, from the samples' records, binned by mac.scoring
+    for t in ("mac2025_i2t_info", "mac2025_t2i_option"):
+        assert (out / f"{t}_reliability.png").stat().st_size > 1000
+        assert f"![{t}_reliability.png]({t}_reliability.png)" in text
+    charts, missing = R.reliability_specs(read_runs([run]), "GPT-4o")
+    assert missing == [] and [c.slug for c in charts] == ["mac2025_i2t_info_reliability", "mac2025_t2i_option_reliability"]
+    ((column, bins, ece),) = charts[0].series
+    assert column == "r: fake m" and len(bins) == 15 and ece == pytest.approx(0.3125)
+    filled = [(b["lo"], b["hi"], b["n"], b["accuracy"]) for b in bins if b["n"]]
+    assert filled == [(3 / 15, 4 / 15, 1, 1.0), (10 / 15, 11 / 15, 2, 0.5), (13 / 15, 14 / 15, 1, 1.0)]  # 0.25, 0.7 x2, 0.9
+    assert "paper (GPT-4o): ECE 0.053" in charts[0].title and "ECE 0.068" in charts[1].title
+    ((_, bins, ece),) = charts[1].series  # the unparsed doc is not binned
+    assert sum(b["n"] for b in bins) == 2 and ece == pytest.approx(scoring.ece([s["mac_acc"] for s in read_runs([run])[0].samples["mac2025_t2i_option"]]))
+    fig = R.draw_reliability(charts[0])
+    legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert "r: fake m: ECE 0.312 (n=4 binned)" in legend and "paper (GPT-4o): ECE 0.053" in legend
+    # the paper reference lists every Table 1 model for the tasks run
+    papers = section(text, "Paper reference")
+    assert "| GPT-4o | 75.10 | 74.30 |" in papers and "| Step-3 | 77.30 | 79.10 |" in papers
+
+
+def test_mac_without_samples_says_why_there_is_no_diagram(tmp_path):
+    run = mac_run(tmp_path, "nosamples", with_samples=False)
+    out = tmp_path / "rep"
+    _, text = write_report([run], str(out))
+    mac = section(text, "MAC")
+    assert any("`mac2025_i2t_info`: no reliability diagram for nosamples: fake m: no samples file" in l and "--log_samples" in l for l in mac)
+    assert not list(out.glob("*_reliability.png"))
+    assert "| MAC | mac2025_i2t_info | mac_acc | 75.00 | 75.10 |" in text.splitlines()
+
+
+def test_mac_paper_numbers_transcription():
+    """Table 1 (8 models x 4 variants, accuracy in percent and ECE as printed); Table 4's base rows and
+    Table 7's "/" rows repeat Table 1's I2T numbers; DAD rows map to the future mac2025_dad_* tasks
+    (one reasoner per model name), the ICL rows and the data-only tables to nothing."""
+    with open(os.path.join(PAPER_NUMBERS_DIR, "mac.json")) as f:
+        data = json.load(f)
+    assert "normalises" in data["note"] and "CC-BY-NC-SA-4.0" in data["note"]
+    rows = data["rows"]
+    assert {r["table"] for r in rows} == {"Table 1", "Appendix D", "Table 4", "Table 6", "Table 7", "Table 8"}
+    assert all(r["paper"] == "arXiv 2508.15802 (COLM 2025)" for r in rows)
+    variants = ("i2t_info", "i2t_option", "t2i_info", "t2i_option")
+    t1 = {r["model"]: r for r in rows if r["table"] == "Table 1"}
+    assert list(t1) == ["Qwen2.5-VL-7B", "Qwen-VL-Max", "Step-1V-8k", "Step-1o-T-V", "Ernie-4.5-8k", "Gemini-1.5-Pro", "GPT-4o", "Step-3"]
+    for r in t1.values():
+        for v in variants:
+            assert 50 <= r[f"{v}_acc"] <= 80 and 0 < r[f"{v}_ece"] < 0.25, (r["model"], v)
+    assert (t1["GPT-4o"]["i2t_info_acc"], t1["GPT-4o"]["i2t_info_ece"]) == (75.1, 0.053)
+    assert (t1["Step-3"]["t2i_option_acc"], t1["Step-3"]["t2i_option_ece"]) == (79.1, 0.048)
+    assert (t1["Qwen2.5-VL-7B"]["t2i_option_acc"], t1["Qwen2.5-VL-7B"]["t2i_option_ece"]) == (61.0, 0.131)
+    assert (t1["Ernie-4.5-8k"]["i2t_option_acc"], t1["Gemini-1.5-Pro"]["t2i_info_ece"]) == (61.4, 0.237)
+    for r in (r for r in rows if r["table"] == "Table 4" and r["setting"] == "baseline"):
+        assert (r["acc"], r["ece"]) == (t1[r["model"]]["i2t_info_acc"], t1[r["model"]]["i2t_info_ece"])
+    (t7,) = [r for r in rows if r["table"] == "Table 7" and r["setting"] == "baseline"]
+    assert [t7[f"{v}_{k}"] for v in variants[:2] for k in ("acc", "ece")] == [t1["GPT-4o"][f"{v}_{k}"] for v in variants[:2] for k in ("acc", "ece")]
+    assert sorted(r["printed"] for r in rows if r["table"] == "Table 4") == sorted(["Qwen2.5-VL-7B", "Qwen-VL-Max"] + ["+ CoT", "+ One-Shot", "+ Self-Consistency(5)", "+ ours"] * 2)
+    # the report's index: one (model, task, metric), one value; what maps where
+    entries, source = R.paper_entries("mac")
+    assert "2508.15802" in source
+    seen = {}
+    for e in entries:
+        assert seen.setdefault((e.model, e.task, e.metric), e.value) == e.value, e
+    assert {e.task for e in entries} == {f"mac2025_{v}" for v in variants} | {"mac2025_dad_i2t_info", "mac2025_dad_i2t_option"}
+    assert len({(e.model, e.task) for e in entries if e.metric == "mac_acc" and not e.task.startswith("mac2025_dad")}) == 8 * 4  # Table 1 (Tables 4 and 7 repeat it)
+    assert seen[("Qwen2.5-VL-7B", "mac2025_dad_i2t_info", "mac_acc")] == 65.0 and seen[("Qwen-VL-Max", "mac2025_i2t_info", "mac_rms")] == 0.21
+    assert seen[("GPT-4o", "mac2025_dad_i2t_info", "mac_acc")] == 76.3  # QwQ-32B, the default reasoner
+    assert seen[("GPT-4o + Deepseek-R1", "mac2025_dad_i2t_option", "mac_nll")] == 0.938
+    assert not any(e.value in (56.6, 43.2, 59.2, 64.8, 58.4, 77.6) for e in entries)  # ICL, text-free, 2025 embeddings, MAC-Old: data only
+    by_key = {(e.model, e.task, e.metric): e for e in entries}
+    assert by_key[("GPT-4o", "mac2025_i2t_info", "mac_acc")].notes == () and by_key[("GPT-4o", "mac2025_i2t_info", "mac_ece")].notes == ("calibration",)
+    assert by_key[("GPT-4o", "mac2025_dad_i2t_info", "mac_ece")].notes == ("calibration", "dad")
+    # model names: any spelling matches, and no two spellings of one model across the papers
+    assert R.resolve_paper_model("gpt-4o") == "GPT-4o" and R.resolve_paper_model("step 3") == "Step-3" and R.resolve_paper_model("step-1o-turbo-vision") == "Step-1o-T-V"
     keys = {}
     for n in {e.model for b in R.BENCHMARKS for e in R.paper_entries(b)[0]}:
         assert keys.setdefault(R.model_key(n), n) == n, (n, keys[R.model_key(n)])

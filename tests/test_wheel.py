@@ -27,6 +27,8 @@ def test_wheel_ships_data_files(wheel):
     assert {f"lmms_eval_earthsci/paper_numbers/{b}.json" for b in ("emma", "msearth", "scifibench", "musciclaims")} <= names
     assert {"lmms_eval_earthsci/sample_mirror/StonyBrookNLP/MuSciClaims/test_set.jsonl", "lmms_eval_earthsci/sample_mirror/StonyBrookNLP/MuSciClaims/README.md"} <= names
     assert any(n.startswith("lmms_eval_earthsci/sample_mirror/StonyBrookNLP/MuSciClaims/paper_figures/chem_10.1021_") for n in names)
+    assert "lmms_eval_earthsci/sample_mirror/mhjiang0408/MAC_Bench/text2image_option.csv" in names
+    assert "lmms_eval_earthsci/sample_mirror/mhjiang0408/MAC_Bench/ACS/Cover/ACS Fake Materials & Interfaces/2024_1.png" in names
     mirror = {n for n in names if n.startswith("lmms_eval_earthsci/sample_mirror/") and n.endswith(".parquet")}
     assert any("luckychao/EMMA-mini/Math" in n for n in mirror) and any("MSEarth/MSEarth_MCQ" in n for n in mirror)
     assert any("SciFIBench/data/CS_Caption2Figure" in n for n in mirror)
