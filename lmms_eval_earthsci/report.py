@@ -5,7 +5,7 @@ writes ``report.md`` (and prints it). It leads with one headline table: per benc
 headline metric(s), one column per run, and beside them one paper model's published number (the
 *reference model*: ``--paper-model``, default :data:`DEFAULT_PAPER_MODEL`). Then, per benchmark: the
 breakdowns (one row per label, one column per run), PNG bar charts with the reference model's values
-marked, and the counts that matter (docs scored, answers not extracted, low-confidence picks, judge
+marked (MAC: a reliability diagram per task, from the samples), and the counts that matter (docs scored, answers not extracted, low-confidence picks, judge
 failures by cause, judge cache hits). Last, every paper model's numbers for the headline metrics
 (bundled in ``paper_numbers/``, each naming its source table).
 
@@ -39,8 +39,10 @@ from typing import Any, Iterable, Sequence
 
 from lmms_eval_earthsci import PAPER_NUMBERS_DIR
 
-BENCHMARKS = {"emma": "EMMA", "msearth": "MSEarth", "scifibench": "SciFIBench", "musciclaims": "MuSciClaims"}
-# the one model all four papers evaluated, so one paper column covers every benchmark
+BENCHMARKS = {"emma": "EMMA", "msearth": "MSEarth", "scifibench": "SciFIBench", "musciclaims": "MuSciClaims", "mac": "MAC"}
+# MAC's tasks are named by their yearly snapshot (mac2025_i2t_info; the group: mac2025)
+MAC_TASK = re.compile(r"mac\d{4}(?:_\w+)?")
+# the one model all five papers evaluated, so one paper column covers every benchmark
 DEFAULT_PAPER_MODEL = "GPT-4o"
 # MSEarth's similarity fallback always picks an option (argmax of all-MiniLM-L6-v2 cosine similarity).
 # On the answers it exists for, a paraphrase of an option scores 0.5-0.9 against it; noise ("boxed{B}",
@@ -59,6 +61,8 @@ def benchmark_of(task: str) -> str | None:
     for prefix in BENCHMARKS:
         if task == prefix or task.startswith(prefix + "_"):
             return prefix
+    if MAC_TASK.fullmatch(task):
+        return "mac"
     return None
 
 
@@ -203,6 +207,9 @@ MODEL_SPELLINGS = {
     "claude35sonnet20241022": "Claude 3.5 Sonnet",
     "o4mini20250416": "o4-mini",
     "qwen2.5vl32binstruct": "Qwen2.5-VL-32B",
+    # MAC's Table 1 abbreviates the model the official code calls Step-1o-Turbo-Vision
+    "step1oturbovision": "Step-1o-T-V",
+    "gemini1.5pro": "Gemini 1.5 Pro",  # SciFIBench's spelling; MAC prints "Gemini-1.5-Pro"
 }
 
 
@@ -222,6 +229,8 @@ PROTOCOL_NOTES = {
     "v1": ("§", "the MuSciClaims paper's number is from v1 (arXiv 2506.04585 v1), on 918 biology items; the Hub data has 1,515 rows over biology, chemistry and physics: only `musciclaims_macro_f1_biology` compares directly.", "paper v1: 918 biology items"),
     "2class": ("¶", "the MuSciClaims paper's two-class numbers (Table 6) come from separate 2-class runs; our `musciclaims_2class_*` re-aggregate the 3-class predictions.", "separate 2-class runs"),
     "panels": ("‖", "the MuSciClaims paper does not say how it normalised panel names or averaged panel P/R/F1 (Table 3); ours are per-doc means over the SUPPORT/CONTRADICT docs whose gold names panels.", "panel scoring unstated"),
+    "calibration": ("°", "the MAC paper's ECE may come from an earlier, unknown script, and the official ECE code normalises each probability dict in place (distorting the NLL and RMS computed after it); ours normalise a copy: `mac_ece` / `mac_nll` / `mac_rms` may differ slightly.", "ECE script unknown"),
+    "dad": ("∆", "the MAC paper's DAD (\"+ ours\"): the MLLM describes, a text-only reasoning model decides (QwQ-32B, the code's default, unless the model name adds another reasoner; Table 4 does not name its reasoner).", "DAD"),
 }
 
 
@@ -235,7 +244,7 @@ class PaperValue:
 
     @property
     def cell(self) -> str:
-        return " ".join([_fmt(self.value)] + [PROTOCOL_NOTES[n][0] for n in self.notes])
+        return " ".join([_fmt(self.value, self.metric)] + [PROTOCOL_NOTES[n][0] for n in self.notes])
 
 
 EMMA_SUBJECTS = ("math", "physics", "chemistry", "coding")
@@ -272,20 +281,21 @@ def paper_entries(bench: str) -> tuple[tuple[PaperValue, ...], str]:
                     out.append(PaperValue(canonical_model(row["model"]), row["task"], k, v))
         source = "; ".join(f"{k}: {v}" for k, v in data["sources"].items()) + ". " + data.get("note", "")
     elif bench == "musciclaims":
-        # a row is one (table, model, prompt setting); its table maps each column to our metric and, by the
-        # setting, to our task (a column's own tasks override its table's); metric null: data only
-        for row in data["rows"]:
-            table = data["tables"][row["table"]]
+        for row, task, metric, value in _setting_cells(data):
             model = canonical_model(row["model"])
-            for col, spec in table["columns"].items():
-                task = (spec.get("tasks") or table.get("tasks") or {}).get(row["setting"])
-                metric = spec.get("metric")
-                if row.get(col) is None or not metric or not task:
-                    continue
-                notes = ("v1",) + (("2class",) if metric.startswith("musciclaims_2class_") else ()) + (("panels",) if metric.startswith("musciclaims_panel_") else ())
-                out.append(PaperValue(model, task, metric, row[col], notes))
-                if metric == "musciclaims_macro_f1":  # v1's items are all biology: the like-for-like slice
-                    out.append(PaperValue(model, task, "musciclaims_macro_f1_biology", row[col]))
+            notes = ("v1",) + (("2class",) if metric.startswith("musciclaims_2class_") else ()) + (("panels",) if metric.startswith("musciclaims_panel_") else ())
+            out.append(PaperValue(model, task, metric, value, notes))
+            if metric == "musciclaims_macro_f1":  # v1's items are all biology: the like-for-like slice
+                out.append(PaperValue(model, task, "musciclaims_macro_f1_biology", value))
+        source = data["source"] + ". " + data["note"]
+    elif bench == "mac":
+        for row, task, metric, value in _setting_cells(data):
+            model = canonical_model(row["model"])
+            reasoner = row.get("reasoner")
+            if reasoner and model_key(reasoner) != model_key(data["default_reasoner"]):  # Table 7: one MLLM, three reasoners
+                model = f"{model} + {canonical_model(reasoner)}"
+            notes = (("calibration",) if metric in MAC_CALIBRATION_METRICS else ()) + (("dad",) if row["setting"] == "DAD" else ())
+            out.append(PaperValue(model, task, metric, value, notes))
         source = data["source"] + ". " + data["note"]
     else:
         tasks = {col: spec.get("task") for col, spec in data["columns"].items()}
@@ -295,6 +305,19 @@ def paper_entries(bench: str) -> tuple[tuple[PaperValue, ...], str]:
                     out.append(PaperValue(canonical_model(row["model"]), tasks[col], data["metric"], v))
         source = data["source"]
     return tuple(out), source
+
+
+def _setting_cells(data: dict) -> Iterable[tuple[dict, str, str, float]]:
+    """(row, task, metric, value) of a paper table whose rows are (table, model, setting): the table maps
+    each column to our metric and, by the row's setting, to our task (a column's own tasks override its
+    table's); a column without a metric or a task for the setting is data only."""
+    for row in data["rows"]:
+        table = data["tables"][row["table"]]
+        for col, spec in table["columns"].items():
+            task = (spec.get("tasks") or table.get("tasks") or {}).get(row["setting"])
+            metric = spec.get("metric")
+            if row.get(col) is not None and metric and task:
+                yield row, task, metric, row[col]
 
 
 @functools.lru_cache(maxsize=None)
@@ -361,6 +384,15 @@ MUSCICLAIMS_TABLE = (
     "musciclaims_macro_f1_biology", "musciclaims_macro_f1_chemistry", "musciclaims_macro_f1_physics",
     "musciclaims_panel_precision", "musciclaims_panel_recall", "musciclaims_panel_f1",
 )
+# MAC's tasks in report order (the snapshot's four variants, then the DAD variants), its per-task table
+MAC_VARIANTS = ("i2t_info", "i2t_option", "t2i_info", "t2i_option")
+MAC_TASKS = tuple(f"mac2025_{v}" for v in MAC_VARIANTS) + tuple(f"mac2025_dad_{v}" for v in MAC_VARIANTS)
+MAC_PUBLISHERS = ("acs", "cell", "nature", "science")
+MAC_TABLE = ("mac_acc", "mac_acc_lenient", "mac_ece", "mac_nll", "mac_rms", "mac_unparsable") + tuple(f"mac_publisher_{p}" for p in MAC_PUBLISHERS)
+# printed with three decimals, as the MAC paper prints them (ECE 0.053)
+MAC_CALIBRATION_METRICS = ("mac_ece", "mac_nll", "mac_rms")
+# the per-doc record in a MAC samples line (probs, correct, parsed): the reliability diagram's input
+MAC_RECORD = "mac_acc"
 # the metric a benchmark task is judged by: EMMA's and SciFIBench's judge variants are scored by the judge
 JUDGED_METRICS = ("emma_judge_acc", "msearth_oe_acc", "msearth_cap_score", "scifibench_acc_judge")
 
@@ -373,6 +405,8 @@ def headline_metrics(task: str) -> tuple[str, ...]:
         return MSEARTH_HEADLINE.get(task, ("msearth_acc",))
     if bench == "musciclaims":
         return ("musciclaims_macro_f1",)
+    if bench == "mac":
+        return ("mac_acc",)
     return ("scifibench_acc_judge",) if task.endswith("_judge") else ("scifibench_acc",)
 
 
@@ -384,6 +418,8 @@ def _order(bench: str, task: str) -> tuple:
         return (known.index(task) if task in known else len(known), task)
     if bench == "musciclaims":
         return (MUSCICLAIMS_TASKS.index(task) if task in MUSCICLAIMS_TASKS else len(MUSCICLAIMS_TASKS), task)
+    if bench == "mac":
+        return (MAC_TASKS.index(task) if task in MAC_TASKS else len(MAC_TASKS), task)
     base = task.removesuffix("_judge")
     rank = SCIFIBENCH_SPLITS.index(base) if base in SCIFIBENCH_SPLITS else len(SCIFIBENCH_SPLITS) + (0 if base in ("scifibench_f2c", "scifibench_c2f", "scifibench") else 1)
     return (rank, base, task.endswith("_judge"), task)
@@ -396,14 +432,20 @@ def bench_tasks(bench: str, runs: list[Run]) -> list[str]:
 def headline_tasks(bench: str, tasks: list[str]) -> list[str]:
     """The tasks a benchmark leads with: EMMA's variant groups (a subject only when its group was not
     run), MSEarth's four tasks, SciFIBench's four splits (rules, then the judge variant) and the pooled
-    groups, every MuSciClaims task; SciFIBench's F->C / C->F groups and alignment variants are breakdowns."""
+    groups, every MuSciClaims and MAC task; SciFIBench's F->C / C->F groups and alignment variants are
+    breakdowns."""
     present = set(tasks)
     if bench == "emma":
         return [t for t in tasks if t == emma_family(t) or emma_family(t) not in present]
-    if bench in ("msearth", "musciclaims"):
-        return [t for t in tasks if t != bench]
+    if bench in ("msearth", "musciclaims", "mac"):
+        return [t for t in tasks if t != bench and not _is_mac_group(t)]
     keep = set(SCIFIBENCH_SPLITS) | {s + "_judge" for s in SCIFIBENCH_SPLITS} | {"scifibench", "scifibench_judge"}
     return [t for t in tasks if t in keep]
+
+
+def _is_mac_group(task: str) -> bool:
+    """MAC's group (``mac2025``): it reports no numbers of its own."""
+    return re.fullmatch(r"mac\d{4}", task) is not None
 
 
 def _has(runs: list[Run], task: str, metric: str) -> bool:
@@ -415,7 +457,7 @@ def headline_keys(bench: str, runs: list[Run]) -> list[tuple[str, str]]:
     return [(t, m) for t in headline_tasks(bench, tasks) for m in headline_metrics(t) if _has(runs, t, m)]
 
 
-BREAKDOWN_FIELDS = ("category", "type", "task", "sphere", "image")
+BREAKDOWN_FIELDS = ("category", "type", "task", "sphere", "image", "publisher")
 # with k = 1 (no --repeats) both equal emma_acc of the same task: shown only where they differ from it
 EMMA_REPEAT_METRICS = ("emma_maj@k", "emma_pass@k")
 
@@ -453,6 +495,8 @@ def families(bench: str, runs: list[Run]) -> list[Family]:
         return list(out.values())
     if bench == "msearth":
         return [Family(t, title(t), [t]) for t in tasks if t != "msearth"]
+    if bench == "mac":
+        return [Family(t, title(t), [t]) for t in tasks if not _is_mac_group(t)]
     # one table for all: the key is no task name, so every row says its task
     if bench == "musciclaims":
         return [Family("MuSciClaims", "Flip rates, invalid answers, macro F1 by domain, panel localization", tasks)] if tasks else []
@@ -478,8 +522,9 @@ def breakdown_rows(bench: str, fam: Family, runs: list[Run], paper_model: str) -
     headline shows, judge-failure counters (the counts table has them), EMMA's maj@k / pass@k where
     they equal emma_acc, an EMMA subject's overall-only metrics when its group ran (the group row has
     them), a *_judge task's rule-based breakdowns when its rules twin ran too, the category slices
-    of SciFIBench's alignment variants, and MuSciClaims' metrics other than :data:`MUSCICLAIMS_TABLE`
-    (its per-class F1 are charted)."""
+    of SciFIBench's alignment variants, MuSciClaims' metrics other than :data:`MUSCICLAIMS_TABLE`
+    (its per-class F1 are charted) and MAC's other than :data:`MAC_TABLE` (whose table repeats the
+    headline's mac_acc beside the lenient and calibration numbers)."""
     tasks = set(fam.tasks)
     headline = set(headline_keys(bench, runs))
     rows = []
@@ -494,8 +539,10 @@ def breakdown_rows(bench: str, fam: Family, runs: list[Run], paper_model: str) -
         metrics = sorted({m for r in runs for m in r.results.get(t, {})}, key=lambda m: (m not in primary, slice_label(bench, m) == m, m))
         if bench == "musciclaims":
             metrics = [m for m in MUSCICLAIMS_TABLE if m in metrics]
+        elif bench == "mac":
+            metrics = [m for m in MAC_TABLE if m in metrics]
         for m in metrics:
-            if (t, m) in headline or m.endswith("_judge_failed"):
+            if ((t, m) in headline and bench != "mac") or m.endswith("_judge_failed"):
                 continue
             if twin_ran and m not in JUDGED_METRICS:
                 continue
@@ -514,7 +561,7 @@ def breakdown_rows(bench: str, fam: Family, runs: list[Run], paper_model: str) -
 # --------------------------------------------------------------------------- counts
 
 # the per-sample field holding a task's answer extraction, and the key naming the rule that fired
-EXTRACTION_FIELDS = {"emma_acc": "rule", "msearth_acc": "rule", "scifibench_acc": "stage", "musciclaims_macro_f1": "stage"}
+EXTRACTION_FIELDS = {"emma_acc": "rule", "msearth_acc": "rule", "scifibench_acc": "stage", "musciclaims_macro_f1": "stage", MAC_RECORD: "path"}
 NO_ANSWER_RULES = ("none", "no-answer", "ambiguous")
 
 
@@ -528,6 +575,8 @@ def _extraction(sample: dict) -> str | None:
             continue
         rule = v.get(key)
         if rule in NO_ANSWER_RULES or v.get("pred") == "INVALID":  # MuSciClaims: no decision parsed
+            return "none"
+        if name == MAC_RECORD and not v.get("parsed"):  # MAC: the official parser rejected the JSON
             return "none"
         if rule == "similarity":
             sim = v.get("similarity")
@@ -608,15 +657,15 @@ def _merge(cs: list[dict]) -> dict:
 # --------------------------------------------------------------------------- rendering tables
 
 
-def _fmt(v: Any) -> str:
+def _fmt(v: Any, metric: str = "") -> str:
     if v is None:
         return UNAVAILABLE
-    return f"{v:.2f}"
+    return f"{v:.3f}" if metric in MAC_CALIBRATION_METRICS else f"{v:.2f}"
 
 
 def _cell(run: Run, task: str, metric: str) -> str:
     present, v = run.value(task, metric)
-    return _fmt(v) if present else MISSING
+    return _fmt(v, metric) if present else MISSING
 
 
 def _table(header: list[str], rows: list[list[str]], label_columns: int = 1) -> str:
@@ -698,7 +747,8 @@ def counts_table(bench: str, runs: list[Run]) -> str:
 COUNTS_NOTE = (
     "Counts (each benchmark's last table) come from the samples (`--log_samples`): a doc counts once per task; a low-confidence pick "
     f"is MSEarth's similarity fallback choosing an option at cosine similarity < {LOW_CONFIDENCE_SIMILARITY} (an answer that is "
-    "noise, not counted as extracted); for MuSciClaims, no answer extracted is an INVALID decision; judge failures (by cause) are "
+    "noise, not counted as extracted); for MuSciClaims, no answer extracted is an INVALID decision; for MAC, an answer the official "
+    "probability parser could not read (wrong in `mac_acc`, left out of ECE / NLL / RMS); judge failures (by cause) are "
     "scored as each benchmark says (wrong; left out of the mean for MSEarth captions); `no judge`: a judged task run without a judge."
 )
 
@@ -742,7 +792,7 @@ def breakdown_tables(bench: str, runs: list[Run], paper_model: str) -> str:
             if not any(present and v is not None for present, v in values):
                 continue  # no run has a number here
             refs.append(ref)
-            rows.append([label] + [_fmt(v) if present else MISSING for present, v in values] + ([ref.cell if ref else MISSING]))
+            rows.append([label] + [_fmt(v, m) if present else MISSING for present, v in values] + ([ref.cell if ref else MISSING]))
         if not rows:
             continue
         with_paper = any(refs)
@@ -922,6 +972,101 @@ def plot(bench: str, runs: list[Run], out_dir: str, paper_model: str) -> list[st
     return written
 
 
+@dataclass
+class Reliability:
+    """A MAC task's reliability diagram: per run with samples, the ECE bins of its parsed answers."""
+
+    slug: str
+    title: str
+    series: list[tuple[str, list[dict], float | None]]  # (run column, scoring.reliability bins, our ECE)
+    paper_label: str  # the reference model's ECE for the task, or that the paper has none
+
+
+def reliability_specs(runs: list[Run], paper_model: str) -> tuple[list[Reliability], list[str]]:
+    """The reliability diagrams of the MAC tasks run (from the per-doc records of the samples files, as
+    :mod:`lmms_eval_earthsci.mac.scoring` bins them for ECE) and, for the tasks or runs without one,
+    why (no samples, no parsed answer)."""
+    from lmms_eval_earthsci.mac import scoring
+
+    charts, missing = [], []
+    for t in headline_tasks("mac", bench_tasks("mac", runs)):
+        ran = [r for r in runs if r.value(t, MAC_RECORD)[0]]
+        if not ran:
+            continue
+        no_samples = [r.column for r in ran if t not in r.samples]
+        if no_samples:
+            missing.append(f"`{t}`: no reliability diagram for {', '.join(no_samples)}: no samples file (`*_samples_{t}.jsonl`; run lmms-eval with `--log_samples`).")
+        series = []
+        for r in ran:
+            if t not in r.samples:
+                continue
+            items = [s[MAC_RECORD] for s in r.samples[t] if isinstance(s.get(MAC_RECORD), dict)]
+            bins = scoring.reliability(items)
+            if any(b["n"] for b in bins):
+                series.append((r.column, bins, scoring.ece(items)))
+            else:
+                missing.append(f"`{t}`: no reliability diagram for {r.column}: no parsed answer to bin.")
+        if series:
+            ref = paper_value("mac", paper_model, t, "mac_ece")
+            paper = f"paper ({paper_model}): ECE {_fmt(ref.value, 'mac_ece')}" if ref else f"paper: no ECE of {paper_model}"
+            charts.append(Reliability(f"{t}_reliability", f"{t}: reliability, {scoring.ECE_BINS} bins (lo, hi] · {paper}", series, paper))
+    return charts, missing
+
+
+def draw_reliability(chart: Reliability):
+    """The matplotlib Figure of a reliability diagram (the caller saves and closes it): per bin and run a
+    bar at the bin's accuracy, a black tick across it at the bin's mean confidence and ``n`` over it; the
+    diagonal is perfect calibration; the legend gives each run's ECE and the docs binned."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    fig, ax = plt.subplots(figsize=(8.5, 4.6))
+    ax.plot([0, 1], [0, 1], linestyle="--", color="grey", linewidth=1)
+    k = len(chart.series)
+    handles = [Line2D([], [], linestyle="--", color="grey", label="perfect calibration"), Line2D([], [], color="black", linewidth=2, label="mean confidence in bin")]
+    for i, (run, bins, ece) in enumerate(chart.series):
+        colour = colours[i % len(colours)]
+        for b in bins:
+            if not b["n"]:
+                continue
+            width = (b["hi"] - b["lo"]) * 0.9 / k
+            x = b["lo"] + (b["hi"] - b["lo"]) * 0.05 + width * (i + 0.5)
+            ax.bar(x, b["accuracy"], width, color=colour, edgecolor="white")
+            ax.hlines(b["confidence"], x - width / 2, x + width / 2, colors="black", linewidth=2, zorder=3)
+            ax.text(x, max(b["accuracy"], b["confidence"]) + 0.02, f"n={b['n']}", ha="center", va="bottom", fontsize=5, color="dimgrey")
+        binned = sum(b["n"] for b in bins)
+        handles.append(Patch(color=colour, label=f"{run}: ECE {_fmt(ece, 'mac_ece')} (n={binned} binned)"))
+    handles.append(Line2D([], [], linestyle="none", label=chart.paper_label))
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1.08)
+    ax.set_xlabel("confidence (the answer's largest normalised probability)")
+    ax.set_ylabel("accuracy in bin")
+    ax.set_title(chart.title, fontsize=8)
+    ax.legend(handles=handles, fontsize=6, loc="upper left", bbox_to_anchor=(1.02, 1.0))  # outside: bars reach every corner
+    fig.tight_layout()
+    return fig
+
+
+def plot_reliability(runs: list[Run], out_dir: str, paper_model: str) -> tuple[list[str], list[str]]:
+    """Write the MAC reliability diagrams; returns their paths and the notes on those not drawn."""
+    charts, missing = reliability_specs(runs, paper_model)
+    written = []
+    for chart in charts:
+        import matplotlib.pyplot as plt
+
+        fig = draw_reliability(chart)
+        path = os.path.join(out_dir, f"{chart.slug}.png")
+        fig.savefig(path, dpi=100)
+        plt.close(fig)
+        written.append(path)
+    return written, missing
+
+
 # --------------------------------------------------------------------------- the report
 
 
@@ -931,8 +1076,24 @@ def benchmark_section(bench: str, runs: list[Run], out_dir: str, paper_model: st
         text += ["The paper's numbers come from an LLM answer extractor: they compare with `scifibench_acc_judge` (run the `scifibench_judge` tasks with a judge), not with the rules-only `scifibench_acc`.", ""]
     if bench == "musciclaims":
         text += ["The paper's numbers (§) are v1's, on 918 biology items; the Hub data adds chemistry and physics, so the like-for-like comparison is `musciclaims_macro_f1_biology` (the paper's Overall F sits beside it). The charts plot F1 per class and the macro F1 of each task, the paper's marks being the numbers for the task's prompt setting.", ""]
+    if bench == "mac":
+        from lmms_eval_earthsci.mac.scoring import ECE_BINS
+
+        text += [
+            (
+                "`mac_acc` is percent, the paper's Acc.(%) (an answer the official parser cannot read is wrong); `mac_ece`, `mac_nll` and `mac_rms` are on the paper's scale (ECE 0.053), over the parsed answers only (°: the paper's ECE script is unknown, so they may differ slightly); "
+                "`mac_acc_lenient` also reads a bare letter, `mac_unparsable` is the % of answers the parser rejected, `publisher *` the accuracy per publisher. "
+                f"The reliability diagrams bin each parsed answer's confidence (its largest normalised probability) into the ECE's {ECE_BINS} equal-width bins (lo, hi] on (0, 1]."
+            ),
+            "",
+        ]
     text.append(breakdown_tables(bench, runs, paper_model))
-    for png in plot(bench, runs, out_dir, paper_model):
+    pngs = plot(bench, runs, out_dir, paper_model)
+    if bench == "mac":
+        drawn, missing = plot_reliability(runs, out_dir, paper_model)
+        pngs += drawn
+        text += [m + "  " for m in missing] + ([""] if missing else [])
+    for png in pngs:
         text += [f"![{os.path.basename(png)}]({os.path.basename(png)})", ""]
     text.append(counts_table(bench, runs))
     return "\n".join(text)
