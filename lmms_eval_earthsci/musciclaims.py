@@ -19,7 +19,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
-from lmms_eval_earthsci.core.data import RecordError, check_image, record_check
+from lmms_eval_earthsci.core.data import RecordError, check_image, record_check, require_columns
 from lmms_eval_earthsci.core.extraction import as_text, extract_json_object, strip_reasoning
 from lmms_eval_earthsci.core.hooks import ensure_runtime_hooks
 from lmms_eval_earthsci.core.messages import note_chat, route_of
@@ -482,12 +482,7 @@ def domain_of(doc) -> tuple[str, str]:
 
 def check_schema(dataset) -> None:
     """Every field of the card's schema is a column (one error naming the missing ones)."""
-    names = getattr(dataset, "column_names", None)
-    if names is None:
-        return
-    missing = [f for f in SCHEMA if f not in names]
-    if missing:
-        raise RecordError(DATASET, "*", ", ".join(missing), f"column(s) missing: the dataset's schema differs from the card's (columns: {', '.join(names)})")
+    require_columns(dataset, SCHEMA, dataset=DATASET, where="the rows: the dataset's schema differs from the card's")
 
 
 def _figures_needed(kw) -> bool:

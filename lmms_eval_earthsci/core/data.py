@@ -233,6 +233,17 @@ def require(record: Mapping[str, Any], field: str, *, dataset: str, record_id: A
     return value
 
 
+def require_columns(table, columns, *, dataset: str, where: str = "the dataset") -> None:
+    """Every name in ``columns`` is a column of ``table`` (a ``datasets.Dataset``; other iterables are not
+    checked): else one :class:`RecordError` naming the missing ones and the columns there are."""
+    names = getattr(table, "column_names", None)
+    if names is None:
+        return
+    missing = [c for c in columns if c not in names]
+    if missing:
+        raise RecordError(dataset, "*", ", ".join(missing), f"column(s) missing from {where} (columns: {', '.join(names)})")
+
+
 def load_image(value: Any, *, dataset: str, record_id: Any, field: str):
     """Decode an image cell as ``datasets`` may hand it over: a PIL image, a ``{"bytes", "path"}``
     struct (undecoded parquet), raw bytes, or a file path. Returns an RGB PIL image."""

@@ -16,7 +16,7 @@ import re
 from collections import Counter
 from typing import Any, Mapping
 
-from lmms_eval_earthsci.core.data import RecordError, check_image, record_check
+from lmms_eval_earthsci.core.data import RecordError, check_image, record_check, require_columns
 from lmms_eval_earthsci.core.hooks import ensure_runtime_hooks
 from lmms_eval_earthsci.core.messages import note_chat, route_of
 from lmms_eval_earthsci.core.metrics import breakdown_scores, percent
@@ -205,12 +205,7 @@ def gold_letter(doc) -> str:
 
 
 def check_columns(dataset) -> None:
-    names = getattr(dataset, "column_names", None)
-    if names is None:
-        return
-    missing = [c for c in REQUIRED if c not in names]
-    if missing:
-        raise RecordError(DATASET, "*", ", ".join(missing), f"column(s) missing from the CSV (columns: {', '.join(names)})")
+    require_columns(dataset, REQUIRED, dataset=DATASET, where="the CSV")
 
 
 def prepare(dataset, kwargs) -> None:
