@@ -291,3 +291,37 @@ def test_open_breaker_still_serves_cached_verdicts(tmp_path):
         client = make_client(srv, tmp_path, concurrency=1)  # same cache, now a wrong key
         results = client.complete_many([[{"role": "user", "content": f"d{i}"}] for i in (1, 0, 2)])
     assert [r.ok for r in results] == [False, True, False] and results[1].cached
+
+
+def test_second_endpoint_prefix_falls_back_to_the_judge(monkeypatch):
+    for k in list(os.environ):
+        if k.startswith(("EARTHSCI_JUDGE", "EARTHSCI_DAD", "OPENAI_")):
+            monkeypatch.delenv(k)
+    monkeypatch.setenv("EARTHSCI_JUDGE_BASE_URL", "http://judge")
+    monkeypatch.setenv("EARTHSCI_JUDGE_MODEL", "judge-m")
+    monkeypatch.setenv("EARTHSCI_JUDGE_API_KEY", "k-judge")
+    cfg = J.JudgeConfig.from_env(prefix="EARTHSCI_DAD")
+    assert (cfg.base_url, cfg.model, cfg.api_key, cfg.max_tokens, cfg.reasoning_effort) == ("http://judge", "judge-m", "k-judge", None, None)
+    monkeypatch.setenv("EARTHSCI_DAD_BASE_URL", "http://reasoner")
+    monkeypatch.setenv("EARTHSCI_DAD_MODEL", "qwq-32b")
+    monkeypatch.setenv("EARTHSCI_DAD_MAX_TOKENS", "16384")
+    monkeypatch.setenv("EARTHSCI_DAD_REASONING_EFFORT", "high")
+    cfg = J.JudgeConfig.from_env(prefix="EARTHSCI_DAD")
+    assert (cfg.base_url, cfg.model, cfg.api_key, cfg.max_tokens, cfg.reasoning_effort) == ("http://reasoner", "qwq-32b", "k-judge", 16384, "high")
+    judge = J.JudgeConfig.from_env()
+    assert (judge.base_url, judge.model, judge.reasoning_effort) == ("http://judge", "judge-m", None)  # untouched
+
+
+def test_reasoning_content_is_kept_apart_cached_and_effort_sent(tmp_path):
+    from lmms_eval_earthsci.testing.openai_server import Reasoned
+
+    with FakeOpenAIServer(responder=lambda body: Reasoned('{"A": 0.9, "B": 0.1}', "Let me think: A looks right.")) as srv:
+        cfg = J.JudgeConfig(base_url=srv.base_url, model="qwq", cache_dir=str(tmp_path / "c"), reasoning_effort="high", max_tokens=8000)
+        client = J.JudgeClient(cfg)
+        got = client.complete([{"role": "user", "content": "q"}])
+        assert (got.content, got.reasoning, got.cached) == ('{"A": 0.9, "B": 0.1}', "Let me think: A looks right.", False)
+        assert srv.requests[0]["reasoning_effort"] == "high" and srv.requests[0]["max_tokens"] == 8000
+        client.close()
+        again = J.JudgeClient(cfg).complete([{"role": "user", "content": "q"}])
+        assert (again.content, again.reasoning, again.cached) == (got.content, got.reasoning, True)
+        assert len(srv.requests) == 1 and "_reasoning_content" not in again.usage

@@ -69,6 +69,9 @@ def default_cache_dir() -> str:
 
 
 
+JUDGE_ENV = "EARTHSCI_JUDGE"
+
+
 def _env(*names: str, default: str | None = None) -> str | None:
     for n in names:
         v = os.environ.get(n)
@@ -95,33 +98,44 @@ class JudgeConfig:
     backoff_base: float = 0.5
     backoff_max: float = 60.0
     breaker: int = 5
+    reasoning_effort: str | None = None  # sent as is (e.g. "high" for o3-mini) when set
 
     @property
     def configured(self) -> bool:
         return bool(self.base_url and self.model)
 
     @classmethod
-    def from_env(cls, overrides: Mapping[str, Any] | None = None) -> "JudgeConfig":
-        api_type = (_env("EARTHSCI_JUDGE_API_TYPE", "API_TYPE", default="openai") or "openai").lower()
+    def from_env(cls, overrides: Mapping[str, Any] | None = None, prefix: str = JUDGE_ENV) -> "JudgeConfig":
+        """Settings from ``<prefix>_*`` variables; a prefix other than the judge's (e.g. ``EARTHSCI_DAD``
+        for MAC's stage-2 reasoner) falls back to ``EARTHSCI_JUDGE_*`` for each setting it does not set."""
+        prefixes = [prefix] if prefix == JUDGE_ENV else [prefix, JUDGE_ENV]
+
+        def var(suffix: str, *legacy: str, default: str | None = None) -> str | None:
+            return _env(*(f"{p}_{suffix}" for p in prefixes), *legacy, default=default)
+
+        api_type = (var("API_TYPE", "API_TYPE", default="openai") or "openai").lower()
         if api_type == "azure":
-            base_url = _env("EARTHSCI_JUDGE_BASE_URL", "AZURE_ENDPOINT")
-            key = _env("EARTHSCI_JUDGE_API_KEY", "AZURE_API_KEY")
+            base_url = var("BASE_URL", "AZURE_ENDPOINT")
+            key = var("API_KEY", "AZURE_API_KEY")
         else:
-            base_url = _env("EARTHSCI_JUDGE_BASE_URL", "OPENAI_API_URL")
-            key = _env("EARTHSCI_JUDGE_API_KEY", "OPENAI_API_KEY")
-        cache = _env("EARTHSCI_JUDGE_CACHE", default=default_cache_dir())
+            base_url = var("BASE_URL", "OPENAI_API_URL")
+            key = var("API_KEY", "OPENAI_API_KEY")
+        cache = var("CACHE", default=default_cache_dir())
+        max_tokens = var("MAX_TOKENS")
         cfg = cls(
             base_url=base_url,
-            model=_env("EARTHSCI_JUDGE_MODEL", "MODEL_VERSION", "DEPLOYMENT_NAME"),
+            model=var("MODEL", "MODEL_VERSION", "DEPLOYMENT_NAME"),
             api_key=key,
             api_type=api_type,
             api_version=_env("API_VERSION", default="2024-02-15-preview") if api_type == "azure" else None,
-            concurrency=int(_env("EARTHSCI_JUDGE_CONCURRENCY", default="32")),
-            timeout=float(_env("EARTHSCI_JUDGE_TIMEOUT", default="120")),
-            max_retries=int(_env("EARTHSCI_JUDGE_MAX_RETRIES", default="5")),
+            concurrency=int(var("CONCURRENCY", default="32")),
+            timeout=float(var("TIMEOUT", default="120")),
+            max_retries=int(var("MAX_RETRIES", default="5")),
+            max_tokens=int(max_tokens) if max_tokens else None,
             cache_dir=None if cache.lower() in ("off", "none", "0", "") else os.path.expanduser(cache),
-            cache_journal=_env("EARTHSCI_JUDGE_CACHE_JOURNAL"),
-            breaker=int(_env("EARTHSCI_JUDGE_BREAKER", default="5")),
+            cache_journal=var("CACHE_JOURNAL"),
+            breaker=int(var("BREAKER", default="5")),
+            reasoning_effort=var("REASONING_EFFORT"),
         )
         for k, v in (overrides or {}).items():
             if not hasattr(cfg, k):
@@ -143,6 +157,8 @@ class JudgeResult:
     attempts: int = 0
     # short failure class for summaries ("HTTP 401", "ConnectionRefusedError", "malformed reply", ...)
     cause: str | None = None
+    # a reasoning model's `reasoning_content`, kept apart from the answer `content` (never parsed)
+    reasoning: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -276,6 +292,10 @@ def _is_busy(exc: sqlite3.Error) -> bool:
     return isinstance(exc, sqlite3.OperationalError) and ("locked" in msg or "busy" in msg)
 
 
+# a reply's reasoning_content is stored beside its token counts (the cache's `usage` column)
+REASONING_KEY = "_reasoning_content"
+
+
 class VerdictCache:
     """SQLite, one row per request key; replies are committed in batches within ``FLUSH_SECONDS`` of
     arriving, so a run killed mid-judging keeps everything obtained up to then.
@@ -336,11 +356,14 @@ class VerdictCache:
                 row = self._conn.execute("SELECT key, content, usage FROM verdicts WHERE key=?", (key,)).fetchone()
         if row is None:
             return None
-        return JudgeResult(row[1], cached=True, usage=json.loads(row[2] or "{}"))
+        usage = json.loads(row[2] or "{}")
+        reasoning = usage.pop(REASONING_KEY, None)
+        return JudgeResult(row[1], cached=True, usage=usage, reasoning=reasoning)
 
     def put(self, key: str, result: JudgeResult) -> None:
         with self._pending_lock:
-            self._pending[key] = (key, result.content, json.dumps(result.usage), time.time())
+            usage = {**result.usage, REASONING_KEY: result.reasoning} if result.reasoning else result.usage
+            self._pending[key] = (key, result.content, json.dumps(usage), time.time())
             if self._writer is None:
                 self._writer = threading.Thread(target=self._write_loop, name="earthsci-judge-cache", daemon=True)
                 self._writer.start()
@@ -716,17 +739,21 @@ class JudgeClient:
             return JudgeResult(None, error=f"HTTP {status}: {raw[:200].decode('utf-8', 'replace')}", cause=f"HTTP {status}")
         try:
             reply = json.loads(raw)
-            content = reply["choices"][0]["message"]["content"]
+            message = reply["choices"][0]["message"]
+            content = message["content"]
             if not isinstance(content, str):
                 raise TypeError("content is not a string")
         except (ValueError, KeyError, IndexError, TypeError) as exc:
             raise _Retryable(f"malformed reply: {exc}", cause="malformed reply") from exc
-        return JudgeResult(content, usage=_usage(reply.get("usage")))
+        reasoning = message.get("reasoning_content") or message.get("reasoning")
+        return JudgeResult(content, usage=_usage(reply.get("usage")), reasoning=reasoning if isinstance(reasoning, str) else None)
 
     def _payload(self, messages: Sequence[Mapping[str, Any]], **settings) -> dict:
         payload = {"model": self.config.model, "messages": to_openai_messages(messages), "temperature": self.config.temperature}
         if self.config.max_tokens:
             payload["max_tokens"] = self.config.max_tokens
+        if self.config.reasoning_effort:
+            payload["reasoning_effort"] = self.config.reasoning_effort
         payload.update(settings)
         return payload
 
@@ -848,20 +875,22 @@ _JUDGES_LOCK = threading.Lock()
 _WARNED: set[str] = set()
 
 
-def get_judge(overrides: Mapping[str, Any] | None = None, purpose: str = "judge metrics") -> JudgeClient | None:
-    """The process-wide judge for the current settings, or None (with one warning) if none is
-    configured. Thread-safe; builds no client until first called."""
-    cfg = JudgeConfig.from_env(overrides)
+def get_judge(overrides: Mapping[str, Any] | None = None, purpose: str = "judge metrics", prefix: str = JUDGE_ENV) -> JudgeClient | None:
+    """The process-wide judge for the current settings (``<prefix>_*`` variables, see
+    :meth:`JudgeConfig.from_env`), or None (with one warning) if none is configured. Thread-safe; builds
+    no client until first called."""
+    cfg = JudgeConfig.from_env(overrides, prefix=prefix)
     if not cfg.configured:
         if purpose not in _WARNED:
             _WARNED.add(purpose)
+            names = f"{prefix}_BASE_URL and {prefix}_MODEL" + ("" if prefix == JUDGE_ENV else f" (or {JUDGE_ENV}_*)")
             logger.warning(
-                "lmms_eval_earthsci: no LLM judge configured (set EARTHSCI_JUDGE_BASE_URL and EARTHSCI_JUDGE_MODEL); "
-                "%s are reported as unavailable, rule-based metrics are unaffected",
+                "lmms_eval_earthsci: no LLM judge configured (set %s); %s are reported as unavailable, rule-based metrics are unaffected",
+                names,
                 purpose,
             )
         return None
-    ident = json.dumps({**cfg.public(), "cache_dir": cfg.cache_dir, "timeout": cfg.timeout, "retries": cfg.max_retries, "max_tokens": cfg.max_tokens}, sort_keys=True)
+    ident = json.dumps({**cfg.public(), "cache_dir": cfg.cache_dir, "timeout": cfg.timeout, "retries": cfg.max_retries, "max_tokens": cfg.max_tokens, "reasoning_effort": cfg.reasoning_effort}, sort_keys=True)
     with _JUDGES_LOCK:
         client = _JUDGES.get(ident)
         if client is None or client.config.api_key != cfg.api_key:

@@ -72,7 +72,8 @@ class JudgeSpec:
     ``uses_images`` says whether ``build`` calls its ``images`` argument; ``settings`` are extra
     chat-completions fields (e.g. ``max_tokens``); ``judged_text`` maps the model's raw response to
     the text the judge sees (e.g. the JSON ``answer`` field); ``process_results`` looks outcomes up
-    with that same text."""
+    with that same text. ``env_prefix`` names the endpoint's variables (``EARTHSCI_JUDGE_*``; e.g.
+    ``EARTHSCI_DAD_*`` for MAC's stage-2 reasoner, falling back to the judge's)."""
 
     name: str
     build: Builder
@@ -80,6 +81,7 @@ class JudgeSpec:
     uses_images: bool = False
     settings: Mapping[str, Any] = field(default_factory=dict)
     judged_text: Callable[[str], str] | None = None
+    env_prefix: str = "EARTHSCI_JUDGE"
 
     def text_of(self, response: Any) -> str:
         text = response if isinstance(response, str) else ("" if response is None else str(response))
@@ -126,6 +128,7 @@ class Outcome:
     cause: str | None = None  # short failure class, for the per-task summary
     task: str | None = None
     request: dict | None = None  # what the judge was sent: {"text", "images"}
+    reasoning: str | None = None  # a reasoning model's reasoning_content (logged, never parsed)
 
     @property
     def ok(self) -> bool:
@@ -137,7 +140,10 @@ class Outcome:
 
     def log(self) -> dict:
         """What goes into the logged sample: raw reply, parsed verdict, status, error."""
-        return {"status": self.status, "verdict": self.verdict, "reply": self.reply, "error": self.error, "cause": self.cause, "cached": self.cached, "request": self.request}
+        out = {"status": self.status, "verdict": self.verdict, "reply": self.reply, "error": self.error, "cause": self.cause, "cached": self.cached, "request": self.request}
+        if self.reasoning is not None:
+            out["reasoning_content"] = self.reasoning
+        return out
 
     def failed_item(self) -> dict | None:
         """Per-doc value of ``<prefix>_judge_failed`` (None when no judge is configured)."""
@@ -155,7 +161,7 @@ class Outcome:
 
 
 def outcome_of(spec: JudgeSpec, result: JudgeResult) -> Outcome:
-    common = dict(reply=result.content, cached=result.cached, attempts=result.attempts, usage=dict(result.usage))
+    common = dict(reply=result.content, cached=result.cached, attempts=result.attempts, usage=dict(result.usage), reasoning=result.reasoning)
     if not result.ok:
         return Outcome(REQUEST_FAILED, error=result.error, cause=result.cause or "request failed", **common)
     try:
@@ -318,7 +324,7 @@ def outcome_for(spec: JudgeSpec, doc: Mapping[str, Any], response: str, override
         pass_error = _PASS_ERRORS.get(spec.name)
     if hit is not None:
         return hit
-    client = get_judge(overrides if overrides is not None else used_overrides, purpose=f"{spec.name} metrics")
+    client = get_judge(overrides if overrides is not None else used_overrides, purpose=f"{spec.name} metrics", prefix=spec.env_prefix)
     if client is None:
         return Outcome(UNAVAILABLE)
     noted: dict = {}
@@ -455,7 +461,7 @@ def run_task_pass(task) -> list[Outcome] | None:
         _PASS_OVERRIDES[spec.name] = meta.get("judge")
         _PASS_ERRORS.pop(spec.name, None)
     try:
-        client = get_judge(meta.get("judge"), purpose=f"{spec.name} metrics")
+        client = get_judge(meta.get("judge"), purpose=f"{spec.name} metrics", prefix=spec.env_prefix)
         if client is None:
             return None
         name = getattr(task.config, "task", spec.name)

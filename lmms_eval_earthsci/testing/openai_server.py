@@ -51,6 +51,15 @@ def text_of(body: dict) -> str:
     return "\n".join(out)
 
 
+@dataclass
+class Reasoned:
+    """A responder's reply as a reasoning model (vLLM/SGLang with a reasoning parser, DeepSeek, QwQ)
+    sends it: the answer in ``content``, the thinking in ``message.reasoning_content``."""
+
+    content: str
+    reasoning: str
+
+
 def completion(body: dict, text: str) -> dict:
     """A chat-completions reply carrying ``text`` (token counts: whitespace words)."""
     return {
@@ -138,6 +147,10 @@ class FakeOpenAIServer(LoopbackServer):
             reply = self.responder(body)
             if isinstance(reply, Fault):
                 self._fault(handler, reply)
+            elif isinstance(reply, Reasoned):
+                out = completion(body, reply.content)
+                out["choices"][0]["message"]["reasoning_content"] = reply.reasoning
+                handler._json(200, out)
             else:
                 self._ok(handler, body, str(reply))
         finally:
