@@ -239,7 +239,25 @@ def mac_files() -> dict[str, str]:
             + f"    image_max_side: {T.DEFAULT_IMAGE_MAX_SIDE}  # the authors' detail: low; null = full size (or {T.IMAGE_MAX_SIDE_ENV})\n"
             + metric_list(T.METRIC, T.BREAKDOWN_PREFIX, {"publisher": T.PUBLISHERS}, extra, main_agg=fn + "mac_acc")
         )
+        dad = f"mac2025_dad_{direction}_{domain}"
+        files[f"{dad}.yaml"] = (
+            HEADER
+            + "include: _template_yaml\n"
+            + f"task: {dad}\n"
+            + f'task_alias: "MAC-2025 {names[direction]}, {domain} domain, DAD (stage 2: EARTHSCI_DAD_* reasoner)"\n'
+            + f'dataset_kwargs:\n  data_files:\n    test: "{csv}"\n'
+            + "doc_to_messages: !function lmms_eval_earthsci.mac.dad.doc_to_messages\n"
+            + "doc_to_text: !function lmms_eval_earthsci.mac.dad.doc_to_text\n"
+            + "process_results: !function lmms_eval_earthsci.mac.dad.process_results\n"
+            + "lmms_eval_specific_kwargs:\n  default:\n"
+            + f"    direction: {direction}\n    domain: {domain}\n"
+            + f"    image_max_side: {T.DEFAULT_IMAGE_MAX_SIDE}  # the authors' detail: low; null = full size (or {T.IMAGE_MAX_SIDE_ENV})\n"
+            + "# stage 1 is a long description (\"the more the better\")\n"
+            + "generation_kwargs:\n  max_new_tokens: 2048\n  temperature: 0\n  do_sample: false\n  num_beams: 1\n  until: []\n"
+            + metric_list(T.METRIC, T.BREAKDOWN_PREFIX, {"publisher": T.PUBLISHERS}, [*extra, ("mac_dad_failed", JUDGE_FAILED, False)], main_agg=fn + "mac_acc")
+        )
     # each task reports its own numbers (as the paper's Table 1): no group average
+    files["mac2025_dad.yaml"] = HEADER + 'group: mac2025_dad\ngroup_alias: "MAC-2025 with DAD (each task reports its own numbers)"\ntask:\n' + "".join(f"  - mac2025_dad_{d}_{m}\n" for d, m in T.CSV) + "metadata:\n  version: 1.0\n"
     files["mac2025.yaml"] = HEADER + 'group: mac2025\ngroup_alias: "MAC-2025 (each task reports its own numbers)"\ntask:\n' + "".join(f"  - {t}\n" for t in tasks) + "metadata:\n  version: 1.0\n"
     return {os.path.join("mac", k): v for k, v in files.items()}
 

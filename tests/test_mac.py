@@ -227,3 +227,18 @@ def test_settings():
     assert T._settings({"image_max_side": None})["image_max_side"] is None
     with pytest.raises(ValueError, match="MAC direction"):
         T._settings({"direction": "x"})
+
+
+def test_dad_prompts_equal_the_source_literals():
+    from lmms_eval_earthsci.mac import dad as D
+
+    text = open(shared_path("specs", "mac.md")).read()
+    section = text[text.index("### A.2 DAD prompts") : text.index("### A.3")]
+    literals = [ast.literal_eval(lit) for _, lit in re.findall(r"^(system_prompt|user_prompt) = f?(\".*\")$", section, re.M)]
+    ours = [D.DAD_I2T_SYSTEM, D.DAD_I2T_USER, D.DAD_T2I_SYSTEM, D.DAD_T2I_USER, D.STAGE2_I2T_SYSTEM, D.STAGE2_I2T_USER, D.STAGE2_T2I_SYSTEM, D.STAGE2_T2I_USER]
+    assert ours == literals
+    # stage 1 I2T: question and options with no separator, as the original concatenates them
+    kw = T._settings({"direction": "i2t"})
+    assert D.stage1_text(DOC_I2T, kw).endswith("do not give your final answer: Which of the following options best describe the cover image?A: Story A with {options} braces\nB: Story B with {options} braces\nC: Story C with {options} braces\nD: Story D with {options} braces")
+    msgs = D.stage2_messages(DOC_I2T, "The image shows {story}.")
+    assert msgs[0]["content"] == D.STAGE2_I2T_SYSTEM and msgs[1]["content"].startswith("The image description is: The image shows {story}.. The answer in image description may be wrong. And you have the following options: A: Story A")

@@ -3,6 +3,7 @@ first, then the cover or the four covers in A-D order: pixels asserted), the sim
 fixture docs worked out by hand, and two real ranks equal to one."""
 
 import base64
+import re
 import io
 import os
 
@@ -169,3 +170,76 @@ def test_hub_route_fetches_each_cover_once_and_matches_the_mirror(mirror, hf_hom
         assert [s["mac_acc"] for s in s_h[task]] == [s["mac_acc"] for s in s_m[task]]
         info = res_h["configs"][task]["metadata"]["earthsci_data"]
         assert info["source"] == "hub" and info["repo_files"]["revision"] == hub.sha(MAC_REPO) and info["repo_files"]["fallbacks"] == {}
+
+
+def test_dad_two_stages_through_the_judge_engine(mirror, hf_home, tmp_path):
+    """Stage 1 (the model under test) and stage 2 (a reasoning model on its own endpoint) played by one
+    loopback server: the stage-1 request is the DAD prompt with the cover(s); the stage-2 request carries
+    the description; the reasoner's reasoning_content is logged apart; a stage-2 failure is wrong and
+    counted."""
+    import hashlib
+
+    from lmms_eval_earthsci.mac import dad as D
+    from lmms_eval_earthsci.testing.openai_server import Fault, Reasoned
+
+    rows = {(d, m): mac_rows(d, m) for d, m in (("i2t", "info"), ("t2i", "option"))}
+
+    def describe(body, text):
+        """Stage 1: name the gold issue in the description (the model 'sees' it)."""
+        for row in rows[("i2t", "info")]:
+            if T.options_text(row) in text:
+                return row["journal"], row["id"]
+        issue = re.search(r"The story is On the cover: issue (\S+) of (.+?) shows", text)
+        return issue.group(2), issue.group(1)
+
+    def responder(body):
+        text = text_of(body)
+        if body.get("model") == "reasoner-m":
+            journal, issue = re.search(r"GOLD-ISSUE (\S+) OF (.+?)\.", text).group(1, 2)[::-1]
+            if "Science" in journal:
+                return Fault("status", 500)
+            # the options (I2T: the stories; T2I: "the image descriptions" name the covers in order)
+            if "following options:" in text:
+                letter = next(x for x in "ABCD" if re.search(rf"\n?{x}: On the cover: issue {re.escape(issue)} of", text))
+            else:
+                letter = re.search(r"GOLD-LETTER (\w)", text).group(1)
+            probs = {x: (0.7 if x == letter else 0.1) for x in "ABCD"}
+            return Reasoned("{" + ", ".join(f'"{k}": {v}' for k, v in probs.items()) + "}", f"Thinking about {journal}.")
+        journal, issue = describe(body, text)
+        extra = ""
+        if image_urls(body) and len(image_urls(body)) == 4:
+            issues = [COVERS[hashlib.sha1(_decode(u).convert("RGB").tobytes()).hexdigest()] for u in image_urls(body)]
+            extra = f" GOLD-LETTER {'ABCD'[issues.index(issue)]}"
+        return f"The image shows a cover. GOLD-ISSUE {issue} OF {journal}.{extra}"
+
+    with FakeOpenAIServer(responder=responder) as srv:
+        out = tmp_path / "dad"
+        env = cli_env(mirror, hf_home, OMP_NUM_THREADS="1", EARTHSCI_DAD_BASE_URL=srv.base_url, EARTHSCI_DAD_MODEL="reasoner-m", EARTHSCI_JUDGE_CACHE=str(tmp_path / "cache"), EARTHSCI_JUDGE_MAX_RETRIES="1", EARTHSCI_DAD_REASONING_EFFORT="high")
+        args = ["--model", "openai", "--model_args", openai_args(srv.base_url, num_concurrent=2), "--tasks", "mac2025_dad_i2t_info,mac2025_dad_t2i_option", "--output_path", str(out), "--log_samples"]
+        proc = run_cli(args, env, str(tmp_path))
+        bodies = list(srv.requests)
+    res, samples = read_outputs(str(out))
+    for task in ("mac2025_dad_i2t_info", "mac2025_dad_t2i_option"):
+        m = res["results"][task]
+        # ACS, Cell, Nature right (6 of 8); Science: stage 2 failed twice -> wrong, counted, unparsed
+        assert m["mac_acc,none"] == pytest.approx(75.0) and m["mac_dad_failed,none"] == 2 and m["mac_unparsable,none"] == pytest.approx(25.0)
+        recs = [s["mac_acc"] for s in samples[task]]
+        ok = [r for r in recs if r["path"] == "json"]
+        assert len(ok) == 6 and all(r["stage2"]["reasoning_content"].startswith("Thinking about") for r in ok)
+        assert sorted(r["stage2"]["cause"] for r in recs if r["path"] == "stage-2 failed") == ["HTTP 500", "HTTP 500"]
+    stage1 = [b for b in bodies if b.get("model") != "reasoner-m"]
+    stage2 = [b for b in bodies if b.get("model") == "reasoner-m"]
+    assert len(stage1) == 16 and len(stage2) == 16 + 4  # the four Science docs asked twice (1 retry)
+    for b in stage1:
+        assert [m["role"] for m in b["messages"]] == ["system", "user"]
+        system = text_of({"messages": b["messages"][:1]})
+        assert system in (D.DAD_I2T_SYSTEM, D.DAD_T2I_SYSTEM)
+        parts = b["messages"][1]["content"]
+        assert parts[0]["type"] == "text" and [p["type"] for p in parts[1:]] == ["image_url"] * (1 if system == D.DAD_I2T_SYSTEM else 4)
+        if system == D.DAD_I2T_SYSTEM:  # question and options joined with no separator, as the original
+            assert "do not give your final answer: Which of the following options best describe the cover image?A: On the cover" in parts[0]["text"]
+    for b in stage2:
+        assert b["reasoning_effort"] == "high" and not image_urls(b)
+        assert text_of({"messages": b["messages"][:1]}) in (D.STAGE2_I2T_SYSTEM, D.STAGE2_T2I_SYSTEM)
+        assert "The image shows a cover. GOLD-ISSUE" in text_of(b)
+    assert "judge summary mac2025_dad_i2t_info" in proc.stdout + proc.stderr
