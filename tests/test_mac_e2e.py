@@ -243,3 +243,63 @@ def test_dad_two_stages_through_the_judge_engine(mirror, hf_home, tmp_path):
         assert text_of({"messages": b["messages"][:1]}) in (D.STAGE2_I2T_SYSTEM, D.STAGE2_T2I_SYSTEM)
         assert "The image shows a cover. GOLD-ISSUE" in text_of(b)
     assert "judge summary mac2025_dad_i2t_info" in proc.stdout + proc.stderr
+
+
+def test_dad_killed_during_stage_two_resumes_without_asking_again(mirror, hf_home, tmp_path):
+    """kill -9 while stage 2 runs (after stage 1 finished and K stage-2 answers were committed); the rerun
+    with the same verdict cache asks the reasoner only the docs it had not answered. Stage 1 is generated
+    again: lmms-eval 0.7.3's --use_cache merges a run's responses only when the run ends (a killed run's
+    shard is never marked ready, so it is never merged) -- asserted here, so that the day it changes
+    this test says so."""
+    import signal
+    import subprocess
+    import threading
+    import time
+
+    from conftest import VENV_BIN
+
+    K = 3
+    state = {"mode": "block", "answered": 0}
+    release = threading.Event()
+
+    def responder(body):
+        if body.get("model") == "reasoner-m":
+            if state["mode"] == "block" and state["answered"] >= K:
+                release.wait(60)  # the run is killed while this request hangs
+                return "{}"
+            state["answered"] += 1
+            letter = "ABCD"[len(text_of(body)) % 4]
+            return '{"%s": 0.7}' % letter
+        return "The image shows a cover."
+
+    tasks = "mac2025_dad_i2t_info"
+    with FakeOpenAIServer(responder=responder) as srv:
+        def run(name, background=False):
+            env = cli_env(mirror, hf_home, OMP_NUM_THREADS="1", EARTHSCI_DAD_BASE_URL=srv.base_url, EARTHSCI_DAD_MODEL="reasoner-m", EARTHSCI_DAD_CONCURRENCY="1", EARTHSCI_JUDGE_CACHE=str(tmp_path / "verdicts"))
+            args = [os.path.join(VENV_BIN, "lmms-eval"), "--model", "openai", "--model_args", openai_args(srv.base_url), "--tasks", tasks, "--output_path", str(tmp_path / name), "--log_samples", "--use_cache", str(tmp_path / "responses"), "--verbosity", "DEBUG"]
+            if background:
+                return subprocess.Popen(args, env=env, cwd=str(tmp_path), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+            return run_cli(args[1:-2], env, str(tmp_path))
+
+        proc = run("killed", background=True)
+        deadline = time.time() + 300
+        while sum(b.get("model") == "reasoner-m" for b in srv.requests) <= K and time.time() < deadline and proc.poll() is None:
+            time.sleep(0.1)
+        time.sleep(0.5)  # the K answers are committed within 20 ms
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        release.set()
+        first = list(srv.requests)
+        # premise: killed mid-stage-2, with stage 1 complete and K stage-2 answers given
+        assert proc.returncode == -signal.SIGKILL
+        assert sum(b.get("model") != "reasoner-m" for b in first) == 8 and state["answered"] == K
+        assert not list((tmp_path / "killed").glob("**/*_results.json"))
+        state["mode"] = "free"
+        srv.requests.clear()
+        run("resumed")
+        second = list(srv.requests)
+    assert sum(b.get("model") != "reasoner-m" for b in second) == 8  # stage 1 again (upstream cache: see above)
+    assert sum(b.get("model") == "reasoner-m" for b in second) == 8 - K  # stage 2: only what was never answered
+    res, samples = read_outputs(str(tmp_path / "resumed"))
+    assert len(samples[tasks]) == 8 and res["results"][tasks]["mac_dad_failed,none"] == 0
+    assert sum(s["mac_acc"]["stage2"]["cached"] for s in samples[tasks]) == K
