@@ -21,7 +21,9 @@ SMOKE_TESTS = tests/test_registration.py tests/test_cli.py \
 	tests/test_scifibench_e2e.py::test_chat_backend_interleaves_and_llm_extractor \
 	tests/test_routes_e2e.py::test_fallback_routes_install_every_hook \
 	tests/test_multirank_e2e.py \
-	tests/test_musciclaims_e2e.py::test_two_real_ranks_equal_one_flip_rate_included
+	tests/test_musciclaims_e2e.py::test_two_real_ranks_equal_one_flip_rate_included \
+	tests/test_mac_e2e.py::test_two_real_ranks_equal_one \
+	tests/test_mac_e2e.py::test_dad_two_stages_through_the_judge_engine
 
 .PHONY: setup test test-oldest demo clean-venv
 
