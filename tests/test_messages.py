@@ -54,3 +54,11 @@ def test_simple_backend_visuals_distinct_sorted_and_text():
     assert m.simple_text(text) == text
     assert m.simple_text(text, "<image>") == "x <image> y <image> z <image>"
     assert m.messages_text(m.chat_messages(text, resolver)) == "x  y  z "
+
+
+def test_fill_fields_is_one_pass_and_leaves_other_braces():
+    from lmms_eval_earthsci.core.messages import fill_fields
+
+    t = 'Q: {question} O: {options} {"A": p} {question+options}'
+    assert fill_fields(t, {"question": "has {options}", "options": "X", "question+options": "QX"}) == 'Q: has {options} O: X {"A": p} QX'
+    assert fill_fields("{a}", {}) == "{a}"

@@ -121,6 +121,16 @@ def _no_placeholders(text: str) -> Resolver:
     return resolve
 
 
+def fill_fields(template: str, values: dict[str, str]) -> str:
+    """``template`` with each ``{name}`` of ``values`` replaced in one pass: a value is never scanned
+    again (a story that contains ``{options}`` stays as written) and other braces are left alone (the
+    prompts carry literal JSON examples)."""
+    if not values:
+        return template
+    pattern = re.compile("|".join(re.escape("{" + k + "}") for k in sorted(values, key=len, reverse=True)))
+    return pattern.sub(lambda m: values[m.group(0)[1:-1]], template)
+
+
 def messages_text(messages: Sequence[dict]) -> str:
     """All text of a message list joined (for logging and tests)."""
     return "".join(part["text"] for m in messages for part in m["content"] if part.get("type") == "text")

@@ -13,12 +13,10 @@ separator (``{question+options}``), as the original does.
 
 from __future__ import annotations
 
-import re
-
 from lmms_eval_earthsci.core.data import record_check
 from lmms_eval_earthsci.core.hooks import ensure_runtime_hooks
 from lmms_eval_earthsci.core.judge_pass import UNAVAILABLE, JudgeSpec, judged, judged_fields, outcome_for
-from lmms_eval_earthsci.core.messages import note_chat
+from lmms_eval_earthsci.core.messages import fill_fields, note_chat
 from lmms_eval_earthsci.mac import scoring
 from lmms_eval_earthsci.mac import tasks as T
 
@@ -32,18 +30,11 @@ STAGE2_T2I_SYSTEM = 'Following the image descriptions, think critically step by 
 STAGE2_T2I_USER = 'The options are the images. The image descriptions are: {descriptions}. The answer in image descriptions may be wrong. My question is: Which image best describes the cover story? The story is: {story}. Please predict the probability that you would choose each option.'
 
 FAILED = "mac_dad_failed"
-_FIELD_RE = re.compile(r"\{(question\+options|question|story|description|descriptions|options)\}")
-
-
-def fill(template: str, **values: str) -> str:
-    return _FIELD_RE.sub(lambda m: values[m.group(1).replace("+", "_plus_")], template)
-
-
 def stage1_text(doc, kw) -> str:
     question = str(doc.get("question") or "")
     if kw["direction"] == "i2t":
-        return fill(DAD_I2T_USER, question_plus_options=question + T.options_text(doc))
-    return fill(DAD_T2I_USER, question=question, story=T._text(doc, "cover_image"))
+        return fill_fields(DAD_I2T_USER, {"question+options": question + T.options_text(doc)})
+    return fill_fields(DAD_T2I_USER, {"question": question, "story": T._text(doc, "cover_image")})
 
 
 def stage1_system(kw) -> str:
@@ -67,9 +58,9 @@ def doc_to_text(doc, lmms_eval_specific_kwargs=None):
 def stage2_messages(doc, description: str) -> list[dict]:
     """Stage 2: the description (and the options, or the story) to the text-only reasoner."""
     if T._looks_like_path(doc.get("option_A")):
-        user = fill(STAGE2_T2I_USER, descriptions=description, story=T._text(doc, "cover_image"))
+        user = fill_fields(STAGE2_T2I_USER, {"descriptions": description, "story": T._text(doc, "cover_image")})
         return [{"role": "system", "content": STAGE2_T2I_SYSTEM}, {"role": "user", "content": user}]
-    user = fill(STAGE2_I2T_USER, description=description, options=T.options_text(doc))
+    user = fill_fields(STAGE2_I2T_USER, {"description": description, "options": T.options_text(doc)})
     return [{"role": "system", "content": STAGE2_I2T_SYSTEM}, {"role": "user", "content": user}]
 
 

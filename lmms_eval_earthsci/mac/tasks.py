@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 from collections import Counter
 from typing import Any, Mapping
 
 from lmms_eval_earthsci.core.data import RecordError, check_image, record_check, require_columns
 from lmms_eval_earthsci.core.hooks import ensure_runtime_hooks
-from lmms_eval_earthsci.core.messages import note_chat, route_of
+from lmms_eval_earthsci.core.messages import fill_fields, note_chat, route_of
 from lmms_eval_earthsci.core.metrics import breakdown_scores, percent
 from lmms_eval_earthsci.core.repo_files import DecodedCache, RepoFileError, repo_files
 from lmms_eval_earthsci.mac import scoring
@@ -56,14 +55,6 @@ I2T_USER = "I want to ask you the following question: {question} And you have th
 T2I_SYSTEM = '# Requirement\n You are an excellent scientific image reader. You need to analyze the provided cover story and choose the most appropriate option images based on your understanding. ONLY based on the cover story and the options provided above, predict the probability that you would choose each option and answer AS SIMPLE AS POSSIBLE. Make sure the probabilities add up to 1.\n # Response Format\n ```json\n { "A": probability of choosing the option A, "B": probability of choosing the option B, "C": probability of choosing the option C, "D": probability of choosing the option D }\n```'
 T2I_USER = "I want to ask you the following question: {question} And you have the cover story {story}. You need to predict the probability that you would choose each option based on the cover story. The following images provided to you are, in order, A, B, C, and D."
 
-_FIELD_RE = re.compile(r"\{(question|options|story)\}")
-
-
-def fill(template: str, **values: str) -> str:
-    """One pass over the template's placeholders: text that itself contains ``{options}`` stays as is."""
-    return _FIELD_RE.sub(lambda m: values[m.group(1)], template)
-
-
 def _settings(kwargs) -> dict:
     kw = dict(kwargs or {})
     kw.setdefault("direction", "i2t")
@@ -95,8 +86,8 @@ def options_text(doc) -> str:
 def user_text(doc, kw) -> str:
     question = str(doc.get("question") or "")
     if kw["direction"] == "i2t":
-        return fill(I2T_USER, question=question, options=options_text(doc))
-    return fill(T2I_USER, question=question, story=_text(doc, "cover_image"))
+        return fill_fields(I2T_USER, {"question": question, "options": options_text(doc)})
+    return fill_fields(T2I_USER, {"question": question, "story": _text(doc, "cover_image")})
 
 
 def system_text(kw) -> str:
