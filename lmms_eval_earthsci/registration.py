@@ -99,11 +99,12 @@ def install_runtime_hooks() -> None:
     if _RUNTIME_HOOKS:
         return
     _RUNTIME_HOOKS = True
-    from lmms_eval_earthsci.core.hooks import forward_logs, redact_hf_token, release_distributed_at_exit
+    from lmms_eval_earthsci.core.hooks import forward_logs, recover_killed_response_runs, redact_hf_token, release_distributed_at_exit
 
     forward_logs()
     redact_hf_token()
     release_distributed_at_exit()
+    recover_killed_response_runs()  # nothing to do on lmms-eval versions without the layered cache
 
     from lmms_eval_earthsci.core.data import install_mirror_hook
 

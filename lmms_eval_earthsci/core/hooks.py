@@ -20,6 +20,7 @@ from __future__ import annotations
 import atexit
 import functools
 import logging
+import os
 import sys
 
 LOGGER_NAME = "lmms_eval_earthsci"
@@ -100,6 +101,70 @@ def redact_hf_token() -> bool:
 
 
 _EXIT_HOOK = False
+
+RECOVER_ENV = "EARTHSCI_RECOVER_RESPONSE_CACHE"
+_RECOVERED_MARKER = ".earthsci_recovered"
+
+
+def recover_killed_response_runs() -> bool:
+    """lmms-eval's ``--use_cache`` writes a run's responses to ``runs/<id>/rank_*.db`` and merges them into
+    ``cache.db`` only when the run ends: a run killed on its way (``kill -9``, a preempted node) never
+    marks its shard ready, so the rerun asks the model for everything again. Before lmms-eval opens the
+    cache, the shards of runs that were never merged are merged into ``cache.db`` (lmms-eval's own
+    ``merge_shards``, INSERT OR IGNORE under its merge lock; entries are keyed by request, task config and
+    model, so only identical requests reuse them) and marked, once. ``EARTHSCI_RECOVER_RESPONSE_CACHE=0``
+    turns it off. Idempotent; False, changing nothing, when lmms-eval's cache internals are gone."""
+    try:
+        from lmms_eval.caching import response_cache as rc
+    except Exception:
+        return False
+    cls = rc.ResponseCache
+    if getattr(cls, "_earthsci_recover", False):
+        return True
+    needed = ("_LAYERED_RUNS_DIRNAME", "_LAYERED_MERGED_MARKER", "_LAYERED_LOCK_DIRNAME", "_merge_lock")
+    if not all(hasattr(rc, n) for n in needed) or not hasattr(cls, "merge_shards") or not hasattr(cls, "create"):
+        return False
+    original = cls.create.__func__
+
+    @functools.wraps(original)
+    def create(klass, cache_root, *args, **kwargs):
+        if os.environ.get(RECOVER_ENV, "1").strip() != "0":
+            try:
+                _recover_runs(rc, cache_root)
+            except Exception:  # the cache still works as lmms-eval made it
+                logging.getLogger(LOGGER_NAME).warning("lmms_eval_earthsci: could not recover unfinished runs of the response cache", exc_info=True)
+        return original(klass, cache_root, *args, **kwargs)
+
+    cls.create = classmethod(create)
+    cls._earthsci_recover = True
+    return True
+
+
+def _recover_runs(rc, cache_root: str) -> None:
+    import glob
+
+    root = os.path.abspath(os.path.dirname(os.path.abspath(cache_root)) if cache_root.endswith(".db") else cache_root)
+    runs = os.path.join(root, rc._LAYERED_RUNS_DIRNAME)
+    if not os.path.isdir(runs):
+        return
+
+    def unfinished(entry) -> bool:
+        return entry.is_dir() and not entry.name.startswith(".") and not any(os.path.exists(os.path.join(entry.path, m)) for m in (rc._LAYERED_MERGED_MARKER, _RECOVERED_MARKER))
+
+    pending = sorted(e.path for e in os.scandir(runs) if unfinished(e))
+    if not pending:
+        return
+    merged = 0
+    with rc._merge_lock(os.path.join(runs, rc._LAYERED_LOCK_DIRNAME), timeout_seconds=60):
+        for path in pending:
+            shards = sorted(glob.glob(os.path.join(path, "rank_*.db")))
+            if shards:
+                merged += rc.ResponseCache.merge_shards(shards, os.path.join(root, "cache.db"))
+            with open(os.path.join(path, _RECOVERED_MARKER), "w") as f:
+                f.write("merged by lmms_eval_earthsci before a later run\n")
+    logging.getLogger(LOGGER_NAME).info(
+        "lmms_eval_earthsci: response cache %s: %d response(s) of %d unfinished run(s) made reusable (lmms-eval merges a run's responses only when it ends)", root, merged, len(pending)
+    )
 
 
 def ensure_runtime_hooks() -> None:
