@@ -22,9 +22,9 @@ from typing import Any, Iterable, Mapping
 from lmms_eval_earthsci.core.data import RecordError, check_image, record_check, require_columns
 from lmms_eval_earthsci.core.extraction import as_text, extract_json_object, strip_reasoning
 from lmms_eval_earthsci.core.hooks import ensure_runtime_hooks
-from lmms_eval_earthsci.core.messages import note_chat, route_of
+from lmms_eval_earthsci.core.messages import fill_fields, note_chat, route_of
 from lmms_eval_earthsci.core.metrics import precision_recall_f1, set_precision_recall_f1
-from lmms_eval_earthsci.core.repo_files import DecodedCache, RepoFileError, repo_files
+from lmms_eval_earthsci.core.repo_files import DecodedCache, fetch_columns, record_image, record_path, repo_files
 
 logger = logging.getLogger("lmms_eval_earthsci")
 
@@ -228,14 +228,18 @@ def gold_panels(doc) -> list[str]:
     return [str(p) for p in (doc.get("associated_figure_panels") or [])]
 
 
-def prompt_text(doc, kwargs=None) -> str:
-    kw = kwargs if isinstance(kwargs, dict) and "max_pixels" in kwargs else _settings(kwargs)
+def prompt_text(doc, kw: Mapping[str, Any]) -> str:
+    """The prompt of ``doc`` under a task's settings (as :func:`_settings` returns them), filled in one
+    pass: a claim or caption that quotes ``{caption}`` or ``{claim}`` stays as written."""
     text = template(kw)
+    values = {"caption": str(doc.get("caption") or "").strip(), "claim": claim_text(doc, kw)}
     if kw["prompt"] == "thrd":
         panels = gold_panels(doc)
-        text = text.replace(HINT_LINE, HINT_LINE.replace("{panels}", ", ".join(panels)) if panels else "")
-    # caption first: a claim that quotes "{caption}" must stay as written
-    return text.replace("{caption}", str(doc.get("caption") or "").strip()).replace("{claim}", claim_text(doc, kw))
+        if panels:
+            values["panels"] = ", ".join(panels)
+        else:
+            text = text.replace(HINT_LINE, "")
+    return fill_fields(text, values)
 
 
 # ---------------------------------------------------------------------------- figures
@@ -246,24 +250,15 @@ def _store():
 
 
 _DECODED = DecodedCache(maxsize=4)
+FIGURE_FIELD = "associated_figure_filepath"
 
 
 def figure_path(doc) -> str:
-    rel = doc.get("associated_figure_filepath")
-    if not isinstance(rel, str) or not rel.strip():
-        raise RecordError(DATASET, _rid(doc), "associated_figure_filepath", f"expected a path in the dataset repo, got {rel!r}")
-    try:
-        return _store().path(rel)
-    except RepoFileError as exc:
-        raise RecordError(DATASET, _rid(doc), "associated_figure_filepath", f"figure {exc}") from exc
+    return record_path(_store(), doc, FIGURE_FIELD, dataset=DATASET, record_id=_rid(doc), what="figure")
 
 
 def figure(doc, kw) -> Any:
-    path = figure_path(doc)
-    try:
-        return _DECODED.get(path, kw.get("max_pixels"))
-    except (OSError, ValueError) as exc:
-        raise RecordError(DATASET, _rid(doc), "associated_figure_filepath", f"figure {path} cannot be decoded ({exc})") from exc
+    return record_image(_store(), _DECODED, doc, FIGURE_FIELD, dataset=DATASET, record_id=_rid(doc), what="figure", max_pixels=kw.get("max_pixels"))
 
 
 def _visuals(doc, kw) -> list:
@@ -351,10 +346,10 @@ def parse_response(response: Any) -> Parsed:
 
     Never raises."""
     text = strip_reasoning(response)
-    panels = _panels_of(text)
+    obj = extract_json_object(text)
+    panels = _panels_of(text, obj)
     if not text:
         return Parsed(INVALID, "empty" if not as_text(response).strip() else "reasoning-only", panels)
-    obj = extract_json_object(text)
     if obj.found:
         keys = {str(k).strip().lower(): v for k, v in obj.value.items()}
         if "decision" in keys:
@@ -379,11 +374,10 @@ def parse_response(response: Any) -> Parsed:
     return Parsed(INVALID, "none", panels)
 
 
-def _panels_of(text: str) -> tuple:
-    """The panels an IRD answer names: the JSON ``figure_panels`` list (or string), else the list in a
-    broken-JSON ``"figure_panels": [...]``, else the ``FIGURE PANELS:`` line split on ``,``, ``;`` and
-    ``and``."""
-    obj = extract_json_object(text)
+def _panels_of(text: str, obj) -> tuple:
+    """The panels an IRD answer names: the JSON ``figure_panels`` list (or string) of ``obj`` (the
+    answer's JSON object, as :func:`parse_response` extracted it), else the list in a broken-JSON
+    ``"figure_panels": [...]``, else the ``FIGURE PANELS:`` line split on ``,``, ``;`` and ``and``."""
     if obj.found:
         for k, v in obj.value.items():
             if str(k).strip().lower() == "figure_panels":
@@ -408,7 +402,6 @@ def _split_panel_line(line: str) -> tuple:
 # ---------------------------------------------------------------------------- panels (spec §3.3)
 
 _WHOLE_FIGURE_RE = re.compile(r"^\s*(?:all(?:\s+(?:the\s+)?panels?)?|full\s+figure|whole\s+figure|entire\s+figure|no\s+panel\s+markings?|single\s+panel|none|n/?a)\s*$", re.I)
-_FIG_NUMBER_RE = re.compile(r"\b(?:fig(?:ure)?s?)\.?\s*(?:\d+|[ivx]+\b)?", re.I)
 _PANEL_WORD_RE = re.compile(r"\b(?:panels?|subfig(?:ure)?s?|sub-?panels?|inset)\b", re.I)
 _RANGE_RE = re.compile(r"(?<![A-Za-z])([A-Za-z])\s*(?:-|\u2013|\u2014|to|through)\s*([A-Za-z])(?![A-Za-z])")
 _LETTER_RE = re.compile(r"(?<![A-Za-z])([A-Za-z])(?![A-Za-z])")
@@ -499,8 +492,7 @@ def prepare(dataset, kwargs) -> None:
     if refs:
         logger.info("lmms_eval_earthsci: MuSciClaims: %d of %d claims carry an inline figure reference (e.g. 'Figure 2A')%s", refs, len(texts), "; stripped (strip_figure_refs)" if kw.get("strip_figure_refs") else "; kept as the release has them")
     if _figures_needed(kw):
-        paths = dataset["associated_figure_filepath"] if hasattr(dataset, "column_names") else [r.get("associated_figure_filepath") for r in dataset]
-        _store().fetch(p for p in paths if isinstance(p, str) and p.strip())
+        fetch_columns(_store(), dataset, [FIGURE_FIELD])
 
 
 def describe() -> dict:
@@ -520,7 +512,7 @@ def check_record(doc, kwargs=None) -> None:
         raise RecordError(DATASET, _rid(doc), "label_3class", f"expected one of {', '.join(LABELS)}, got {doc['label_3class']!r}")
     if _figures_needed(kw):
         path = figure_path(doc)
-        check_image(path, dataset=DATASET, record_id=_rid(doc), field="associated_figure_filepath")
+        check_image(path, dataset=DATASET, record_id=_rid(doc), field=FIGURE_FIELD)
 
 
 def _panel_score(doc, parsed: Parsed) -> dict | None:
@@ -528,7 +520,7 @@ def _panel_score(doc, parsed: Parsed) -> dict | None:
     NEUTRAL docs (their figure is another one) and for whole-figure or empty golds (excluded, counted)."""
     if doc.get("label_3class") == NEUTRAL:
         return None
-    gold, whole = normalize_panels(gold_panels(doc))
+    gold, _ = normalize_panels(gold_panels(doc))
     if not gold:
         return None
     pred, _ = normalize_panels(parsed.panels)  # "all panels" names no panel: scored as an empty prediction
@@ -546,8 +538,11 @@ def _compact(rec: Mapping[str, Any]) -> list:
 def process_results(doc, results):
     """Per-doc records for the corpus metrics. Any output is scored: no decision is INVALID (a miss for
     its gold class, nobody's false positive), every doc is in every denominator."""
-    response = results[0] if results else ""
-    parsed = parse_response(response)
+    return _scored(doc, parse_response(results[0] if results else ""))
+
+
+def _scored(doc, parsed: Parsed) -> dict:
+    """The decision metrics' values of one doc, from its parsed answer."""
     domain, domain_source = domain_of(doc)
     rec = {
         "claim_id": _rid(doc),
@@ -570,8 +565,8 @@ def process_results(doc, results):
 def process_results_ird(doc, results):
     """IRD: the decision metrics of :func:`process_results` and the panel P/R/F1 (per doc; None for the
     docs that are not scored: NEUTRAL, whole-figure or empty gold)."""
-    out = process_results(doc, results)
     parsed = parse_response(results[0] if results else "")
+    out = _scored(doc, parsed)
     rec = out[METRIC]
     rec["panels_pred"], rec["panels_gold"] = list(parsed.panels), gold_panels(doc)
     panel = _panel_score(doc, parsed)

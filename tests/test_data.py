@@ -1,5 +1,4 @@
 import io
-import os
 
 import pytest
 from PIL import Image

@@ -2,13 +2,12 @@
 
 import base64
 import io
-import os
 
 import pytest
 from PIL import Image
 
 from conftest import cli_env, openai_args, read_outputs, run_cli
-from lmms_eval_earthsci.testing.fixtures import draw_figure, emma_rows
+from lmms_eval_earthsci.testing.fixtures import emma_rows
 from lmms_eval_earthsci.testing.openai_server import FakeOpenAIServer, image_urls, text_of
 
 pytestmark = pytest.mark.e2e

@@ -6,7 +6,6 @@ import re
 import signal
 import sqlite3
 import subprocess
-import sys
 import time
 
 import pytest

@@ -1,7 +1,6 @@
 """Every documented route installs all our hooks (mirror, record validation, judge pass, logs), tested
 with our entry point hidden, as it is when lmms-eval's internals change or a site disables entry points."""
 
-import os
 import subprocess
 import sys
 

@@ -1,7 +1,6 @@
 """Text metrics against values worked out by hand from the definitions `evaluate` uses."""
 
 import math
-import os
 
 import pytest
 

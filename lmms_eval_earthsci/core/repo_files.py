@@ -267,6 +267,39 @@ class RepoFiles:
             return {"source": lst.source, "root": lst.root, "revision": lst.revision, "files_located": len(self._located), "fallbacks": dict(self._fallbacks)}
 
 
+def fetch_columns(store: RepoFiles, dataset, columns: Sequence[str]) -> None:
+    """Fetch at once every file the rows name in ``columns`` (a ``datasets.Dataset`` or a list of rows)."""
+    table = hasattr(dataset, "column_names")
+    paths = [p for c in columns for p in (dataset[c] if table else [r.get(c) for r in dataset])]
+    store.fetch(p for p in paths if isinstance(p, str) and p.strip())
+
+
+def record_path(store: RepoFiles, doc, field: str, *, dataset: str, record_id: str, what: str) -> str:
+    """The local file of the repo path in ``doc[field]``, or one ``RecordError`` naming the record, the
+    field, the paths tried and the root (``what``: "figure", "image")."""
+    from lmms_eval_earthsci.core.data import RecordError
+
+    rel = doc.get(field)
+    if not isinstance(rel, str) or not rel.strip():
+        raise RecordError(dataset, record_id, field, f"expected a path in the dataset repo, got {rel!r:.60}")
+    try:
+        return store.path(rel)
+    except RepoFileError as exc:
+        raise RecordError(dataset, record_id, field, f"{what} {exc}") from exc
+
+
+def record_image(store: RepoFiles, cache: "DecodedCache", doc, field: str, *, dataset: str, record_id: str, what: str, max_pixels: int | None = None, max_side: int | None = None):
+    """The decoded image of ``doc[field]`` (:func:`record_path`, then ``cache``); a file that cannot be
+    decoded is one ``RecordError`` naming the record, the field and the file."""
+    from lmms_eval_earthsci.core.data import RecordError
+
+    path = record_path(store, doc, field, dataset=dataset, record_id=record_id, what=what)
+    try:
+        return cache.get(path, max_pixels, max_side)
+    except (OSError, ValueError) as exc:
+        raise RecordError(dataset, record_id, field, f"{what} {path} cannot be decoded ({exc})") from exc
+
+
 _STORES: dict[tuple, RepoFiles] = {}
 _STORES_LOCK = threading.Lock()
 

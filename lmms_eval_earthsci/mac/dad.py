@@ -15,8 +15,9 @@ from __future__ import annotations
 
 from lmms_eval_earthsci.core.data import record_check
 from lmms_eval_earthsci.core.hooks import ensure_runtime_hooks
-from lmms_eval_earthsci.core.judge_pass import UNAVAILABLE, JudgeSpec, judged, judged_fields, outcome_for
+from lmms_eval_earthsci.core.judge_pass import UNAVAILABLE, JudgeSpec, judged, outcome_for
 from lmms_eval_earthsci.core.messages import fill_fields, note_chat
+from lmms_eval_earthsci.core.metrics import breakdown_keys
 from lmms_eval_earthsci.mac import scoring
 from lmms_eval_earthsci.mac import tasks as T
 
@@ -57,7 +58,7 @@ def doc_to_text(doc, lmms_eval_specific_kwargs=None):
 
 def stage2_messages(doc, description: str) -> list[dict]:
     """Stage 2: the description (and the options, or the story) to the text-only reasoner."""
-    if T._looks_like_path(doc.get("option_A")):
+    if T.direction_of(doc) == "t2i":
         user = fill_fields(STAGE2_T2I_USER, {"descriptions": description, "story": T._text(doc, "cover_image")})
         return [{"role": "system", "content": STAGE2_T2I_SYSTEM}, {"role": "user", "content": user}]
     user = fill_fields(STAGE2_I2T_USER, {"description": description, "options": T.options_text(doc)})
@@ -81,17 +82,14 @@ def process_results(doc, results):
     description = results[0] if results else ""
     outcome = outcome_for(REASONER, doc, description if isinstance(description, str) else str(description))
     if outcome.status == UNAVAILABLE:
-        out = {name: None for name in (T.METRIC, "mac_ece", "mac_nll", "mac_rms", "mac_unparsable", T.LENIENT)}
-        out.update({f"{T.BREAKDOWN_PREFIX}_publisher_{p.lower()}": None for p in T.PUBLISHERS})
-        out[FAILED] = None
-        return out
-    answer = outcome.reply if outcome.ok else None
-    out = T.process_results(doc, [answer])
+        names = (*T.RECORD_METRICS, T.LENIENT, *breakdown_keys(T.BREAKDOWN_PREFIX, {"publisher": T.PUBLISHERS}), FAILED)
+        return {name: None for name in names}
+    out = T.process_results(doc, [outcome.reply if outcome.ok else None])
     rec = out[T.METRIC]
     if not outcome.ok:
         rec["path"] = "stage-2 failed"
-    out.update({k: v for k, v in judged_fields("mac_dad_stage2", FAILED, outcome, None).items() if k == FAILED})
     rec["stage2"] = outcome.log()
+    out[FAILED] = outcome.failed_item()
     return out
 
 

@@ -25,6 +25,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
+from lmms_eval_earthsci.core.extraction import strip_reasoning
+
 LETTERS = "ABCD"
 ECE_BINS = 15
 RMS_BIN_SIZE = 30
@@ -114,8 +116,6 @@ def lenient_letter(text: Any, options: Sequence[str] | None = None) -> tuple[str
     """Ours, for ``mac_acc_lenient`` only, when the official parser fails: a bare letter (``B``,
     ``**B**``, ``(B).``), else the last "answer/option/choice (is) X", else (I2T, ``options`` given) the
     one option text the response quotes (at least 40 characters of it). Returns (letter, rule)."""
-    from lmms_eval_earthsci.core.extraction import strip_reasoning
-
     body = strip_reasoning(text)
     m = _BARE_LETTER_RE.match(body)
     if m:

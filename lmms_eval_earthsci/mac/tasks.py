@@ -13,13 +13,13 @@ from __future__ import annotations
 import logging
 import os
 from collections import Counter
-from typing import Any, Mapping
+from typing import Mapping
 
 from lmms_eval_earthsci.core.data import RecordError, check_image, record_check, require_columns
 from lmms_eval_earthsci.core.hooks import ensure_runtime_hooks
 from lmms_eval_earthsci.core.messages import fill_fields, note_chat, route_of
 from lmms_eval_earthsci.core.metrics import breakdown_scores, percent
-from lmms_eval_earthsci.core.repo_files import DecodedCache, RepoFileError, repo_files
+from lmms_eval_earthsci.core.repo_files import DecodedCache, fetch_columns, record_image, record_path, repo_files
 from lmms_eval_earthsci.mac import scoring
 
 logger = logging.getLogger("lmms_eval_earthsci")
@@ -47,6 +47,8 @@ IMAGE_MAX_SIDE_ENV = "EARTHSCI_MAC_IMAGE_MAX_SIDE"
 METRIC = "mac_acc"
 LENIENT = "mac_acc_lenient"
 BREAKDOWN_PREFIX = "mac"
+# the metrics computed from the per-doc record (``mac_acc``'s value is the record itself)
+RECORD_METRICS = (METRIC, "mac_ece", "mac_nll", "mac_rms", "mac_unparsable")
 
 # ---------------------------------------------------------------------------- prompts (Appendix A.1, exact)
 
@@ -109,31 +111,22 @@ _DECODED = DecodedCache(maxsize=16)
 
 
 def image_path(doc, column: str) -> str:
-    rel = doc.get(column)
-    if not isinstance(rel, str) or not rel.strip():
-        raise RecordError(DATASET, _rid(doc), column, f"expected an image path in the dataset repo, got {rel!r:.60}")
-    try:
-        return _store().path(rel)
-    except RepoFileError as exc:
-        raise RecordError(DATASET, _rid(doc), column, f"image {exc}") from exc
+    return record_path(_store(), doc, column, dataset=DATASET, record_id=_rid(doc), what="image")
 
 
 def images(doc, kw) -> list:
-    out = []
-    for column in image_columns(kw):
-        path = image_path(doc, column)
-        try:
-            out.append(_DECODED.get(path, max_side=kw["image_max_side"]))
-        except (OSError, ValueError) as exc:
-            raise RecordError(DATASET, _rid(doc), column, f"image {path} cannot be decoded ({exc})") from exc
-    return out
+    return [record_image(_store(), _DECODED, doc, column, dataset=DATASET, record_id=_rid(doc), what="image", max_side=kw["image_max_side"]) for column in image_columns(kw)]
 
 
-def publisher_of(doc, kw=None) -> str:
+def direction_of(doc) -> str:
+    """``t2i`` when the options are image paths, else ``i2t`` (the scoring side has only the doc)."""
+    return "t2i" if _looks_like_path(doc.get("option_A")) else "i2t"
+
+
+def publisher_of(doc) -> str:
     """The publisher from the first path component after ``MAC_Bench/`` (spec §2.3): of ``cover_image``
     (I2T) or ``option_A`` (T2I); ``other`` when it is none of ACS, Cell, Nature, Science."""
-    kw = kw or _settings({"direction": "t2i" if _looks_like_path(doc.get("option_A")) else "i2t"})
-    rel = str(doc.get(image_columns(kw)[0]) or "")
+    rel = str(doc.get("cover_image" if direction_of(doc) == "i2t" else "option_A") or "")
     head = _store().candidates(rel)[0].split("/", 1)[0] if rel else ""
     for p in PUBLISHERS:
         if head.lower() == p.lower():
@@ -203,8 +196,7 @@ def prepare(dataset, kwargs) -> None:
     """Before the rows are checked: the columns, and every image the split names fetched at once."""
     kw = _settings(kwargs)
     check_columns(dataset)
-    paths = [p for column in image_columns(kw) for p in (dataset[column] if hasattr(dataset, "column_names") else [r.get(column) for r in dataset])]
-    _store().fetch(p for p in paths if isinstance(p, str) and p.strip())
+    fetch_columns(_store(), dataset, image_columns(kw))
 
 
 def describe() -> dict:
@@ -229,8 +221,8 @@ def process_results(doc, results):
     got = scoring.parse_probabilities(response)
     gold = gold_letter(doc)
     correct = got.pred == gold
-    direction = "t2i" if _looks_like_path(doc.get("option_A")) else "i2t"
-    publisher = publisher_of(doc, _settings({"direction": direction}))
+    direction = direction_of(doc)
+    publisher = publisher_of(doc)
     rec = {
         "journal": doc.get("journal"),
         "id": str(doc.get("id")),
@@ -252,7 +244,7 @@ def process_results(doc, results):
     else:
         opts = [str(doc.get(f"option_{x}") or "") for x in LETTERS] if direction == "i2t" else None
         lenient, rule = scoring.lenient_letter(response, opts)
-    out = {name: rec for name in (METRIC, "mac_ece", "mac_nll", "mac_rms", "mac_unparsable")}
+    out = {name: rec for name in RECORD_METRICS}
     out[LENIENT] = {"score": percent(lenient == gold), "pred": lenient, "rule": rule}
     known = {"publisher": PUBLISHERS}
     scores, _ = breakdown_scores(BREAKDOWN_PREFIX, percent(correct), {"publisher": [publisher]}, known)
