@@ -140,3 +140,25 @@ def test_images_are_sent_as_stored_bytes(tmp_path):
         urls = sorted((image_urls(b)[0] for b in srv.requests), key=lambda u: u.startswith("data:image/png"))
     assert urls[0] == "data:image/jpeg;base64," + base64.b64encode(jpeg.getvalue()).decode()
     assert urls[1] == "data:image/png;base64," + base64.b64encode(png.getvalue()).decode()
+
+
+def test_token_counts_of_instances_and_their_sum():
+    """The judged response's own token counts (lmms-eval >= 0.7 ``Instance.token_counts``, TokenCounts
+    objects or dicts, None for unreported) are summed per instance and over docs; none reported = None."""
+    from types import SimpleNamespace
+
+    from lmms_eval.api.instance import TokenCounts
+
+    inst = SimpleNamespace(token_counts=[TokenCounts(input_tokens=10, output_tokens=4), None, {"input_tokens": 1, "output_tokens": 2, "reasoning_tokens": 3}])
+    assert P.token_counts_of(inst) == {"input_tokens": 11, "output_tokens": 6, "reasoning_tokens": 3}
+    assert P.token_counts_of(SimpleNamespace(token_counts=[None, TokenCounts()])) is None
+    assert P.token_counts_of(SimpleNamespace()) is None
+    counts = [{"input_tokens": 11, "output_tokens": 6, "reasoning_tokens": 3}, None, {"input_tokens": 1, "output_tokens": 1}]
+    assert P.model_tokens(counts) == {"docs": 2, "input_tokens": 12, "output_tokens": 7, "reasoning_tokens": 3}
+    assert P.model_tokens([None, None]) is None
+
+
+def test_reasoning_tokens_are_read_from_completion_details():
+    assert J._usage({"prompt_tokens": 5, "completion_tokens": 9, "completion_tokens_details": {"reasoning_tokens": 7}}) == {"prompt_tokens": 5, "completion_tokens": 9, "reasoning_tokens": 7}
+    assert J._usage({"prompt_tokens": 5, "completion_tokens": 9, "completion_tokens_details": None}) == {"prompt_tokens": 5, "completion_tokens": 9}
+    assert J._usage({"completion_tokens_details": {"reasoning_tokens": "x"}}) == {"prompt_tokens": 0, "completion_tokens": 0}

@@ -3,9 +3,10 @@ first, then the cover or the four covers in A-D order: pixels asserted), the sim
 fixture docs worked out by hand, and two real ranks equal to one."""
 
 import base64
-import re
 import io
+import json
 import os
+import re
 
 import pytest
 from PIL import Image
@@ -242,7 +243,22 @@ def test_dad_two_stages_through_the_judge_engine(mirror, hf_home, tmp_path):
         assert b["reasoning_effort"] == "high" and not image_urls(b)
         assert text_of({"messages": b["messages"][:1]}) in (D.STAGE2_I2T_SYSTEM, D.STAGE2_T2I_SYSTEM)
         assert "The image shows a cover. GOLD-ISSUE" in text_of(b)
-    assert "judge summary mac2025_dad_i2t_info" in proc.stdout + proc.stderr
+    # tokens of both stages in each task's summary line: stage 1 as the backend reported them (the
+    # loopback counts whitespace words), stage 2 from the reasoner's replies (failed requests have none)
+    log = proc.stdout + proc.stderr
+    for task in ("mac2025_dad_i2t_info", "mac2025_dad_t2i_option"):
+        line = re.search(rf"judge summary {task}: (\{{.*\}})", log)
+        assert line, f"no summary line for {task}"
+        summary = json.loads(line.group(1))
+        descriptions = [s["filtered_resps"] for s in samples[task]]
+        prompts = sum(tc["input_tokens"] for s in samples[task] for tc in s["token_counts"])
+        assert summary["model_tokens"] == {"docs": 8, "input_tokens": prompts, "output_tokens": sum(len(d.split()) for d in descriptions), "reasoning_tokens": 0}
+        assert prompts > 8 * 50
+        answers = [r["stage2"]["reply"] for r in (s["mac_acc"] for s in samples[task]) if r["path"] == "json"]
+        assert summary["completion_tokens"] == sum(len(a.split()) for a in answers) > 0
+    # and in lmms-eval's own usage record, stage 2 as source "judge" beside the model's calls
+    usage = res["usage"]["by_source"]
+    assert usage["judge"]["n_api_calls"] == 12 and usage["model"]["n_api_calls"] == 16
 
 
 def test_dad_killed_during_stage_two_resumes_without_asking_again(mirror, hf_home, tmp_path):

@@ -420,6 +420,13 @@ def _usage(raw: Any) -> dict:
             out[k] = max(0, int(raw.get(k) or 0)) if isinstance(raw, Mapping) else 0
         except (TypeError, ValueError):
             out[k] = 0
+    details = raw.get("completion_tokens_details") if isinstance(raw, Mapping) else None
+    try:
+        reasoning = int(details.get("reasoning_tokens") or 0) if isinstance(details, Mapping) else 0
+    except (TypeError, ValueError):
+        reasoning = 0
+    if reasoning > 0:  # a reasoning model's thinking, already inside completion_tokens
+        out["reasoning_tokens"] = reasoning
     return out
 
 

@@ -129,6 +129,7 @@ class Outcome:
     task: str | None = None
     request: dict | None = None  # what the judge was sent: {"text", "images"}
     reasoning: str | None = None  # a reasoning model's reasoning_content (logged, never parsed)
+    model_usage: dict | None = None  # token counts of the judged response itself (the model under test), if its backend reported them
 
     @property
     def ok(self) -> bool:
@@ -157,6 +158,8 @@ class Outcome:
             "attempts": self.attempts,
             "prompt_tokens": int(self.usage.get("prompt_tokens", 0)),
             "completion_tokens": int(self.usage.get("completion_tokens", 0)),
+            "reasoning_tokens": int(self.usage.get("reasoning_tokens", 0)),
+            "model_tokens": self.model_usage,
         }
 
 
@@ -351,6 +354,7 @@ class PassItem:
     response: str
     images: Callable[[], dict] = dict
     key: str = ""
+    model_usage: dict | None = None  # the response's own token counts (lmms-eval >= 0.7 backends that report them)
 
     def __post_init__(self):
         if not self.key:
@@ -386,9 +390,42 @@ def run_pass(spec: JudgeSpec, items: Sequence[PassItem], client: JudgeClient, *,
         out = outcome_of(spec, res)
         out.task = task
         out.request = n.get("request")
+        out.model_usage = it.model_usage
         _store(spec, it.key, it.response, out)
         by_key[(it.key, it.response)] = out
+    _log_lmms_usage(client, results, task)
     return [by_key[(it.key, it.response)] for it in items]
+
+
+def _log_lmms_usage(client: JudgeClient, results: Sequence[JudgeResult], task: str | None) -> None:
+    """The judge's fresh (uncached) token counts into lmms-eval's usage record (``results["usage"]``,
+    ``source="judge"``, as its own judge providers log them), where lmms-eval has one (>= 0.7)."""
+    try:
+        from lmms_eval.models.model_utils.usage_metrics import log_usage
+    except ImportError:
+        return
+    model = str(getattr(client.config, "model", "judge"))
+    for res in results:
+        if res.ok and not res.cached and res.usage:
+            reasoning = int(res.usage.get("reasoning_tokens", 0))  # part of completion_tokens: not counted twice
+            log_usage(model, task_name=task, input_tokens=int(res.usage.get("prompt_tokens", 0)), output_tokens=int(res.usage.get("completion_tokens", 0)) - reasoning, reasoning_tokens=reasoning, source="judge")
+
+
+TOKEN_FIELDS = ("input_tokens", "output_tokens", "reasoning_tokens")
+
+
+def token_counts_of(inst) -> dict | None:
+    """An instance's token counts summed over its requests (lmms-eval >= 0.7 keeps them in
+    ``Instance.token_counts`` for backends that report usage), or None when none were reported."""
+    total, seen = dict.fromkeys(TOKEN_FIELDS, 0), False
+    for tc in getattr(inst, "token_counts", None) or []:
+        d = tc if isinstance(tc, Mapping) else (tc.to_dict() if hasattr(tc, "to_dict") else None)
+        if not d:
+            continue
+        seen = True
+        for k in TOKEN_FIELDS:
+            total[k] += int(d.get(k) or 0)
+    return total if seen else None
 
 
 def failure_causes(causes) -> dict[str, int]:
@@ -434,10 +471,11 @@ def _rank_items(task, media: bool, tags: Any = None) -> list["PassItem"]:
         if isinstance(inst.metadata, dict) and inst.metadata.get("__padding_only__"):
             continue
         doc = docs[inst.doc_id]
+        usage = token_counts_of(inst)
         for resp in inst.filtered_resps.values():
             for r in resp if isinstance(resp, list) else [resp]:
                 text = normalize_response(r if isinstance(r, str) else str(r), tags)
-                items.append(PassItem(doc, text, images_of(inst.doc_id) if media else dict))
+                items.append(PassItem(doc, text, images_of(inst.doc_id) if media else dict, model_usage=usage))
     return items
 
 
@@ -517,6 +555,16 @@ def _on_failure() -> str:
     return value
 
 
+def model_tokens(counts: Sequence[Any]) -> dict | None:
+    """Sum of the judged responses' own token counts (the model under test; DAD's stage 1), with the
+    number of docs that had them; None when the backend reported none (older lmms-eval, local backends
+    that do not count, ``--use_cache`` replays)."""
+    have = [c for c in counts if isinstance(c, Mapping)]
+    if not have:
+        return None
+    return {"docs": len(have), **{k: sum(int(c.get(k) or 0) for c in have) for k in TOKEN_FIELDS}}
+
+
 def judge_failed(items: Sequence[Any]) -> int | None:
     """Aggregation of ``<prefix>_judge_failed``: the number of docs whose judging failed, or None if no
     judge was configured. Runs once per task on rank 0, after every rank's docs were gathered, and logs
@@ -536,6 +584,8 @@ def judge_failed(items: Sequence[Any]) -> int | None:
         "requests": sum(int(i.get("attempts") or 0) for i in present if not i.get("cached")),
         "prompt_tokens": sum(int(i.get("prompt_tokens") or 0) for i in present if not i.get("cached")),
         "completion_tokens": sum(int(i.get("completion_tokens") or 0) for i in present if not i.get("cached")),
+        "reasoning_tokens": sum(int(i.get("reasoning_tokens") or 0) for i in present if not i.get("cached")),
+        "model_tokens": model_tokens([i.get("model_tokens") for i in present]),
     }
     logger.info("lmms_eval_earthsci judge summary %s: %s", task, json.dumps(summary))
     if summary["failed"]:
