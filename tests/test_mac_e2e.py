@@ -3,6 +3,7 @@ first, then the cover or the four covers in A-D order: pixels asserted), the sim
 fixture docs worked out by hand, and two real ranks equal to one."""
 
 import base64
+import importlib.util
 import io
 import json
 import os
@@ -17,6 +18,9 @@ from lmms_eval_earthsci.testing.fixtures import MAC_REPO, mac_rows
 from lmms_eval_earthsci.testing.openai_server import FakeOpenAIServer, image_urls, text_of
 
 pytestmark = pytest.mark.e2e
+
+# lmms-eval >= 0.7 keeps per-response token counts (Instance.token_counts, results["usage"])
+REPORTS_TOKENS = importlib.util.find_spec("lmms_eval.models.model_utils.usage_metrics") is not None
 
 
 def _gold_by_text(direction, domain):
@@ -250,15 +254,18 @@ def test_dad_two_stages_through_the_judge_engine(mirror, hf_home, tmp_path):
         line = re.search(rf"judge summary {task}: (\{{.*\}})", log)
         assert line, f"no summary line for {task}"
         summary = json.loads(line.group(1))
+        answers = [r["stage2"]["reply"] for r in (s["mac_acc"] for s in samples[task]) if r["path"] == "json"]
+        assert summary["completion_tokens"] == sum(len(a.split()) for a in answers) > 0
+        if not REPORTS_TOKENS:  # lmms-eval < 0.7 keeps no per-response token counts
+            assert summary["model_tokens"] is None
+            continue
         descriptions = [s["filtered_resps"] for s in samples[task]]
         prompts = sum(tc["input_tokens"] for s in samples[task] for tc in s["token_counts"])
         assert summary["model_tokens"] == {"docs": 8, "input_tokens": prompts, "output_tokens": sum(len(d.split()) for d in descriptions), "reasoning_tokens": 0}
         assert prompts > 8 * 50
-        answers = [r["stage2"]["reply"] for r in (s["mac_acc"] for s in samples[task]) if r["path"] == "json"]
-        assert summary["completion_tokens"] == sum(len(a.split()) for a in answers) > 0
-    # and in lmms-eval's own usage record, stage 2 as source "judge" beside the model's calls
-    usage = res["usage"]["by_source"]
-    assert usage["judge"]["n_api_calls"] == 12 and usage["model"]["n_api_calls"] == 16
+    if REPORTS_TOKENS:  # and in lmms-eval's own usage record, stage 2 as source "judge" beside the model's calls
+        usage = res["usage"]["by_source"]
+        assert usage["judge"]["n_api_calls"] == 12 and usage["model"]["n_api_calls"] == 16
 
 
 def test_dad_killed_during_stage_two_resumes_without_asking_again(mirror, hf_home, tmp_path):
