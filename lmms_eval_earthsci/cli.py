@@ -13,13 +13,14 @@ COMMANDS = {
     "report": "Markdown tables and PNG charts from lmms-eval output folders, beside the papers' numbers",
     "check-mirror": "check a local mirror: repos present, revisions against our pins, every record valid",
     "write-fixtures": "write the small synthetic mirror the tests use",
+    "mac": "`mac build INPUT --out DIR ...`: build a new MAC snapshot (CSVs, covers, stats, task folder) from your covers and stories",
 }
 
 
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog="lmms-eval-earthsci",
-        description="Helpers around lmms-eval for the MSEarth, EMMA and SciFIBench tasks of lmms_eval_earthsci.",
+        description="Helpers around lmms-eval for the MSEarth, EMMA, SciFIBench, MuSciClaims and MAC tasks of lmms_eval_earthsci.",
         epilog="Run `lmms-eval-earthsci COMMAND --help` for a command's options.",
     )
     sub = ap.add_subparsers(dest="command", metavar="COMMAND")
@@ -35,6 +36,9 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("check-mirror", help=COMMANDS["check-mirror"], description=COMMANDS["check-mirror"])
     p.add_argument("mirror", metavar="DIR", help="the mirror root (the folder EARTHSCI_DATA_MIRROR points at)")
     p.add_argument("--tasks", default=None, help="comma-separated task names (default: every task whose repo is in DIR)")
+    p = sub.add_parser("mac", help=COMMANDS["mac"], description=COMMANDS["mac"] + " (`lmms-eval-earthsci mac build --help` for its options)")
+    p.add_argument("subcommand", choices=["build"])
+    p.add_argument("args", nargs=argparse.REMAINDER)
     p = sub.add_parser("write-fixtures", help=COMMANDS["write-fixtures"], description=COMMANDS["write-fixtures"])
     p.add_argument("dir", nargs="?", default="earthsci_fixture_mirror", metavar="DIR", help="target folder (default ./earthsci_fixture_mirror)")
     return ap
@@ -42,6 +46,10 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:2] == ["mac", "build"]:
+        from lmms_eval_earthsci.mac.builder import main as build_main
+
+        return build_main(argv[2:])
     if argv[:1] in (["run"], ["demo"]) and argv[1:2] not in (["-h"], ["--help"]):
         # passed on verbatim: argparse's REMAINDER would reject a leading --option
         a = argparse.Namespace(command=argv[0], args=argv[1:])

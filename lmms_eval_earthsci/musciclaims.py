@@ -495,7 +495,7 @@ def prepare(dataset, kwargs) -> None:
         fetch_columns(_store(), dataset, [FIGURE_FIELD])
 
 
-def describe() -> dict:
+def describe(kwargs=None) -> dict:
     return _store().summary()
 
 

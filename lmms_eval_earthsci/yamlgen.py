@@ -218,27 +218,41 @@ def musciclaims_files() -> dict[str, str]:
     return {os.path.join("musciclaims", k): v for k, v in files.items()}
 
 
+MAC_DIRECTIONS = {"i2t": "Image2Text", "t2i": "Text2Image"}
+
+
+def mac_task_yaml(task: str, alias: str, csv: str, direction: str, domain: str, header: str = HEADER, snapshot: bool = False) -> str:
+    """One MAC task over ``csv`` (the MAC-2025 variants; and the tasks of a snapshot built by
+    ``lmms-eval-earthsci mac build``, whose folder ``snapshot.ROOT`` gives as rows and covers root)."""
+    from lmms_eval_earthsci.mac import tasks as T
+
+    fn = "!function lmms_eval_earthsci.mac.tasks."
+    extra = [("mac_ece", fn + "mac_ece", False), ("mac_nll", fn + "mac_nll", False), ("mac_rms", fn + "mac_rms", False), ("mac_unparsable", fn + "mac_unparsable", False), (T.LENIENT, MEAN_PRESENT, True)]
+    return (
+        header
+        + "include: _template_yaml\n"
+        + f"task: {task}\n"
+        + f'task_alias: "{alias}"\n'
+        + f'dataset_kwargs:\n  data_files:\n    test: "{csv}"\n'
+        + "lmms_eval_specific_kwargs:\n  default:\n"
+        + f"    direction: {direction}\n    domain: {domain}\n"
+        + f"    image_max_side: {T.DEFAULT_IMAGE_MAX_SIDE}  # the authors' detail: low; null = full size (or {T.IMAGE_MAX_SIDE_ENV})\n"
+        + ("    snapshot_root: !function snapshot.ROOT  # this snapshot's folder, wherever it is moved\n" if snapshot else "")
+        + metric_list(T.METRIC, T.BREAKDOWN_PREFIX, {"publisher": T.PUBLISHERS}, extra, main_agg=fn + "mac_acc")
+    )
+
+
 def mac_files() -> dict[str, str]:
     from lmms_eval_earthsci.mac import tasks as T
 
     fn = "!function lmms_eval_earthsci.mac.tasks."
     extra = [("mac_ece", fn + "mac_ece", False), ("mac_nll", fn + "mac_nll", False), ("mac_rms", fn + "mac_rms", False), ("mac_unparsable", fn + "mac_unparsable", False), (T.LENIENT, MEAN_PRESENT, True)]
-    names = {"i2t": "Image2Text", "t2i": "Text2Image"}
+    names = MAC_DIRECTIONS
     files, tasks = {}, []
     for (direction, domain), csv in T.CSV.items():
         task = f"mac2025_{direction}_{domain}"
         tasks.append(task)
-        files[f"{task}.yaml"] = (
-            HEADER
-            + "include: _template_yaml\n"
-            + f"task: {task}\n"
-            + f'task_alias: "MAC-2025 {names[direction]}, {domain} domain"\n'
-            + f'dataset_kwargs:\n  data_files:\n    test: "{csv}"\n'
-            + "lmms_eval_specific_kwargs:\n  default:\n"
-            + f"    direction: {direction}\n    domain: {domain}\n"
-            + f"    image_max_side: {T.DEFAULT_IMAGE_MAX_SIDE}  # the authors' detail: low; null = full size (or {T.IMAGE_MAX_SIDE_ENV})\n"
-            + metric_list(T.METRIC, T.BREAKDOWN_PREFIX, {"publisher": T.PUBLISHERS}, extra, main_agg=fn + "mac_acc")
-        )
+        files[f"{task}.yaml"] = mac_task_yaml(task, f"MAC-2025 {names[direction]}, {domain} domain", csv, direction, domain)
         dad = f"mac2025_dad_{direction}_{domain}"
         files[f"{dad}.yaml"] = (
             HEADER

@@ -209,7 +209,7 @@ def _record_loaded(task, record: dict) -> None:
         record["rows"] = {str(split): len(ds) for split, ds in (getattr(task, "dataset", None) or {}).items()}
         describe = getattr(getattr(getattr(task.config, "process_results", None), "record_check", None), "describe", None)
         if describe is not None:
-            record["repo_files"] = describe()
+            record["repo_files"] = describe(_task_kwargs(task))
         if not isinstance(task.config.metadata, dict):
             task.config.metadata = {}
         task.config.metadata["earthsci_data"] = record
@@ -320,8 +320,8 @@ def record_check(check, prepare=None, describe=None):
     ``process_results`` never meets such a record.
 
     ``prepare(dataset, kwargs)``, when given, runs once over the whole split before the records are
-    checked (e.g. fetch every file the rows name, in parallel, once); ``describe()`` returns what it
-    served, recorded in the task's ``metadata.earthsci_data.repo_files``."""
+    checked (e.g. fetch every file the rows name, in parallel, once); ``describe(kwargs)`` returns what
+    it served, recorded in the task's ``metadata.earthsci_data.repo_files``."""
 
     if prepare is not None:
         check.prepare = prepare

@@ -57,7 +57,7 @@ class Located:
 
 @dataclass
 class _Listing:
-    source: str  # mirror | hub | hub-cache
+    source: str  # mirror | hub | hub-cache | local
     root: str  # a local folder (mirror, cached snapshot) or "hub:<repo>@<revision>"
     revision: str | None  # the commit (hub), or None
     files: frozenset[str]
@@ -120,6 +120,8 @@ class RepoFiles:
     def _list(self) -> _Listing:
         from lmms_eval_earthsci.core.data import mirror_path
 
+        if os.path.isabs(self.repo_id):  # a local folder laid out as the repo (a built MAC snapshot)
+            return _Listing("local", self.repo_id, None, _walk(self.repo_id))
         local = mirror_path(self.repo_id)
         if local is not None:
             return _Listing("mirror", local, None, _walk(local))

