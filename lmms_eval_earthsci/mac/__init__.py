@@ -6,4 +6,9 @@ as a probability JSON and scored for accuracy and calibration.
   the authors' system and user prompts, the CSV rows and the covers they name (repo files), messages for
   chat and simple backends, per-doc records.
 - :mod:`.scoring`: the official probability parser and the accuracy / ECE / NLL / RMS metrics.
+- :mod:`.dad`: DAD (description by the model under test, deduction by a text-only reasoner).
+- The live snapshot builder, ``lmms-eval-earthsci mac build``: :mod:`.builder` (the command and the
+  writing), :mod:`.collection` (input, cleaning, window), :mod:`.embedders` (model specs, encoders, the
+  embedding cache), :mod:`.distractors` (ranking, the distractor rule, letters, self-validation stats),
+  :mod:`.ocr` (text-free covers).
 """

@@ -22,25 +22,25 @@ LETTERS = ("A", "B", "C", "D")
 N_DISTRACTORS = len(LETTERS) - 1
 
 
-def ranked(sim_row: np.ndarray, self_index: int) -> list[int]:
+def ranked(sim_row: np.ndarray, self_index: int) -> np.ndarray:
     """Candidate indices by similarity, highest first, the question's own issue left out; ties in
     index order."""
-    order = np.argsort(-sim_row, kind="stable")
-    return [int(j) for j in order if j != self_index]
+    order = np.argsort(-np.asarray(sim_row), kind="stable")
+    return order[order != self_index]
 
 
-def average_rank_list(lists: Sequence[Sequence[int]]) -> list[int]:
+def average_rank_list(lists: Sequence[Sequence[int]]) -> np.ndarray:
     """Candidates re-ranked by their mean position over the models' lists (paper Appendix B)."""
-    if not lists:
-        return []
-    cands = sorted(lists[0])
-    total = dict.fromkeys(cands, 0)  # the sum of positions: the mean's order, in exact integers
-    for lst in lists:
-        if sorted(lst) != cands:
+    arrays = [np.asarray(lst, dtype=np.int64) for lst in lists]
+    if not arrays or not len(arrays[0]):
+        return np.zeros(0, dtype=np.int64)
+    cands = np.sort(arrays[0])
+    total = np.zeros(int(cands[-1]) + 1, dtype=np.int64)  # the sum of positions: the mean's order, exact
+    for arr in arrays:
+        if not np.array_equal(np.sort(arr), cands):
             raise ValueError("the models' ranked lists must hold the same candidates")
-        for p, c in enumerate(lst):
-            total[c] += p
-    return sorted(cands, key=total.__getitem__)  # stable: ties stay in index order
+        total[arr] += np.arange(len(arr))
+    return cands[np.argsort(total[cands], kind="stable")]  # stable: ties stay in index order
 
 
 def select(model_lists: Mapping[str, Sequence[int]], ave: Sequence[int], n: int = N_DISTRACTORS) -> list[tuple[str, int]] | None:
@@ -51,14 +51,15 @@ def select(model_lists: Mapping[str, Sequence[int]], ave: Sequence[int], n: int 
     chosen: list[tuple[str, int]] = []
     taken: set[int] = set()
     for key, lst in model_lists.items():
-        if lst:
-            top = lst[0]
+        if len(lst):
+            top = int(lst[0])
             if top not in taken:
                 chosen.append((key, top))
                 taken.add(top)
-    for p, c in enumerate(ave):
+    for p in range(len(ave)):  # usually stops after a few entries
         if len(chosen) >= n:
             break
+        c = int(ave[p])
         if c not in taken:
             chosen.append((f"ave_{p}", c))
             taken.add(c)

