@@ -16,7 +16,6 @@ pytest.importorskip("easyocr_en_models")
 
 from lmms_eval_earthsci.mac import builder as B  # noqa: E402
 from lmms_eval_earthsci.mac import embedders as E  # noqa: E402
-from lmms_eval_earthsci.mac import ocr as O  # noqa: E402
 from lmms_eval_earthsci.testing.fixtures import minilm_path, write_mac_collection  # noqa: E402
 
 
