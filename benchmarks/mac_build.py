@@ -51,8 +51,8 @@ def _unit(x):
 def run(pool, journals, emb) -> tuple[float, float, int]:
     tracemalloc.start()
     t = time.perf_counter()
-    rows, _ = B.build_rows(journals, emb, ["t1", "t2", "t3"], ["i1", "i2", "i3"], seed=0)
-    B.self_validation(journals, emb, ["i1", "i2", "i3"], rows, {it.key: n for n, it in enumerate(pool)})
+    rows, _, ranks = B.build_rows(journals, emb, ["t1", "t2", "t3"], ["i1", "i2", "i3"], seed=0)
+    B.self_validation(ranks, emb, ["i1", "i2", "i3"], rows, {it.key: n for n, it in enumerate(pool)})
     secs = time.perf_counter() - t
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()

@@ -219,6 +219,13 @@ def musciclaims_files() -> dict[str, str]:
 
 
 MAC_DIRECTIONS = {"i2t": "Image2Text", "t2i": "Text2Image"}
+MAC_FN = "!function lmms_eval_earthsci.mac.tasks."
+
+
+def _mac_extra_metrics() -> list[tuple[str, str, bool]]:
+    from lmms_eval_earthsci.mac import tasks as T
+
+    return [("mac_ece", MAC_FN + "mac_ece", False), ("mac_nll", MAC_FN + "mac_nll", False), ("mac_rms", MAC_FN + "mac_rms", False), ("mac_unparsable", MAC_FN + "mac_unparsable", False), (T.LENIENT, MEAN_PRESENT, True)]
 
 
 def mac_task_yaml(task: str, alias: str, csv: str, direction: str, domain: str, header: str = HEADER, snapshot: bool = False) -> str:
@@ -226,8 +233,7 @@ def mac_task_yaml(task: str, alias: str, csv: str, direction: str, domain: str, 
     ``lmms-eval-earthsci mac build``, whose folder ``snapshot.ROOT`` gives as rows and covers root)."""
     from lmms_eval_earthsci.mac import tasks as T
 
-    fn = "!function lmms_eval_earthsci.mac.tasks."
-    extra = [("mac_ece", fn + "mac_ece", False), ("mac_nll", fn + "mac_nll", False), ("mac_rms", fn + "mac_rms", False), ("mac_unparsable", fn + "mac_unparsable", False), (T.LENIENT, MEAN_PRESENT, True)]
+    extra = _mac_extra_metrics()
     return (
         header
         + "include: _template_yaml\n"
@@ -238,27 +244,25 @@ def mac_task_yaml(task: str, alias: str, csv: str, direction: str, domain: str, 
         + f"    direction: {direction}\n    domain: {domain}\n"
         + f"    image_max_side: {T.DEFAULT_IMAGE_MAX_SIDE}  # the authors' detail: low; null = full size (or {T.IMAGE_MAX_SIDE_ENV})\n"
         + ("    snapshot_root: !function snapshot.ROOT  # this snapshot's folder, wherever it is moved\n" if snapshot else "")
-        + metric_list(T.METRIC, T.BREAKDOWN_PREFIX, {"publisher": T.PUBLISHERS}, extra, main_agg=fn + "mac_acc")
+        + metric_list(T.METRIC, T.BREAKDOWN_PREFIX, {"publisher": T.PUBLISHERS}, extra, main_agg=MAC_FN + "mac_acc")
     )
 
 
 def mac_files() -> dict[str, str]:
     from lmms_eval_earthsci.mac import tasks as T
 
-    fn = "!function lmms_eval_earthsci.mac.tasks."
-    extra = [("mac_ece", fn + "mac_ece", False), ("mac_nll", fn + "mac_nll", False), ("mac_rms", fn + "mac_rms", False), ("mac_unparsable", fn + "mac_unparsable", False), (T.LENIENT, MEAN_PRESENT, True)]
-    names = MAC_DIRECTIONS
+    extra = _mac_extra_metrics()
     files, tasks = {}, []
     for (direction, domain), csv in T.CSV.items():
         task = f"mac2025_{direction}_{domain}"
         tasks.append(task)
-        files[f"{task}.yaml"] = mac_task_yaml(task, f"MAC-2025 {names[direction]}, {domain} domain", csv, direction, domain)
+        files[f"{task}.yaml"] = mac_task_yaml(task, f"MAC-2025 {MAC_DIRECTIONS[direction]}, {domain} domain", csv, direction, domain)
         dad = f"mac2025_dad_{direction}_{domain}"
         files[f"{dad}.yaml"] = (
             HEADER
             + "include: _template_yaml\n"
             + f"task: {dad}\n"
-            + f'task_alias: "MAC-2025 {names[direction]}, {domain} domain, DAD (stage 2: EARTHSCI_DAD_* reasoner)"\n'
+            + f'task_alias: "MAC-2025 {MAC_DIRECTIONS[direction]}, {domain} domain, DAD (stage 2: EARTHSCI_DAD_* reasoner)"\n'
             + f'dataset_kwargs:\n  data_files:\n    test: "{csv}"\n'
             + "doc_to_messages: !function lmms_eval_earthsci.mac.dad.doc_to_messages\n"
             + "doc_to_text: !function lmms_eval_earthsci.mac.dad.doc_to_text\n"
@@ -268,7 +272,7 @@ def mac_files() -> dict[str, str]:
             + f"    image_max_side: {T.DEFAULT_IMAGE_MAX_SIDE}  # the authors' detail: low; null = full size (or {T.IMAGE_MAX_SIDE_ENV})\n"
             + "# stage 1 is a long description (\"the more the better\")\n"
             + "generation_kwargs:\n  max_new_tokens: 2048\n  temperature: 0\n  do_sample: false\n  num_beams: 1\n  until: []\n"
-            + metric_list(T.METRIC, T.BREAKDOWN_PREFIX, {"publisher": T.PUBLISHERS}, [*extra, ("mac_dad_failed", JUDGE_FAILED, False)], main_agg=fn + "mac_acc")
+            + metric_list(T.METRIC, T.BREAKDOWN_PREFIX, {"publisher": T.PUBLISHERS}, [*extra, ("mac_dad_failed", JUDGE_FAILED, False)], main_agg=MAC_FN + "mac_acc")
         )
     # each task reports its own numbers (as the paper's Table 1): no group average
     files["mac2025_dad.yaml"] = HEADER + 'group: mac2025_dad\ngroup_alias: "MAC-2025 with DAD (each task reports its own numbers)"\ntask:\n' + "".join(f"  - mac2025_dad_{d}_{m}\n" for d, m in T.CSV) + "metadata:\n  version: 1.0\n"

@@ -414,18 +414,16 @@ def _log_lmms_usage(client: JudgeClient, results: Sequence[JudgeResult], task: s
 TOKEN_FIELDS = ("input_tokens", "output_tokens", "reasoning_tokens")
 
 
+def _sum_tokens(counts: Sequence[Mapping]) -> dict:
+    return {k: sum(int(c.get(k) or 0) for c in counts) for k in TOKEN_FIELDS}
+
+
 def token_counts_of(inst) -> dict | None:
     """An instance's token counts summed over its requests (lmms-eval >= 0.7 keeps them in
     ``Instance.token_counts`` for backends that report usage), or None when none were reported."""
-    total, seen = dict.fromkeys(TOKEN_FIELDS, 0), False
-    for tc in getattr(inst, "token_counts", None) or []:
-        d = tc if isinstance(tc, Mapping) else (tc.to_dict() if hasattr(tc, "to_dict") else None)
-        if not d:
-            continue
-        seen = True
-        for k in TOKEN_FIELDS:
-            total[k] += int(d.get(k) or 0)
-    return total if seen else None
+    dicts = [tc if isinstance(tc, Mapping) else (tc.to_dict() if hasattr(tc, "to_dict") else None) for tc in getattr(inst, "token_counts", None) or []]
+    dicts = [d for d in dicts if d]
+    return _sum_tokens(dicts) if dicts else None
 
 
 def failure_causes(causes) -> dict[str, int]:
@@ -562,7 +560,7 @@ def model_tokens(counts: Sequence[Any]) -> dict | None:
     have = [c for c in counts if isinstance(c, Mapping)]
     if not have:
         return None
-    return {"docs": len(have), **{k: sum(int(c.get(k) or 0) for c in have) for k in TOKEN_FIELDS}}
+    return {"docs": len(have), **_sum_tokens(have)}
 
 
 def judge_failed(items: Sequence[Any]) -> int | None:

@@ -110,20 +110,23 @@ def embed_pool(pool: list[Issue], text_specs, image_specs, opts: BuildOptions, l
     for spec in [*text_specs, *image_specs]:
         is_image = spec in image_specs
         cache = E.EmbeddingCache(cache_dir, E.model_id(spec))
+        loaded: list[E.Encoder] = []
+
+        def encoder(spec=spec, loaded=loaded) -> E.Encoder:
+            """The model, loaded at the first batch the cache does not hold (a warm cache loads none)."""
+            if not loaded:
+                loaded.append(E.load_encoder(spec, device))
+            return loaded[0]
+
         try:
-            # the model is loaded only when something is not cached yet
-            shas_t = list(dict.fromkeys(s for s, _ in texts))
-            shas_i = list(dict.fromkeys(s for s, _ in covers)) if is_image else []
-            missing = len(shas_t) - len(cache.get_many("text", shas_t)) + len(shas_i) - len(cache.get_many("image", shas_i))
-            encoder = E.load_encoder(spec, device) if missing else None
             t0 = time.time()
-            out.text[spec.key], n_t = E.embed(encoder.texts if encoder else None, "text", texts, cache, opts.batch_size, f"{spec.key} stories" if opts.progress else None)
+            out.text[spec.key], n_t = E.embed(lambda batch: encoder().texts(batch), "text", texts, cache, opts.batch_size, f"{spec.key} stories" if opts.progress else None)
             n_i = 0
             if is_image:
-                out.image[spec.key], n_i = E.embed(encoder.images if encoder else None, "image", covers, cache, opts.batch_size, f"{spec.key} covers" if opts.progress else None)
+                out.image[spec.key], n_i = E.embed(lambda batch: encoder().images(batch), "image", covers, cache, opts.batch_size, f"{spec.key} covers" if opts.progress else None)
             out.encoded[spec.key] = n_t + n_i
             log(f"embedded with {spec.text} ({spec.key}): {n_t} stories and {n_i} covers encoded now, the rest from the cache ({time.time() - t0:.1f} s)")
-            del encoder  # one model in memory at a time
+            loaded.clear()  # one model in memory at a time
         finally:
             cache.close()
     return out
@@ -170,10 +173,13 @@ def _sims(emb: Embeddings, j: Journal, variant: tuple[str, str], key: str) -> np
     return emb.image[key][q] @ emb.image[key][rows].T
 
 
-def build_rows(journals: list[Journal], emb: Embeddings, text_keys: list[str], image_keys: list[str], seed: int) -> tuple[dict, Counter]:
-    """{variant: [row dicts]} and the count of questions dropped per reason."""
+def build_rows(journals: list[Journal], emb: Embeddings, text_keys: list[str], image_keys: list[str], seed: int) -> tuple[dict, Counter, dict]:
+    """{variant: [row dicts]}, the count of questions dropped per reason, and (from the same similarity
+    matrices) the relative ranks of the true pairs for :func:`self_validation`: {image model key or
+    "average": {"i2t": [...], "t2i": [...]}} (I2T: cover -> the journal's stories; T2I: story -> its covers)."""
     rows: dict[tuple[str, str], list[dict]] = {v: [] for v in VARIANTS}
     dropped: Counter = Counter()
+    ranks: dict[str, dict[str, list[float]]] = {k: {"i2t": [], "t2i": []} for k in [*image_keys, "average"]}
     for j in journals:
         if not j.questions:
             continue
@@ -184,13 +190,17 @@ def build_rows(journals: list[Journal], emb: Embeddings, text_keys: list[str], i
             keys = text_keys if variant == ("i2t", "option") else image_keys
             sims = {k: _sims(emb, j, variant, k) for k in keys}
             for qi, k_issue in enumerate(j.questions):
+                if variant[1] == "info":
+                    for k in keys:
+                        ranks[k][variant[0]].append(D.relative_rank(sims[k][qi], k_issue))
+                    ranks["average"][variant[0]].append(D.average_relative_rank([sims[k][qi] for k in keys], k_issue))
                 lists = {k: D.ranked(sims[k][qi], k_issue) for k in keys}
                 picked = D.select(lists, D.average_rank_list(list(lists.values())))
                 if picked is None:
                     dropped["fewer than 3 distractors"] += 1
                     continue
                 rows[variant].append(_row(j, k_issue, picked, variant, seed))
-    return rows, dropped
+    return rows, dropped, ranks
 
 
 def _row(j: Journal, k_issue: int, picked: list[tuple[str, int]], variant: tuple[str, str], seed: int) -> dict:
@@ -214,20 +224,15 @@ def _row(j: Journal, k_issue: int, picked: list[tuple[str, int]], variant: tuple
 # --------------------------------------------------------------------------- self-validation (§3.4)
 
 
-def self_validation(journals: list[Journal], emb: Embeddings, image_keys: list[str], rows: dict, pool_index: dict) -> dict:
-    """Relative rank of the true pair (I2T: cover -> the journal's stories; T2I: story -> its covers),
-    mean and median per image model and for the average-rank model; embedding-only accuracy of each
-    built variant (the most similar option; the average model: the best mean rank)."""
-    ranks: dict[str, dict[str, list[float]]] = {k: {"i2t": [], "t2i": []} for k in [*image_keys, "average"]}
-    for j in journals:
-        if not j.questions or len(j.issues) < len(D.LETTERS):
-            continue
-        for direction, variant in (("i2t", ("i2t", "info")), ("t2i", ("t2i", "info"))):
-            sims = {k: _sims(emb, j, variant, k) for k in image_keys}
-            for qi, k_issue in enumerate(j.questions):
-                for k in image_keys:
-                    ranks[k][direction].append(D.relative_rank(sims[k][qi], k_issue))
-                ranks["average"][direction].append(D.average_relative_rank([sims[k][qi] for k in image_keys], k_issue))
+def option_keys(row: dict) -> list[tuple[str, str]]:
+    """The (journal, id) of a row's options A-D (from ``option_X_embedding_id`` = ``<id>.txt``)."""
+    return [(row["journal"], row[f"option_{x}_embedding_id"][: -len(".txt")]) for x in D.LETTERS]
+
+
+def self_validation(ranks: dict, emb: Embeddings, image_keys: list[str], rows: dict, pool_index: dict) -> dict:
+    """Relative rank of the true pair (``ranks`` from :func:`build_rows`), mean and median per image model
+    and for the average-rank model; embedding-only accuracy of each built variant (the most similar
+    option; the average model: the best mean rank)."""
     out: dict = {"relative_rank": {}, "embedding_accuracy": {}}
     for k, by_dir in ranks.items():
         out["relative_rank"][k] = {d: {"mean": _r(np.mean(v)), "median": _r(np.median(v)), "n": len(v)} if v else None for d, v in by_dir.items()}
@@ -235,7 +240,7 @@ def self_validation(journals: list[Journal], emb: Embeddings, image_keys: list[s
         acc: dict[str, list[bool]] = {k: [] for k in [*image_keys, "average"]}
         for row in rs:
             q = pool_index[(row["journal"], row["id"])]
-            opts = [pool_index[(row["journal"], row[f"option_{x}_embedding_id"][: -len(".txt")])] for x in D.LETTERS]
+            opts = [pool_index[key] for key in option_keys(row)]
             gold = D.LETTERS.index(row["answer"])
             per_model = []
             for k in image_keys:
@@ -375,13 +380,13 @@ def build(opts: BuildOptions, log: Callable[[str], None] = print) -> dict:
     emb = embed_pool(pool, text_specs, image_specs, opts, log)
     t_embed = time.time() - t0 - t_read
     text_keys, image_keys = [s.key for s in text_specs], [s.key for s in image_specs]
-    rows, dropped = build_rows(active, emb, text_keys, image_keys, opts.seed)
-    stats = self_validation(active, emb, image_keys, rows, pool_index)
+    rows, dropped, ranks = build_rows(active, emb, text_keys, image_keys, opts.seed)
+    stats = self_validation(ranks, emb, image_keys, rows, pool_index)
     t_select = time.time() - t0 - t_read - t_embed
 
     _prepare_out(opts.out)
     written: list[str] = []
-    used = sorted({pool_index[(r["journal"], r[f"option_{x}_embedding_id"][: -len(".txt")])] for rs in rows.values() for r in rs for x in D.LETTERS})
+    used = sorted({pool_index[key] for rs in rows.values() for r in rs for key in option_keys(r)})
     publishers = sorted({pool[n].publisher for n in used})
     for n in used:
         it = pool[n]

@@ -80,16 +80,20 @@ def relative_rank(sim_row: np.ndarray, true_index: int) -> float:
     return float((sim_row > sim_row[true_index]).sum() + 1) / len(sim_row)
 
 
+def _position_sum(sim_rows: Sequence[np.ndarray]) -> np.ndarray:
+    """Each candidate's summed 0-based position over the models' similarity rankings (ties in index
+    order): the average-rank model's order, in exact integers."""
+    total = np.zeros(len(sim_rows[0]), dtype=np.int64)
+    for row in sim_rows:
+        order = np.argsort(-np.asarray(row), kind="stable")
+        total[order] += np.arange(len(order))
+    return total
+
+
 def average_relative_rank(sim_rows: Sequence[np.ndarray], true_index: int) -> float:
     """The same for the average-rank model: candidates ranked by their mean rank over the models."""
-    n = len(sim_rows[0])
-    mean_pos = np.zeros(n)
-    for row in sim_rows:
-        order = np.argsort(-row, kind="stable")
-        pos = np.empty(n)
-        pos[order] = np.arange(n)
-        mean_pos += pos / len(sim_rows)
-    return float((mean_pos < mean_pos[true_index]).sum() + 1) / n
+    total = _position_sum(sim_rows)
+    return float((total < total[true_index]).sum() + 1) / len(total)
 
 
 def embedding_pick(option_sims: Sequence[float]) -> int:
@@ -99,11 +103,4 @@ def embedding_pick(option_sims: Sequence[float]) -> int:
 
 def average_pick(option_sims_by_model: Sequence[Sequence[float]]) -> int:
     """The option with the best mean rank over the models (first on ties)."""
-    k = len(option_sims_by_model[0])
-    mean_pos = np.zeros(k)
-    for sims in option_sims_by_model:
-        order = np.argsort(-np.asarray(sims), kind="stable")
-        pos = np.empty(k)
-        pos[order] = np.arange(k)
-        mean_pos += pos
-    return int(np.argmin(mean_pos))
+    return int(np.argmin(_position_sum(option_sims_by_model)))

@@ -112,15 +112,15 @@ def _store(kw=None):
     return repo_files(root, strip_prefixes=PATH_PREFIXES) if root else repo_files(DATASET, REVISION, strip_prefixes=PATH_PREFIXES)
 
 
-def _dataset(kw) -> str:
-    return kw.get("snapshot_root") or DATASET
+def _dataset(kw=None) -> str:
+    return (kw or {}).get("snapshot_root") or DATASET
 
 
 _DECODED = DecodedCache(maxsize=16)
 
 
 def image_path(doc, column: str, kw=None) -> str:
-    return record_path(_store(kw), doc, column, dataset=_dataset(kw or {}), record_id=_rid(doc), what="image")
+    return record_path(_store(kw), doc, column, dataset=_dataset(kw), record_id=_rid(doc), what="image")
 
 
 def images(doc, kw) -> list:
