@@ -159,7 +159,6 @@ class Encoder:
     """``texts(list[str])`` and, for image-text models, ``images(list[path])``: L2-normalised float32 rows."""
 
     spec: ModelSpec
-    has_images = False
 
     def texts(self, texts: list[str]) -> np.ndarray:  # pragma: no cover - interface
         raise NotImplementedError
@@ -188,8 +187,6 @@ class HFEncoder(Encoder):
     """transformers CLIP-family: ``AutoModel`` + ``AutoTokenizer`` + ``AutoImageProcessor`` from the
     checkpoint. Text: truncated to the text tower's positions (77 for CLIP, 64 for SigLIP, padded to
     ``max_length`` as SigLIP was trained)."""
-
-    has_images = True
 
     def __init__(self, spec: ModelSpec, device: str):
         import torch
@@ -220,8 +217,6 @@ class HFEncoder(Encoder):
 
 
 class OpenClipEncoder(Encoder):
-    has_images = True
-
     def __init__(self, spec: ModelSpec, device: str):
         import open_clip
         import torch
