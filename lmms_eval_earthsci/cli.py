@@ -13,6 +13,7 @@ COMMANDS = {
     "report": "Markdown tables and PNG charts from lmms-eval output folders, beside the papers' numbers",
     "check-mirror": "check a local mirror: repos present, revisions against our pins, every record valid",
     "write-fixtures": "write the small synthetic mirror the tests use",
+    "rescore": "score a finished --log_samples / --predict_only run again (judge pass included) without the model, or import the authors' released outputs (--from)",
     "mac": "`mac build INPUT --out DIR ...`: build a new MAC snapshot (CSVs, covers, stats, task folder) from your covers and stories",
 }
 
@@ -36,6 +37,8 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("check-mirror", help=COMMANDS["check-mirror"], description=COMMANDS["check-mirror"])
     p.add_argument("mirror", metavar="DIR", help="the mirror root (the folder EARTHSCI_DATA_MIRROR points at)")
     p.add_argument("--tasks", default=None, help="comma-separated task names (default: every task whose repo is in DIR)")
+    p = sub.add_parser("rescore", help=COMMANDS["rescore"], add_help=False)
+    p.add_argument("args", nargs=argparse.REMAINDER)
     p = sub.add_parser("mac", help=COMMANDS["mac"], description=COMMANDS["mac"] + " (`lmms-eval-earthsci mac build --help` for its options)")
     p.add_argument("subcommand", choices=["build"])
     p.add_argument("args", nargs=argparse.REMAINDER)
@@ -50,6 +53,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from lmms_eval_earthsci.mac.builder import main as build_main
 
         return build_main(argv[2:])
+    if argv[:1] == ["rescore"]:
+        from lmms_eval_earthsci.rescore import main as rescore_main
+
+        return rescore_main(argv[1:])
     if argv[:1] in (["run"], ["demo"]) and argv[1:2] not in (["-h"], ["--help"]):
         # passed on verbatim: argparse's REMAINDER would reject a leading --option
         a = argparse.Namespace(command=argv[0], args=argv[1:])

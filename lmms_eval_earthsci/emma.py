@@ -471,3 +471,37 @@ def process_results_judge(doc, results):
 # lmms-eval imports this module while it reads our task YAMLs: make sure our hooks are in, whatever route
 # (entry point, --include_path, the `run` wrapper) brought it here
 ensure_runtime_hooks()
+
+
+# ---------------------------------------------------------------------------- released outputs
+
+
+def release_plan(path: str, options: dict) -> dict:
+    """``rescore --from emma-release FILE``: the authors' per-model JSONL (``results/EMMA-mini/<model>_<CoT|
+    Direct>.json``, one record per question with ``pid`` and ``response``) as a replay plan over our EMMA
+    tasks, matched by ``pid``. The strategy is the file name's suffix (else the prompt's CoT sentence); the
+    subjects are those present (all four: the group). A record without ``response`` has no answer and is
+    an error when its doc is asked for, never a silent skip."""
+    import os
+
+    from lmms_eval_earthsci.rescore import RescoreError, read_jsonl
+
+    rows = read_jsonl(path)
+    name = os.path.basename(path).split(".jsonl")[0].split(".json")[0]
+    if not rows or any("pid" not in r or "subject" not in r for r in rows):
+        raise RescoreError(f"{path}: not an EMMA release file (records need pid, subject and response)")
+    strategy = "Direct" if name.endswith("_Direct") else "CoT" if name.endswith("_CoT") else ("CoT" if "step by step" in str(rows[0].get("query", "")) else "Direct")
+    family = f"emma_{options.get('set') or 'mini'}" + ("_direct" if strategy == "Direct" else "")
+    subjects = [s for s in SUBJECTS if any(r["subject"] == s for r in rows)]
+    unknown = sorted({r["subject"] for r in rows} - set(SUBJECTS))
+    if unknown:
+        raise RescoreError(f"{path}: unknown subject(s) {unknown}")
+    entries: dict[str, dict] = {f"{family}_{s.lower()}": {} for s in subjects}
+    for r in rows:
+        if "response" in r:
+            entries[f"{family}_{r['subject'].lower()}"][str(r["pid"])] = {"responses": [as_text(r["response"])], "input": None, "target": None}
+    tasks = family if len(subjects) == len(SUBJECTS) else ",".join(entries)
+    if options.get("tasks"):
+        tasks = options["tasks"]
+        entries = {t: v for t, v in entries.items() if t in tasks.split(",") or tasks == family}
+    return {"key": "pid", "tasks": tasks, "entries": entries, "limit": None, "offset": 0, "repeats": 1, "include_path": None, "model": {"model": "released", "model_args": f"release={name}", "model_name": name}}

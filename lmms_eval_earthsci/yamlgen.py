@@ -11,6 +11,7 @@ templates (``_template_yaml``) are written by hand. Run after changing a benchma
 from __future__ import annotations
 
 import os
+import re
 import sys
 from typing import Mapping, Sequence
 
@@ -23,6 +24,31 @@ GROUP_MEAN = "!function lmms_eval_earthsci.core.metrics.group_mean"
 # judged metrics: None (unavailable), not 0, when no doc got a verdict
 JUDGED_MEAN = "!function lmms_eval_earthsci.core.judge_pass.judged_mean"
 JUDGE_FAILED = "!function lmms_eval_earthsci.core.judge_pass.judge_failed"
+
+# Comparability versions (inspect_evals' practice): a task's ``metadata.version`` moves whenever a change
+# could move its scores (data handling, prompt, extraction, metric, judge prompt or parsing). Written into
+# every generated task and group YAML; lmms-eval records it in the results (``versions``, ``configs``);
+# ``report`` shows it and warns when runs of different versions are compared; ``rescore`` refuses a run
+# of another version unless ``--force``. tests/test_scoring_versions.py fails when a task's scoring
+# outputs on the fixtures change while its version stays: bump here (a benchmark, or one task), then
+# `python tests/test_scoring_versions.py --update`.
+VERSIONS = {"emma": 1.0, "msearth": 1.0, "scifibench": 1.0, "musciclaims": 1.0, "mac": 1.0, "earthsci": 1.0}
+TASK_VERSIONS: dict[str, float] = {}  # a task (or group) that moved alone: {name: version}
+
+
+def version_of(name: str, bench: str) -> float:
+    """The comparability version of task or group ``name`` of benchmark ``bench``."""
+    return TASK_VERSIONS.get(name, VERSIONS[bench])
+
+
+_METADATA = re.compile(r"\nmetadata:\n(?:  .*\n)*\Z")
+_NAME = re.compile(r"^(?:task|group): (\S+)$", re.M)
+
+
+def versioned(bench: str, text: str) -> str:
+    """``text`` (a task or group YAML) ending with its ``metadata: version`` block (replacing one there)."""
+    name = _NAME.search(text).group(1)
+    return _METADATA.sub("\n", text) + f"metadata:\n  version: {version_of(name, bench)}\n"
 
 
 def metric_list(main: str, prefix: str, known: Mapping[str, Sequence[str]], extra: Sequence[tuple[str, str, bool]] = (), main_agg: str = MEAN_PRESENT) -> str:
@@ -42,7 +68,6 @@ def group_yaml(name: str, tasks: Sequence[str], metrics: Sequence[str], alias: s
     out += "aggregate_metric_list:\n"
     for m in metrics:
         out += f"  - metric: {m}\n    aggregation: {GROUP_MEAN}\n    weight_by_size: true\n"
-    out += "metadata:\n  version: 1.0\n"
     return out
 
 
@@ -117,7 +142,7 @@ def msearth_files() -> dict[str, str]:
             + (f"generation_kwargs:\n  max_new_tokens: {max_tokens}\n  temperature: 0\n  do_sample: false\n  until: []\n" if max_tokens else "")
             + metric_list(main, msearth.BREAKDOWN_PREFIX, msearth.breakdowns(kind), more, main_agg=JUDGED_MEAN if judged_main else MEAN_PRESENT)
         )
-    files["msearth.yaml"] = HEADER + "group: msearth\ngroup_alias: \"MSEarth\"\ntask:\n" + "".join(f"  - {t}\n" for t in tasks) + "metadata:\n  version: 1.0\n"
+    files["msearth.yaml"] = HEADER + "group: msearth\ngroup_alias: \"MSEarth\"\ntask:\n" + "".join(f"  - {t}\n" for t in tasks)
     return {os.path.join("msearth", k): v for k, v in files.items()}
 
 
@@ -214,7 +239,7 @@ def musciclaims_files() -> dict[str, str]:
             + metrics(ird)
         )
     # each task reports its own numbers: no cross-task average of F1 (the paper reports none)
-    files["musciclaims.yaml"] = HEADER + 'group: musciclaims\ngroup_alias: "MuSciClaims (D, RD, IRD; each task reports its own F1)"\ntask:\n' + "".join(f"  - {t}\n" for t in ("musciclaims_d", "musciclaims_rd", "musciclaims_ird")) + "metadata:\n  version: 1.0\n"
+    files["musciclaims.yaml"] = HEADER + 'group: musciclaims\ngroup_alias: "MuSciClaims (D, RD, IRD; each task reports its own F1)"\ntask:\n' + "".join(f"  - {t}\n" for t in ("musciclaims_d", "musciclaims_rd", "musciclaims_ird"))
     return {os.path.join("musciclaims", k): v for k, v in files.items()}
 
 
@@ -275,13 +300,30 @@ def mac_files() -> dict[str, str]:
             + metric_list(T.METRIC, T.BREAKDOWN_PREFIX, {"publisher": T.PUBLISHERS}, [*extra, ("mac_dad_failed", JUDGE_FAILED, False)], main_agg=MAC_FN + "mac_acc")
         )
     # each task reports its own numbers (as the paper's Table 1): no group average
-    files["mac2025_dad.yaml"] = HEADER + 'group: mac2025_dad\ngroup_alias: "MAC-2025 with DAD (each task reports its own numbers)"\ntask:\n' + "".join(f"  - mac2025_dad_{d}_{m}\n" for d, m in T.CSV) + "metadata:\n  version: 1.0\n"
-    files["mac2025.yaml"] = HEADER + 'group: mac2025\ngroup_alias: "MAC-2025 (each task reports its own numbers)"\ntask:\n' + "".join(f"  - {t}\n" for t in tasks) + "metadata:\n  version: 1.0\n"
+    files["mac2025_dad.yaml"] = HEADER + 'group: mac2025_dad\ngroup_alias: "MAC-2025 with DAD (each task reports its own numbers)"\ntask:\n' + "".join(f"  - mac2025_dad_{d}_{m}\n" for d, m in T.CSV)
+    files["mac2025.yaml"] = HEADER + 'group: mac2025\ngroup_alias: "MAC-2025 (each task reports its own numbers)"\ntask:\n' + "".join(f"  - {t}\n" for t in tasks)
     return {os.path.join("mac", k): v for k, v in files.items()}
 
 
+# One name for a sweep: the headline task of every benchmark, and those of them that need no judge.
+# No aggregate_metric_list: a mean across benchmarks would mean nothing (each reports its own numbers).
+EARTHSCI = ("emma_mini", "msearth_mcq", "msearth_open", "msearth_caption", "scifibench", "musciclaims_rd", "mac2025")
+EARTHSCI_NOJUDGE = ("emma_mini", "msearth_mcq", "scifibench", "musciclaims_rd", "mac2025")
+
+
+def earthsci_files() -> dict[str, str]:
+    def group(name, alias, tasks):
+        return HEADER + f"group: {name}\n" + f'group_alias: "{alias}"\n' + "task:\n" + "".join(f"  - {t}\n" for t in tasks)
+
+    return {
+        os.path.join("earthsci", "earthsci.yaml"): group("earthsci", "Earth & science benchmarks, the headline task of each (no cross-benchmark average)", EARTHSCI),
+        os.path.join("earthsci", "earthsci_nojudge.yaml"): group("earthsci_nojudge", "Earth & science benchmarks, headline tasks that need no judge (no cross-benchmark average)", EARTHSCI_NOJUDGE),
+    }
+
+
 def all_files() -> dict[str, str]:
-    return {**emma_files(), **msearth_files(), **scifibench_files(), **musciclaims_files(), **mac_files()}
+    files = {**emma_files(), **msearth_files(), **scifibench_files(), **musciclaims_files(), **mac_files(), **earthsci_files()}
+    return {rel: versioned(rel.split(os.sep)[0], text) for rel, text in files.items()}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

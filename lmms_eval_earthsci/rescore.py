@@ -1,0 +1,434 @@
+"""``lmms-eval-earthsci rescore``: score a finished run's responses again, without the model.
+
+    lmms-eval-earthsci rescore RUN_DIR --out NEW_DIR [--tasks T,...] [--force] [-- LMMS_EVAL_ARGS...]
+    lmms-eval-earthsci rescore --from emma-release FILE --out NEW_DIR [--set mini|full]
+
+``RUN_DIR`` is an lmms-eval ``--output_path`` of a run made with ``--log_samples`` or ``--predict_only``
+(which logs the responses and skips scoring). The same tasks run again through the real lmms-eval
+pipeline, with our scoring as a normal run has it (filters, the judge pass and its cache,
+``process_results``, aggregation, groups), but the "model" is :class:`Replay`: it answers every request
+with the response the run logged for that doc. The output is lmms-eval's own (results JSON, samples
+JSONL), so ``report`` and anything else that reads lmms-eval output read it; the results JSON keeps the
+original run's model name and arguments and gains a ``rescore`` record (source, forced version changes).
+
+Checks, each naming the task and doc and stopping before anything is scored:
+- a doc of the task that the run has no response for, or a logged doc the task no longer has;
+- the logged prompt (``input``) differs from the prompt the task builds now for that doc_id (another
+  dataset revision, another doc order); a different ``target`` is checked once the run is scored;
+- the run's task version (``versions`` in its results) differs from the installed one: refused unless
+  ``--force``, which records the change.
+
+``--from`` imports the authors' released outputs instead of an lmms-eval run (:data:`IMPORTERS`): each
+benchmark module turns its release format into the same replay plan, matched by the dataset's own id.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import gzip
+import json
+import os
+import sys
+import time
+from collections import Counter
+from typing import Any, Sequence
+
+REPLAY_MODEL = "earthsci_replay"
+PLAN_FILE = "rescore_plan.json"
+# --from FORMAT -> "module:function(path, options) -> plan"
+IMPORTERS = {
+    "emma-release": "lmms_eval_earthsci.emma:release_plan",
+    "msearth-open": "lmms_eval_earthsci.msearth:release_plan",
+}
+
+
+class RescoreError(Exception):
+    """A run or file rescore cannot use, or a doc that does not match; the message names it."""
+
+
+# --------------------------------------------------------------------------- reading a run
+
+
+def _results_files(path: str) -> list[str]:
+    if os.path.isfile(path):
+        return [path]
+    if not os.path.isdir(path):
+        raise RescoreError(f"{path}: no such folder")
+    return sorted(glob.glob(os.path.join(path, "**", "*_results.json"), recursive=True))
+
+
+def read_jsonl(path: str) -> list[dict]:
+    """Rows of a JSON Lines file (gzip when it ends in .gz); a bad line is an error naming it."""
+    rows = []
+    with (gzip.open(path, "rt", encoding="utf-8") if path.endswith(".gz") else open(path, encoding="utf-8")) as f:
+        for n, line in enumerate(f, 1):
+            if line.strip():
+                try:
+                    rows.append(json.loads(line))
+                except ValueError as exc:
+                    raise RescoreError(f"{path}, line {n}: not JSON ({exc})") from exc
+    return rows
+
+
+def responses_of(sample: dict) -> list[str]:
+    """The raw responses lmms-eval logged for one doc: ``resps`` (kept only when it differs from the
+    filtered one, e.g. reasoning tags stripped) or else ``filtered_resps``; several for ``--repeats``."""
+    value = sample["resps"] if "resps" in sample else sample.get("filtered_resps")
+    while isinstance(value, list) and len(value) == 1 and isinstance(value[0], list):
+        value = value[0]
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return list(value)
+    raise RescoreError(f"doc {sample.get('doc_id')}: logged responses are not text ({str(value)[:80]!r})")
+
+
+def plan_from_run(run: str, tasks: Sequence[str] | None = None) -> dict:
+    """The replay plan of an lmms-eval output folder (or one ``*_results.json``)."""
+    found = _results_files(run)
+    if not found:
+        raise RescoreError(f"{run}: no *_results.json inside (was it an lmms-eval --output_path, and did the run finish?)")
+    if len(found) > 1:
+        raise RescoreError(f"{run}: {len(found)} runs inside; give one results file:\n  " + "\n  ".join(found))
+    path = found[0]
+    try:
+        with open(path, encoding="utf-8") as f:
+            results = json.load(f)
+    except (OSError, ValueError) as exc:
+        raise RescoreError(f"{path}: not a readable lmms-eval results JSON ({exc})") from exc
+    configs = results.get("configs") or {}
+    if not configs:
+        raise RescoreError(f"{path}: records no task configs; not an lmms-eval results file")
+    from lmms_eval_earthsci.report import benchmark_of
+
+    leaf = [t for t in configs if benchmark_of(t) is not None or _is_ours(configs[t])]
+    wanted = list(tasks) if tasks else leaf
+    unknown = [t for t in wanted if t not in configs]
+    if unknown:
+        raise RescoreError(f"{path}: the run has no task {', '.join(unknown)} (it ran {', '.join(sorted(configs))})")
+    stamp = os.path.basename(path)[: -len("_results.json")]
+    entries, versions = {}, {}
+    for task in wanted:
+        sp = os.path.join(os.path.dirname(path), f"{stamp}_samples_{task}.jsonl")
+        if not os.path.exists(sp):
+            raise RescoreError(f"{task}: no samples file {sp} (rescore needs a run made with --log_samples or --predict_only)")
+        by_doc = {}
+        for s in read_jsonl(sp):
+            if "doc_id" not in s:
+                raise RescoreError(f"{sp}: a sample without doc_id")
+            by_doc[str(s["doc_id"])] = {"responses": responses_of(s), "input": s.get("input"), "target": s.get("target"), "route": _route(s)}
+        entries[task] = by_doc
+        versions[task] = results.get("versions", {}).get(task, (configs[task].get("metadata") or {}).get("version"))
+    cfg = results.get("config") or {}
+    cli = cfg.get("resolved_cli_args") or {}
+    return {
+        "source": {"kind": "lmms-eval run", "path": os.path.abspath(path)},
+        "key": "doc_id",
+        "tasks": ",".join(wanted),
+        "entries": entries,
+        "versions": versions,
+        "limit": cfg.get("limit"),
+        "offset": cfg.get("offset") or 0,
+        "repeats": cli.get("repeats") or 1,
+        "include_path": cli.get("include_path"),
+        # a --predict_only run logs no per-doc records: the backend says how every doc was prompted
+        "route": "chat" if "(chat)" in str(cfg.get("model_backend") or "") else "simple",
+        "model": {"model": cfg.get("model"), "model_args": cfg.get("model_args"), "model_name": results.get("model_name") or "rescored"},
+    }
+
+
+def _route(sample: dict) -> str | None:
+    """How the run prompted the doc (``chat`` / ``simple``), from its per-doc records, so the rescored
+    records say the same (the replay itself builds no prompt)."""
+    for v in sample.values():
+        if isinstance(v, dict) and v.get("route") in ("chat", "simple"):
+            return v["route"]
+    return None
+
+
+def _is_ours(config: dict) -> bool:
+    """A task of ours under another name (a built MAC snapshot): its hooks are our package's."""
+    return any(isinstance(v, str) and "lmms_eval_earthsci" in v for v in (config.get("process_results"), config.get("doc_to_text")))
+
+
+def plan_from_release(fmt: str, path: str, options: dict) -> dict:
+    if fmt not in IMPORTERS:
+        raise RescoreError(f"--from {fmt}: unknown format (known: {', '.join(IMPORTERS)})")
+    if not os.path.isfile(path):
+        raise RescoreError(f"{path}: no such file")
+    import importlib
+
+    module, fn = IMPORTERS[fmt].split(":")
+    plan = getattr(importlib.import_module(module), fn)(path, options)
+    plan["source"] = {"kind": fmt, "path": os.path.abspath(path)}
+    plan.setdefault("versions", {})
+    return plan
+
+
+# --------------------------------------------------------------------------- versions
+
+
+def current_versions(tasks: Sequence[str], include_path: str | None = None) -> dict[str, Any]:
+    """The installed ``metadata.version`` of each task: read from its YAML (includes resolved, nothing
+    imported) under our task folder and the run's ``--include_path`` (a built MAC snapshot)."""
+    import re
+
+    from lmms_eval.utils import load_yaml_config
+
+    from lmms_eval_earthsci import TASKS_DIR
+
+    roots = [TASKS_DIR] + [p for p in str(include_path or "").split(",") if p and os.path.isdir(p)]
+    where: dict[str, str] = {}
+    for root in roots:
+        for path in glob.glob(os.path.join(root, "**", "*.yaml"), recursive=True):
+            with open(path, encoding="utf-8") as f:
+                m = re.search(r"^task: (\S+)$", f.read(), re.M)
+            if m:
+                where.setdefault(m.group(1), path)
+    out = {}
+    for t in tasks:
+        if t not in where:
+            raise RescoreError(f"task {t} is not installed (our tasks, or the run's --include_path for a built MAC snapshot)")
+        out[t] = (load_yaml_config(where[t], mode="simple").get("metadata") or {}).get("version")
+    return out
+
+
+def version_changes(plan: dict, installed: dict) -> dict[str, dict]:
+    return {t: {"run": plan["versions"].get(t), "installed": v} for t, v in installed.items() if plan["versions"].get(t) is not None and str(plan["versions"].get(t)) != str(v)}
+
+
+# --------------------------------------------------------------------------- the replay model
+
+# what the replay saw in this process, for the driver's checks after lmms-eval returns
+STATE: dict[str, Any] = {"problems": [], "served": Counter(), "prompt_changes": []}
+
+
+def _lmms_base():
+    from lmms_eval.api.model import lmms
+
+    return lmms
+
+
+def _make_replay():
+    lmms = _lmms_base()
+
+    class Replay(lmms):
+        """An lmms-eval "model" that answers each request with the response a plan holds for its doc."""
+
+        is_simple = True
+
+        def __init__(self, plan: str, model_name: str | None = None, force: str = "0", **kwargs) -> None:
+            super().__init__()
+            with open(plan, encoding="utf-8") as f:
+                self.plan = json.load(f)
+            self.force = str(force) in ("1", "True", "true")
+            self.task_dict = {}
+
+        def _key(self, task: str, split: str, doc_id: int) -> str:
+            field = self.plan["key"]
+            if field == "doc_id":
+                return str(doc_id)
+            doc = self.task_dict[task][split][doc_id]
+            return str(doc.get(field))
+
+        def generate_until(self, requests) -> list[str]:
+            problems, out, seen = [], [], Counter()
+            for req in requests:
+                ctx, _gen_kwargs, _visual, doc_id, task, split = req.args[:6]
+                entries = self.plan["entries"].get(task)
+                key = self._key(task, split, doc_id)
+                entry = None if entries is None else entries.get(key)
+                where = f"{task} doc_id {doc_id}" + ("" if self.plan["key"] == "doc_id" else f" ({self.plan['key']} {key})")
+                if entry is None:
+                    problems.append(f"{where}: no response in {self.plan['source']['path']}")
+                    out.append("")
+                    continue
+                if entry.get("input") is not None and isinstance(ctx, str) and entry["input"] != ctx:
+                    if self.force:
+                        STATE["prompt_changes"].append(where)
+                    else:
+                        problems.append(f"{where}: the logged prompt differs from the one the task builds now (another dataset revision or doc order?): logged {entry['input'][:60]!r}, now {ctx[:60]!r}")
+                if (entry.get("route") or self.plan.get("route")) == "chat":
+                    from lmms_eval_earthsci.core.messages import note_chat
+
+                    note_chat(self.task_dict[task][split][doc_id])
+                i = seen[(task, key)]
+                seen[(task, key)] += 1
+                responses = entry["responses"]
+                if i >= len(responses):
+                    problems.append(f"{where}: {i + 1} responses asked (--repeats), {len(responses)} logged")
+                    out.append("")
+                    continue
+                out.append(responses[i])
+            STATE["served"].update(seen)
+            if problems:
+                STATE["problems"].extend(problems)
+                raise RescoreError(f"{len(problems)} doc(s) do not match the run:\n  " + "\n  ".join(problems[:20]) + ("\n  ..." if len(problems) > 20 else ""))
+            return out
+
+        def generate_until_multi_round(self, requests) -> list[str]:
+            return self.generate_until(requests)
+
+        def loglikelihood(self, requests):
+            raise RescoreError("rescore replays generated responses; loglikelihood tasks are not ours")
+
+    return Replay
+
+
+def __getattr__(name: str):
+    # ``lmms_eval_earthsci.rescore.Replay`` is the class path lmms-eval's registry imports
+    if name == "Replay":
+        cls = _make_replay()
+        globals()["Replay"] = cls
+        return cls
+    raise AttributeError(name)
+
+
+def _register_replay() -> None:
+    try:
+        from lmms_eval.models import MODEL_REGISTRY_V2
+        from lmms_eval.models.registry_v2 import ModelManifest
+    except ImportError as exc:
+        raise RescoreError(f"rescore needs lmms-eval >= 0.7.3 (its model registry): {exc}") from exc
+    MODEL_REGISTRY_V2.register_manifest(ModelManifest(model_id=REPLAY_MODEL, simple_class_path="lmms_eval_earthsci.rescore.Replay"), overwrite=True)
+
+
+# --------------------------------------------------------------------------- the driver
+
+
+def _lmms_eval(argv: list[str]) -> int:
+    sys_argv = sys.argv
+    sys.argv = ["lmms-eval", *argv]
+    try:
+        from lmms_eval.cli.dispatch import main as lmms_main
+
+        return lmms_main() or 0
+    finally:
+        sys.argv = sys_argv
+
+
+def _new_results(out: str, before: set[str]) -> str | None:
+    fresh = [p for p in _results_files(out) if p not in before] if os.path.isdir(out) else []
+    return max(fresh, key=os.path.getmtime) if fresh else None
+
+
+def rescore(plan: dict, out: str, force: bool = False, extra: Sequence[str] = ()) -> tuple[str, dict]:
+    """Run lmms-eval on the plan's tasks with the replay model; returns (results path, rescore record)."""
+    tasks = plan["tasks"].split(",")
+    leaf = list(plan["entries"])
+    installed = current_versions(leaf, plan.get("include_path"))
+    changes = version_changes(plan, installed)
+    if changes and not force:
+        lines = [f"{t}: run {c['run']}, installed {c['installed']}" for t, c in changes.items()]
+        raise RescoreError("the run was scored by another version of these tasks (their scores may not compare):\n  " + "\n  ".join(lines) + "\n--force rescores anyway and records the change")
+    os.makedirs(out, exist_ok=True)
+    plan_path = os.path.join(out, PLAN_FILE)
+    with open(plan_path, "w", encoding="utf-8") as f:
+        json.dump(plan, f, ensure_ascii=False)
+    _register_replay()
+    STATE.update(problems=[], served=Counter(), prompt_changes=[])
+    before = set(_results_files(out))
+    model_args = f"plan={plan_path},model_name={plan['model']['model_name']},force={int(force)}"
+    argv = ["--model", REPLAY_MODEL, "--model_args", model_args, "--tasks", ",".join(tasks), "--output_path", out, "--log_samples"]
+    if plan.get("limit") is not None:
+        argv += ["--limit", str(int(plan["limit"]) if float(plan["limit"]).is_integer() else plan["limit"])]
+    if plan.get("offset"):
+        argv += ["--offset", str(plan["offset"])]
+    if (plan.get("repeats") or 1) > 1:
+        argv += ["--repeats", str(plan["repeats"])]
+    if plan.get("include_path"):
+        argv += ["--include_path", plan["include_path"]]
+    argv += list(extra)
+    started = time.time()
+    _lmms_eval(argv)
+    if STATE["problems"]:
+        raise RescoreError(f"{len(STATE['problems'])} doc(s) do not match the run, nothing scored:\n  " + "\n  ".join(STATE["problems"][:20]))
+    path = _new_results(out, before)
+    if path is None:
+        raise RescoreError(f"lmms-eval wrote no results under {out} (see its log above; rerun with -- --verbosity DEBUG)")
+    with open(path, encoding="utf-8") as f:
+        results = json.load(f)
+    served = {(t, k) for (t, k) in STATE["served"]}
+    unserved = [f"{t} {plan['key']} {k}" for t, by in plan["entries"].items() for k in by if (t, k) not in served]
+    mismatched = _target_mismatches(plan, path)
+    record = {
+        "source": plan["source"],
+        "replayed_by": REPLAY_MODEL,
+        "forced": bool(force),
+        "version_changes": changes,
+        "prompt_changes": STATE["prompt_changes"],
+        "not_in_tasks": unserved,
+        "target_mismatches": mismatched,
+        "seconds": round(time.time() - started, 1),
+    }
+    results["rescore"] = record
+    model = plan["model"]
+    cfg = results.setdefault("config", {})
+    cfg["model"], cfg["model_args"] = model.get("model") or cfg.get("model"), model.get("model_args") or cfg.get("model_args")
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(results, f, indent=2, ensure_ascii=False, default=str)
+    return path, record
+
+
+def _target_mismatches(plan: dict, results_path: str) -> list[str]:
+    stamp = os.path.basename(results_path)[: -len("_results.json")]
+    out = []
+    for task, by in plan["entries"].items():
+        sp = os.path.join(os.path.dirname(results_path), f"{stamp}_samples_{task}.jsonl")
+        if not os.path.exists(sp):
+            continue
+        for s in read_jsonl(sp):
+            entry = by.get(str(s["doc_id"])) if plan["key"] == "doc_id" else None
+            if entry is not None and entry.get("target") is not None and str(entry["target"]) != str(s.get("target")):
+                out.append(f"{task} doc_id {s['doc_id']}: target {entry['target']!r} in the run, {s.get('target')!r} now")
+    return out
+
+
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        prog="lmms-eval-earthsci rescore",
+        description="Score a finished lmms-eval run's logged responses again (judge pass included), without the model; or import the authors' released outputs (--from).",
+        epilog="Arguments after `--` go to lmms-eval (e.g. -- --verbosity DEBUG --process_docs_parallel 8).",
+    )
+    ap.add_argument("run", nargs="?", metavar="RUN_DIR", help="an lmms-eval --output_path of a --log_samples or --predict_only run (or one *_results.json)")
+    ap.add_argument("--out", required=True, metavar="NEW_DIR", help="where the rescored results and samples go (lmms-eval's layout)")
+    ap.add_argument("--tasks", default=None, help="comma-separated tasks of the run to rescore (default: every task of ours in it)")
+    ap.add_argument("--force", action="store_true", help="rescore a run of another task version (or whose prompts changed), recording it")
+    ap.add_argument("--from", dest="fmt", default=None, choices=sorted(IMPORTERS), help="import the authors' released outputs from FILE instead of a run")
+    ap.add_argument("--set", dest="subset", default="mini", choices=["mini", "full"], help="--from emma-release: EMMA-mini or full EMMA (default mini)")
+    return ap
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    extra: list[str] = []
+    if "--" in argv:
+        i = argv.index("--")
+        argv, extra = argv[:i], argv[i + 1 :]
+    a = _parser().parse_args(argv)
+    if not a.run:
+        print("lmms-eval-earthsci rescore: give RUN_DIR (or FILE with --from)", file=sys.stderr)
+        return 2
+    try:
+        if a.fmt:
+            plan = plan_from_release(a.fmt, a.run, {"set": a.subset, "tasks": a.tasks})
+        else:
+            plan = plan_from_run(a.run, a.tasks.split(",") if a.tasks else None)
+        path, record = rescore(plan, a.out, force=a.force, extra=extra)
+    except RescoreError as exc:
+        print(f"lmms-eval-earthsci rescore: {exc}", file=sys.stderr)
+        return 2
+    problems = record["not_in_tasks"] + record["target_mismatches"]
+    print(f"rescored {sum(len(v) for v in plan['entries'].values())} docs of {len(plan['entries'])} task(s): {path}")
+    for key, label in (("version_changes", "version changes (forced)"), ("prompt_changes", "prompts changed (forced)")):
+        if record[key]:
+            print(f"  {label}: {len(record[key])}")
+    if problems:
+        print("lmms-eval-earthsci rescore: the run and the tasks disagree:\n  " + "\n  ".join(problems[:20]), file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
