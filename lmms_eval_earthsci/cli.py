@@ -34,6 +34,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("paths", nargs="+", metavar="OUTPUT_PATH", help="lmms-eval --output_path folders (one column per run)")
     p.add_argument("--out", default=None, help="where report.md and the charts go (default: report/ beside the first run)")
     p.add_argument("--paper-model", default=None, help="the paper model whose numbers sit beside ours (any spelling; default GPT-4o)")
+    p.add_argument("--resamples", type=int, default=10_000, help="bootstrap resamples for the 95%% intervals and paired comparisons (default 10000; 0: none)")
+    p.add_argument("--seed", type=int, default=0, help="the bootstrap's seed (default 0)")
     p = sub.add_parser("check-mirror", help=COMMANDS["check-mirror"], description=COMMANDS["check-mirror"])
     p.add_argument("mirror", metavar="DIR", help="the mirror root (the folder EARTHSCI_DATA_MIRROR points at)")
     p.add_argument("--tasks", default=None, help="comma-separated task names (default: every task whose repo is in DIR)")
@@ -88,7 +90,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from lmms_eval_earthsci.report import ReportError, write_report
 
         try:
-            path, text = write_report(a.paths, a.out, a.paper_model)
+            path, text = write_report(a.paths, a.out, a.paper_model, resamples=a.resamples, seed=a.seed)
         except ReportError as exc:
             print(f"lmms-eval-earthsci report: {exc}", file=sys.stderr)
             return 2

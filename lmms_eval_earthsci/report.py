@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
 from lmms_eval_earthsci import PAPER_NUMBERS_DIR
+from lmms_eval_earthsci.core.stats import DEFAULT_RESAMPLES, DEFAULT_SEED, Interval
 
 BENCHMARKS = {"emma": "EMMA", "msearth": "MSEarth", "scifibench": "SciFIBench", "musciclaims": "MuSciClaims", "mac": "MAC"}
 # MAC's tasks are named by their yearly snapshot (mac2025_i2t_info; the group: mac2025)
@@ -78,6 +79,10 @@ class Run:
     aliases: dict = field(default_factory=dict)  # task -> lmms-eval's display name
     n_samples: dict = field(default_factory=dict)  # task -> (docs scored, docs in the task)
     limit: Any = None  # lmms-eval's --limit, as recorded in the results config
+    versions: dict = field(default_factory=dict)  # task or group -> comparability version (metadata.version)
+    subtasks: dict = field(default_factory=dict)  # group -> its tasks (lmms-eval's group_subtasks)
+    rescore: dict | None = None  # the record `lmms-eval-earthsci rescore` adds
+    include_path: str | None = None  # the run's --include_path (a built MAC snapshot's tasks)
 
     @property
     def partial(self) -> bool:
@@ -176,7 +181,10 @@ def read_runs(paths: Sequence[str]) -> list[Run]:
             label = f"{os.path.basename(os.path.normpath(base))}: {model}" + (f" {os.path.basename(m.group(1))}" if m else "")
             if len(found) > 1:
                 label += f" [{stamp}]"
-            runs.append(Run(label, path, results, samples, aliases, n_samples, cfg.get("limit")))
+            versions = {t: v for t, v in (data.get("versions") or {}).items() if v is not None}
+            subtasks = {g: list(ts) for g, ts in (data.get("group_subtasks") or {}).items() if ts}
+            include = (cfg.get("resolved_cli_args") or {}).get("include_path")
+            runs.append(Run(label, path, results, samples, aliases, n_samples, cfg.get("limit"), versions, subtasks, data.get("rescore"), include))
     labels = [r.label for r in runs]
     for i, r in enumerate(runs):  # keep columns distinct
         if labels.count(r.label) > 1:
@@ -698,8 +706,15 @@ def headline_section(runs: list[Run], benches: list[str], paper_model: str) -> s
         for t, m in headline_keys(b, runs):
             ref = paper_value(b, paper_model, t, m)
             refs.append(ref)
-            rows.append([BENCHMARKS[b], t, m] + [_cell(r, t, m) for r in runs] + [ref.cell if ref else MISSING])
-    text = ["## Headline", "", _table(["benchmark", "task", "metric"] + [r.column for r in runs] + [f"paper: {paper_model}"], rows, 3), ""]
+            cells = []
+            for r in runs:
+                cells += [_cell(r, t, m), _ci_cell(r, t, m)]
+            rows.append([BENCHMARKS[b], t, m] + cells + [ref.cell if ref else MISSING])
+    head = ["benchmark", "task", "metric"]
+    for r in runs:
+        head += [r.column, "95% CI"]
+    text = ["## Headline", "", _table(head + [f"paper: {paper_model}"], rows, 3), ""]
+    text.append(BOOTSTRAP_NOTE.format(n=f"{BOOTSTRAP['resamples']:,}", seed=BOOTSTRAP["seed"]) + "\n")
     text.append(
         f"Paper column: the published number of {paper_model} for the same task and metric (`--paper-model` picks another; "
         "\"Paper reference\" at the end lists them all). n/a: no value (a judged metric without a judge, a slice with no docs); –: not run, or not in the paper."
@@ -711,8 +726,151 @@ def headline_section(runs: list[Run], benches: list[str], paper_model: str) -> s
     text += ["", "## Runs", ""]
     for r in runs:
         note = f" — **partial**: {_partial_note(r)}" if r.partial else ""
+        if r.rescore:
+            src = r.rescore.get("source") or {}
+            note += f" — rescored without the model from {src.get('kind', 'a run')} `{src.get('path', '?')}`" + (" (**forced** over a version change)" if r.rescore.get("version_changes") else "")
         text.append(f"- `{r.column}`{note}: {r.path}")
     text += ["", COUNTS_NOTE]
+    return "\n".join(text) + "\n"
+
+
+# --------------------------------------------------------------------------- error bars, comparisons, versions
+
+BOOTSTRAP = {"resamples": DEFAULT_RESAMPLES, "seed": DEFAULT_SEED}
+_CI_CACHE: dict[tuple, Any] = {}
+BOOTSTRAP_NOTE = (
+    "95% CI: percentile bootstrap over the run's docs (from `--log_samples`), {n} resamples, seed {seed} (`--resamples`, `--seed`); "
+    "a corpus metric (macro F1, flip rate, ECE) is recomputed on every resample, a group's interval pools its tasks' docs. "
+    "–: no samples to resample (a run without `--log_samples`) or no value."
+)
+
+
+def _aggregation(run: Run, task: str, metric: str) -> str | None:
+    """``module.function`` aggregating ``metric`` in ``task`` (its YAML; a group: its tasks', if one)."""
+    from lmms_eval_earthsci.yamlgen import metric_aggregations
+
+    paths = _yaml_paths(run.include_path)
+    if task in paths:
+        return metric_aggregations(paths[task]).get(metric)
+    found = {metric_aggregations(paths[t]).get(metric) for t in _leaves(run, task) if t in paths}
+    return found.pop() if len(found) == 1 else None
+
+
+@functools.lru_cache(maxsize=8)
+def _yaml_paths(include_path: str | None) -> dict[str, str]:
+    from lmms_eval_earthsci.yamlgen import task_yaml_paths
+
+    return task_yaml_paths([p for p in str(include_path or "").split(",") if p])
+
+
+def _leaves(run: Run, task: str) -> list[str]:
+    if task not in run.subtasks:
+        return [task]
+    return [leaf for t in run.subtasks[task] for leaf in _leaves(run, t)]
+
+
+def doc_items(run: Run, task: str, metric: str) -> dict[tuple[str, Any], Any] | None:
+    """``{(task, doc_id): per-doc item}`` of a task's (or a group's tasks') samples; None without samples."""
+    leaves = _leaves(run, task)
+    if not all(t in run.samples for t in leaves):
+        return None
+    return {(t, s.get("doc_id", i)): s.get(metric) for t in leaves for i, s in enumerate(run.samples[t])}
+
+
+def interval(run: Run, task: str, metric: str) -> Interval | None:
+    """The metric's 95 % bootstrap interval in this run (cached), or None."""
+    if BOOTSTRAP["resamples"] <= 0:
+        return None
+    key = (run.path, run.label, task, metric)
+    if key not in _CI_CACHE:
+        from lmms_eval_earthsci.core.stats import bootstrap_ci
+
+        items = doc_items(run, task, metric)
+        present, value = run.value(task, metric)
+        ok = items is not None and present and value is not None and any(v is not None for v in items.values())
+        _CI_CACHE[key] = bootstrap_ci(list(items.values()), _aggregation(run, task, metric), BOOTSTRAP["resamples"], BOOTSTRAP["seed"]) if ok else None
+    return _CI_CACHE[key]
+
+
+def _ci_cell(run: Run, task: str, metric: str) -> str:
+    iv = interval(run, task, metric)
+    if iv is None or iv.low is None:
+        return MISSING
+    return f"{_fmt(iv.low, metric)}–{_fmt(iv.high, metric)}"
+
+
+def _version(run: Run, task: str) -> str | None:
+    v = run.versions.get(task)
+    return None if v is None else str(v)
+
+
+def versions_section(runs: list[Run], benches: list[str]) -> str:
+    """The comparability version of every task run (``metadata.version``), and a warning where runs
+    compared here were scored by different versions of a task."""
+    tasks = [t for b in benches for t in bench_tasks(b, runs)]
+    rows, differ = [], []
+    for t in tasks:
+        vs = [_version(r, t) for r in runs]
+        if all(v is None for v in vs):
+            continue
+        rows.append([t] + [v or MISSING for v in vs])
+        if len({v for v in vs if v is not None}) > 1:
+            differ.append(f"**Warning**: `{t}` was scored by different task versions ({', '.join(f'{r.column}: {v}' for r, v in zip(runs, vs) if v)}); its numbers may not compare.")
+    if not rows:
+        return ""
+    text = ["## Task versions", "", "Each task's comparability version (`metadata.version`, recorded by lmms-eval in `versions`): it moves whenever a change could move the task's scores.", ""]
+    text += differ + ([""] if differ else [])
+    if len(runs) > 1 or differ:
+        text.append(_table(["task"] + [r.column for r in runs], rows))
+    else:
+        text.append(", ".join(f"`{t}` {v}" for t, v in ((row[0], row[1]) for row in rows)))
+    return "\n".join(text) + "\n"
+
+
+def paired_section(runs: list[Run], benches: list[str]) -> str:
+    """Every later run against the first on each headline metric, doc by doc: the difference on the
+    docs both have, its paired 95 % bootstrap interval, McNemar's exact test for right/wrong metrics;
+    docs in one run only are counted, not compared."""
+    if len(runs) < 2 or BOOTSTRAP["resamples"] <= 0:
+        return ""
+    from lmms_eval_earthsci.core.stats import paired
+
+    base = runs[0]
+    rows, skipped = [], []
+    for b in benches:
+        for t, m in headline_keys(b, runs):
+            a_items = doc_items(base, t, m)
+            for r in runs[1:]:
+                if not (base.value(t, m)[0] and r.value(t, m)[0]):
+                    continue
+                b_items = doc_items(r, t, m)
+                if a_items is None or b_items is None:
+                    skipped.append(f"{t} · {m} ({r.column})")
+                    continue
+                res = paired(b_items, a_items, _aggregation(r, t, m), BOOTSTRAP["resamples"], BOOTSTRAP["seed"])
+                iv = res.interval
+                ci = MISSING if iv.low is None else f"{_fmt(iv.low, m)}–{_fmt(iv.high, m)}"
+                flag = "yes" if iv.excludes(0.0) else "no"
+                vers = {_version(base, t), _version(r, t)} - {None}
+                if len(vers) > 1:
+                    flag += " (versions differ)"
+                p = MISSING if res.mcnemar_p is None else f"{res.mcnemar_p:.3g} ({res.discordant[0]}/{res.discordant[1]})"
+                diff = MISSING if res.diff is None else f"{res.diff:+.2f}"
+                rows.append([t, m, f"{r.column} − {base.column}", diff, ci, flag, p, str(res.common), str(res.only_b), str(res.only_a)])
+    if not rows and not skipped:
+        return ""
+    text = [
+        "## Paired comparisons",
+        "",
+        f"Each run minus the first (`{base.column}`), on the docs both scored (matched by task and doc_id): the difference, its paired 95% bootstrap interval "
+        f"(the same resampled docs in both runs; {BOOTSTRAP['resamples']:,} resamples, seed {BOOTSTRAP['seed']}), whether the interval excludes 0, and McNemar's exact "
+        "test where every per-doc value is right or wrong (p; discordant docs: this run right and the first wrong / the reverse). Docs only one run has are counted, not compared.",
+        "",
+    ]
+    if rows:
+        text.append(_table(["task", "metric", "runs", "difference", "95% CI", "excludes 0", "McNemar p", "docs compared", "only in first", "only in this run"], rows, 3))
+    if skipped:
+        text += ["", "Not compared (a run without `--log_samples`): " + ", ".join(skipped) + "."]
     return "\n".join(text) + "\n"
 
 
@@ -818,6 +976,7 @@ class Bar:
     value: float | None  # None: n/a (written, not drawn)
     docs: int | None  # docs the value averages (None: unknown, e.g. without --log_samples)
     paper: float | None  # the reference model's value, marked on the bar
+    ci: tuple[float, float] | None = None  # the 95 % bootstrap interval, drawn as a whisker
 
 
 @dataclass
@@ -857,7 +1016,9 @@ def _chart(bench: str, slug: str, title: str, groups: list[tuple[str, list[tuple
             for r in runs:
                 present, v = r.value(task, metric)
                 if present:
-                    bars.append(Bar(label, r.column, name, task, metric, v, doc_count(r, task, metric) if v is not None else None, ref.value if ref else None))
+                    iv = interval(r, task, metric) if v is not None else None
+                    ci = (iv.low, iv.high) if iv is not None and iv.low is not None else None
+                    bars.append(Bar(label, r.column, name, task, metric, v, doc_count(r, task, metric) if v is not None else None, ref.value if ref else None, ci))
     short = [PROTOCOL_NOTES[n][2] for n in PROTOCOL_NOTES if n in notes]
     return Chart(slug, title, bars, f"paper: {paper_model}" + (f" ({', '.join(short)})" if short else ""), score_scale)
 
@@ -908,7 +1069,7 @@ def chart_specs(bench: str, runs: list[Run], paper_model: str) -> list[Chart]:
 
 def draw_chart(chart: Chart):
     """The matplotlib Figure of a chart (the caller saves and closes it). Bars: one colour per run,
-    hatched for a chart's second series; over each bar its value and ``n=<docs>`` (a 0 bar has no
+    hatched for a chart's second series; a black whisker for its 95 % bootstrap interval; over each bar its value and ``n=<docs>`` (a 0 bar has no
     height to see), ``n/a`` where there is no value; a black tick across a bar at the reference
     model's value. Every run and series is in the legend, even one with no bar drawn."""
     import matplotlib
@@ -937,9 +1098,13 @@ def draw_chart(chart: Chart):
             ax.text(x, top * 0.01, UNAVAILABLE, ha="center", va="bottom", fontsize=6, color="grey")
         else:
             ax.bar(x, b.value, width, **style(b.run, b.series))
-            ax.text(x, b.value + top * 0.01, f"{b.value:.3g}", ha="center", va="bottom", fontsize=6)
+            label_at = b.value
+            if b.ci is not None:
+                ax.errorbar(x, b.value, yerr=[[max(0.0, b.value - b.ci[0])], [max(0.0, b.ci[1] - b.value)]], fmt="none", ecolor="black", elinewidth=0.8, capsize=2, zorder=4)
+                label_at = max(b.value, b.ci[1])
+            ax.text(x, label_at + top * 0.01, f"{b.value:.3g}", ha="center", va="bottom", fontsize=6)
             if b.docs is not None:
-                ax.text(x, b.value + top * 0.045, f"n={b.docs}", ha="center", va="bottom", fontsize=5, color="dimgrey")
+                ax.text(x, label_at + top * 0.045, f"n={b.docs}", ha="center", va="bottom", fontsize=5, color="dimgrey")
         if b.paper is not None:
             ax.hlines(b.paper, x - width / 2, x + width / 2, colors="black", linewidth=2.5, zorder=3)
     handles = [Patch(label=r + (f" · {s_}" if len(series) > 1 and s_ else ""), **style(r, s_)) for s_, r in slots]
@@ -1099,9 +1264,14 @@ def benchmark_section(bench: str, runs: list[Run], out_dir: str, paper_model: st
     return "\n".join(text)
 
 
-def write_report(paths: Sequence[str], out_dir: str | None = None, paper_model: str | None = None, intro: str | None = None) -> tuple[str, str]:
+def write_report(paths: Sequence[str], out_dir: str | None = None, paper_model: str | None = None, intro: str | None = None, resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED) -> tuple[str, str]:
     """Write ``report.md`` and the PNGs; returns (report path, markdown). ``intro``: a paragraph put
-    first, under "What you are looking at" (the demo explains its tiny model there)."""
+    first, under "What you are looking at" (the demo explains its tiny model there). ``resamples``
+    (0: no intervals) and ``seed``: the bootstrap of the error bars and paired comparisons."""
+    if resamples < 0:
+        raise ReportError("--resamples must be 0 (no error bars) or more")
+    BOOTSTRAP.update(resamples=resamples, seed=seed)
+    _CI_CACHE.clear()
     ref = resolve_paper_model(paper_model)
     runs = read_runs(paths)
     out_dir = out_dir or os.path.join(paths[0] if os.path.isdir(paths[0]) else os.path.dirname(paths[0]), "report")
@@ -1114,6 +1284,8 @@ def write_report(paths: Sequence[str], out_dir: str | None = None, paper_model: 
     if intro:
         md += ["## What you are looking at", "", intro.strip(), ""]
     md.append(headline_section(runs, benches, ref))
+    md.append(versions_section(runs, benches))
+    md.append(paired_section(runs, benches))
     md += [benchmark_section(b, runs, out_dir, ref) for b in benches]
     papers = [paper_table(b, runs) for b in benches]
     if any(papers):

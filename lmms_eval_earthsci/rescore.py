@@ -172,20 +172,11 @@ def plan_from_release(fmt: str, path: str, options: dict) -> dict:
 def current_versions(tasks: Sequence[str], include_path: str | None = None) -> dict[str, Any]:
     """The installed ``metadata.version`` of each task: read from its YAML (includes resolved, nothing
     imported) under our task folder and the run's ``--include_path`` (a built MAC snapshot)."""
-    import re
-
     from lmms_eval.utils import load_yaml_config
 
-    from lmms_eval_earthsci import TASKS_DIR
+    from lmms_eval_earthsci.yamlgen import task_yaml_paths
 
-    roots = [TASKS_DIR] + [p for p in str(include_path or "").split(",") if p and os.path.isdir(p)]
-    where: dict[str, str] = {}
-    for root in roots:
-        for path in glob.glob(os.path.join(root, "**", "*.yaml"), recursive=True):
-            with open(path, encoding="utf-8") as f:
-                m = re.search(r"^task: (\S+)$", f.read(), re.M)
-            if m:
-                where.setdefault(m.group(1), path)
+    where = task_yaml_paths([p for p in str(include_path or "").split(",") if p])
     out = {}
     for t in tasks:
         if t not in where:

@@ -326,6 +326,36 @@ def all_files() -> dict[str, str]:
     return {rel: versioned(rel.split(os.sep)[0], text) for rel, text in files.items()}
 
 
+# --------------------------------------------------------------------------- reading task YAMLs back
+
+
+_TASK_LINE = re.compile(r"^task: (\S+)$", re.M)
+_AGGREGATION = re.compile(r"^  - metric: (\S+)\n    aggregation: !function (\S+)$", re.M)
+
+
+def task_yaml_paths(extra_roots: Sequence[str] = ()) -> dict[str, str]:
+    """``{task: its YAML}`` under our task folder, then ``extra_roots`` (a built MAC snapshot's tasks/)."""
+    out: dict[str, str] = {}
+    for root in [TASKS_DIR, *extra_roots]:
+        if not root or not os.path.isdir(root):
+            continue
+        for base, _, names in sorted(os.walk(root)):
+            for name in sorted(names):
+                if name.endswith(".yaml"):
+                    path = os.path.join(base, name)
+                    with open(path, encoding="utf-8") as f:
+                        m = _TASK_LINE.search(f.read())
+                    if m:
+                        out.setdefault(m.group(1), path)
+    return out
+
+
+def metric_aggregations(path: str) -> dict[str, str]:
+    """``{metric: "module.function"}`` of a task YAML's ``metric_list`` (our generated layout)."""
+    with open(path, encoding="utf-8") as f:
+        return dict(_AGGREGATION.findall(f.read()))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     check = "--check" in argv

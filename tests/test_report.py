@@ -29,9 +29,25 @@ def make_run(root, name, model, results, samples=None, stamp="20261122_010101", 
     return os.path.join(root, name)
 
 
-def section(text, title):
-    """The lines of the ``## title`` section."""
-    lines = text.splitlines()
+def no_ci(text):
+    """The report's lines with the headline table's "95% CI" columns left out (the intervals have their
+    own tests below): the numbers the older assertions look for."""
+    out, drop = [], None
+    for line in text.splitlines():
+        if not line.startswith("|"):
+            drop = None
+            out.append(line)
+            continue
+        cells = line.strip("|").split("|")
+        if drop is None:
+            drop = {i for i, c in enumerate(cells) if c.strip() == "95% CI"}
+        out.append("|" + "|".join(c for i, c in enumerate(cells) if i not in drop) + "|")
+    return out
+
+
+def section(text, title, ci=False):
+    """The lines of the ``## title`` section (with the "95% CI" columns if ``ci``)."""
+    lines = text.splitlines() if ci else no_ci(text)
     start = lines.index(f"## {title}")
     end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
     return lines[start:end]
@@ -74,7 +90,7 @@ def test_tables_plots_paper_rows_and_counts(tmp_path):
     out = tmp_path / "report"
     path, text = write_report([a, b], str(out))
     assert path == str(out / "report.md") and open(path).read().strip() == text.strip()
-    lines = text.splitlines()
+    lines = no_ci(text)
     assert "| EMMA | emma_mini | emma_acc | 36.25 | 12.50 | 36.00 |" in lines  # paper: GPT-4o CoT, EMMA-mini overall
     assert "| SciFIBench | scifibench_cs_f2c | scifibench_acc | 75.40 | – | – |" in lines
     assert "| MSEarth | msearth_open | msearth_oe_acc | n/a | – | 48.55 |" in lines  # unavailable (no judge)
@@ -172,7 +188,7 @@ def test_report_leads_with_one_headline_table_and_compact_breakdowns(tmp_path):
     """Issue: 662 lines, EMMA alone 280 rows, 47 cells reading ``[]``."""
     a, b = two_runs(tmp_path)
     _, text = write_report([a, b], str(tmp_path / "rep"))
-    lines = text.splitlines()
+    lines = no_ci(text)
     assert lines[0] == "# lmms_eval_earthsci report"
     first_section = next(l for l in lines if l.startswith("## "))
     assert first_section == "## Headline"
@@ -212,7 +228,7 @@ def test_paper_numbers_compare_like_with_like(tmp_path):
         },
     )
     _, text = write_report([run], str(tmp_path / "rep"))
-    lines = text.splitlines()
+    lines = no_ci(text)
     assert "| SciFIBench | scifibench_cs_f2c | scifibench_acc | 10.00 | – |" in lines
     assert "| SciFIBench | scifibench_cs_f2c_judge | scifibench_acc_judge | 70.00 | 75.40 |" in lines
     judge_row = next(l for l in lines if l.startswith("| EMMA | emma_mini_judge | emma_judge_acc |"))
@@ -226,7 +242,7 @@ def test_paper_numbers_compare_like_with_like(tmp_path):
     assert marked == {("scifibench_cs_f2c_judge", "scifibench_acc_judge")}
     # an open model the EMMA paper sampled at temperature 0.7, against our greedy runs
     _, text = write_report([run], str(tmp_path / "rep2"), paper_model="Qwen2-VL-72B-Instruct")
-    lines = text.splitlines()
+    lines = no_ci(text)
     assert "| EMMA | emma_mini | emma_acc | 20.00 | 31.00 † |" in lines
     assert any(l.startswith("†") and "temperature 0.7" in l and "greedy" in l for l in lines)
 
@@ -250,7 +266,7 @@ def test_paper_model_names_are_normalised_across_benchmarks(tmp_path, capsys):
     assert not any("onvision" in l or "Gemini2.5" in l for l in ms)
     # --paper-model: matched whatever the spelling; an unknown name is an error listing the valid ones
     _, text = write_report([run], str(tmp_path / "rep2"), paper_model="llava-onevision-72b")
-    assert "| MSEarth | msearth_mcq | msearth_acc | 40.00 | 51.11 |" in text.splitlines()
+    assert "| MSEarth | msearth_mcq | msearth_acc | 40.00 | 51.11 |" in no_ci(text)
     with pytest.raises(ReportError, match=r"unknown paper model 'GPT-5'.*GPT-4o.*LLaVA-OneVision-72B"):
         write_report([run], str(tmp_path / "rep3"), paper_model="GPT-5")
     assert cli_main(["report", run, "--out", str(tmp_path / "rep4"), "--paper-model", "GPT-5"]) == 2
@@ -275,7 +291,7 @@ def test_partial_runs_are_flagged_and_charts_draw_only_what_exists(tmp_path):
     )
     out = tmp_path / "rep"
     _, text = write_report([full, part], str(out))
-    lines = text.splitlines()
+    lines = no_ci(text)
     assert "| benchmark | task | metric | full: fake m | part: fake m (partial) | paper: GPT-4o |" in lines
     assert any("part: fake m" in l and "--limit 2" in l and "2 of 2784" in l for l in lines)
     runs = read_runs([full, part])
@@ -304,7 +320,7 @@ def test_demo_report_explains_itself_and_shows_the_paper_reference(tmp_path):
     )
     intro = report_intro(tiny_model=True, sample_data=True)
     _, text = write_report([run], str(tmp_path / "rep"), intro=intro)
-    lines = text.splitlines()
+    lines = no_ci(text)
     sections = [l for l in lines if l.startswith("## ")]
     assert sections[:2] == ["## What you are looking at", "## Headline"]
     para = " ".join(section(text, "What you are looking at")).lower()
@@ -363,7 +379,7 @@ def test_musciclaims_headline_section_and_chart(tmp_path):
     run = musciclaims_run(tmp_path)
     out = tmp_path / "rep"
     _, text = write_report([run], str(out))
-    lines = text.splitlines()
+    lines = no_ci(text)
     # headline: our macro F1 beside GPT-4o's (gpt-4o-2024-11-20): Table 1 D Overall F 0.52, Table 2 IRD F 0.47, on our 0-100 scale
     assert "| MuSciClaims | musciclaims_d | musciclaims_macro_f1 | 45.00 | 52.00 § |" in lines
     assert "| MuSciClaims | musciclaims_ird | musciclaims_macro_f1 | 40.00 | 47.00 § |" in lines
@@ -395,7 +411,7 @@ def test_musciclaims_headline_section_and_chart(tmp_path):
     assert any(l.startswith("| InternVL3-38B | 74.00 § | 58.00 § |") for l in papers)
     # another reference model, by the paper's full name
     _, text = write_report([run], str(tmp_path / "rep2"), paper_model="claude-3-5-sonnet-20241022")
-    assert "| MuSciClaims | musciclaims_d | musciclaims_macro_f1 | 45.00 | 68.00 § |" in text.splitlines()
+    assert "| MuSciClaims | musciclaims_d | musciclaims_macro_f1 | 45.00 | 68.00 § |" in no_ci(text)
 
 
 def test_musciclaims_paper_numbers_transcription():
@@ -463,7 +479,7 @@ def test_mac_headline_section_and_reliability_diagrams(tmp_path):
     run = mac_run(tmp_path)
     out = tmp_path / "rep"
     _, text = write_report([run], str(out), paper_model="gpt-4o")  # any spelling of the reference model
-    lines = text.splitlines()
+    lines = no_ci(text)
     # headline: our mac_acc beside GPT-4o's Table 1 accuracy (I2T info 75.1, T2I option 74.3); the group has no row
     assert "| MAC | mac2025_i2t_info | mac_acc | 75.00 | 75.10 |" in lines
     assert "| MAC | mac2025_t2i_option | mac_acc | 33.33 | 74.30 |" in lines
@@ -515,7 +531,7 @@ def test_mac_without_samples_says_why_there_is_no_diagram(tmp_path):
     mac = section(text, "MAC")
     assert any("`mac2025_i2t_info`: no reliability diagram for nosamples: fake m: no samples file" in l and "--log_samples" in l for l in mac)
     assert not list(out.glob("*_reliability.png"))
-    assert "| MAC | mac2025_i2t_info | mac_acc | 75.00 | 75.10 |" in text.splitlines()
+    assert "| MAC | mac2025_i2t_info | mac_acc | 75.00 | 75.10 |" in no_ci(text)
 
 
 def test_mac_paper_numbers_transcription():
@@ -563,3 +579,63 @@ def test_mac_paper_numbers_transcription():
     keys = {}
     for n in {e.model for b in R.BENCHMARKS for e in R.paper_entries(b)[0]}:
         assert keys.setdefault(R.model_key(n), n) == n, (n, keys[R.model_key(n)])
+
+
+# --------------------------------------------------------------------------- error bars, paired comparisons, versions
+
+
+def emma_samples(correct):
+    return [{"doc_id": i, "emma_acc": {"score": 100.0 if c else 0.0, "rule": "boxed"}} for i, c in enumerate(correct)]
+
+
+def test_headline_intervals_paired_comparison_and_version_warning(tmp_path):
+    from lmms_eval_earthsci.core.stats import bootstrap_ci, mcnemar_exact
+
+    a_ok = [i % 2 == 0 for i in range(40)]  # 50 %
+    b_ok = [i % 2 == 0 or i % 5 == 1 for i in range(42)]  # right on 4 more of the 40 shared docs; 2 docs more
+    math_a, phys_a = a_ok[:20], a_ok[20:]
+    a = make_run(tmp_path, "a", "m-a", {"emma_mini": {"emma_acc": 50.0}, "emma_mini_math": {"emma_acc": 50.0}, "emma_mini_physics": {"emma_acc": 50.0}},
+                 samples={"emma_mini_math": emma_samples(math_a), "emma_mini_physics": emma_samples(phys_a)},
+                 config={}, n_samples=None)
+    b_math, b_phys = b_ok[:20], b_ok[20:]
+    b = make_run(tmp_path, "b", "m-b", {"emma_mini": {"emma_acc": 100 * sum(b_ok) / 42}, "emma_mini_math": {"emma_acc": 100 * sum(b_math) / 20}, "emma_mini_physics": {"emma_acc": 100 * sum(b_phys) / 22}},
+                 samples={"emma_mini_math": emma_samples(b_math), "emma_mini_physics": emma_samples(b_phys)})
+    for path, version in ((a, 1.0), (b, 1.1)):  # the two runs were scored by different versions of emma_mini_math
+        f = next(os.path.join(dp, n) for dp, _, ns in os.walk(path) for n in ns if n.endswith("_results.json"))
+        data = json.load(open(f))
+        data["versions"] = {"emma_mini": version, "emma_mini_math": version, "emma_mini_physics": 1.0}
+        data["group_subtasks"] = {"emma_mini": ["emma_mini_math", "emma_mini_physics"]}
+        json.dump(data, open(f, "w"))
+    _, text = write_report([a, b], str(tmp_path / "rep"), resamples=2000, seed=5)
+    head = section(text, "Headline", ci=True)
+    # the group's interval pools its tasks' docs
+    group = next(l for l in head if l.startswith("| EMMA | emma_mini |"))
+    pooled = bootstrap_ci([{"score": 100.0 if c else 0.0, "rule": "boxed"} for c in a_ok], "lmms_eval_earthsci.core.metrics.mean_present", 2000, 5)
+    assert group.split(" | ")[3:5] == ["50.00", f"{pooled.low:.2f}–{pooled.high:.2f}"]
+    assert any("2,000 resamples, seed 5" in l for l in head)
+    # versions: the table and the warning
+    vers = section(text, "Task versions")
+    assert any(l.startswith("**Warning**: `emma_mini_math` was scored by different task versions") for l in vers)
+    assert not any("`emma_mini_physics` was scored" in l for l in vers)
+    # paired: b - a on the shared docs; McNemar on the discordant ones; unmatched docs counted
+    pairs = section(text, "Paired comparisons", ci=True)
+    prow = next(l for l in pairs if l.startswith("| emma_mini | emma_acc |"))
+    cells = [c.strip() for c in prow.strip("|").split("|")]
+    shared_a, shared_b = a_ok[:20] + a_ok[20:40], b_ok[:20] + b_ok[20:40]
+    p, disc = mcnemar_exact(shared_b, shared_a)
+    assert cells[3] == f"{100 * (sum(shared_b) - sum(shared_a)) / 40:+.2f}" and disc == (4, 0)
+    assert cells[5].startswith("yes") and cells[6] == f"{p:.3g} (4/0)" and cells[7:] == ["40", "0", "2"]
+    assert cells[5] == "yes (versions differ)"
+    assert any("`emma_mini` was scored by different task versions" in l for l in vers)
+    # no resamples: no intervals, no paired section
+    _, plain = write_report([a, b], str(tmp_path / "rep0"), resamples=0)
+    assert "## Paired comparisons" not in plain and next(l for l in section(plain, "Headline", ci=True) if l.startswith("| EMMA | emma_mini |")).split(" | ")[4] == "–"
+
+
+def test_chart_bars_carry_their_interval(tmp_path):
+    run = make_run(tmp_path, "r", "m", {"emma_mini_math": {"emma_acc": 50.0}}, samples={"emma_mini_math": emma_samples([i % 2 == 0 for i in range(30)])})
+    R.BOOTSTRAP.update(resamples=500, seed=0)
+    R._CI_CACHE.clear()
+    runs = read_runs([run])
+    bars = [b for c in R.chart_specs("emma", runs, "GPT-4o") for b in c.bars if b.metric == "emma_acc"]
+    assert bars and all(b.ci is not None and b.ci[0] < 50.0 < b.ci[1] for b in bars)

@@ -1,0 +1,144 @@
+"""core.stats: each vectorised kernel equals its aggregation on resampled docs; intervals, paired
+differences and McNemar on constructed runs."""
+
+import math
+import random
+
+import numpy as np
+import pytest
+from scipy import stats as sps
+
+from lmms_eval_earthsci.core import stats
+from lmms_eval_earthsci.core.metrics import mean_present
+from lmms_eval_earthsci.core.stats import KERNELS, bootstrap_ci, mcnemar_exact, paired, resolve
+
+LABELS = ["SUPPORT", "NEUTRAL", "CONTRADICT", None, "INVALID"]
+
+
+def emma_items(n, p, seed):
+    rng = random.Random(seed)
+    return [{"score": 100.0 if rng.random() < p else 0.0, "pid": f"q{i}"} for i in range(n)]
+
+
+def musciclaims_items(n, seed):
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        base, variant = f"b{i // 2}", ("support", "contra", "neutral")[i % 3] if i % 7 else "neutral"
+        out.append([rng.choice(LABELS[:3]), rng.choice(LABELS), base, variant, rng.choice(["biology", "chemistry", "physics"])])
+    return out
+
+
+def mac_items(n, seed):
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        probs = {k: rng.random() for k in "ABCD"}
+        out.append({"correct": rng.random() < 0.6, "parsed": rng.random() < 0.9, "probs": probs, "gold": "A", "row": i})
+    return out
+
+
+def items_for(dotted, n, seed):
+    if "musciclaims" in dotted:
+        return musciclaims_items(n, seed)
+    if "mac" in dotted:
+        return mac_items(n, seed)
+    items = emma_items(n, 0.4, seed)
+    for k, it in enumerate(items):
+        if k % 5 == 0:
+            it["score"] = None  # not in this slice
+        it["judge"] = {"status": "judged"}
+    return items
+
+
+@pytest.mark.parametrize("dotted", sorted(KERNELS))
+def test_kernel_equals_the_aggregation_on_resamples(dotted):
+    encode, stat = KERNELS[dotted]
+    agg = resolve(dotted)
+    items = items_for(dotted, 60, 1)
+    arrays = encode(items)
+    full = stat(*arrays)
+    want = agg(items)
+    assert (want is None and math.isnan(full)) or full == pytest.approx(want, abs=1e-9)
+    if "flip" in dotted:  # units are claim pairs, not docs: checked on the full data (and by the bootstrap test)
+        return
+    rng = np.random.default_rng(0)
+    for _ in range(25):
+        idx = rng.integers(0, len(items), len(items))
+        got = stat(*(a[idx] for a in arrays))
+        want = agg([items[i] for i in idx])
+        assert (want is None and math.isnan(got)) or got == pytest.approx(want, abs=1e-9), dotted
+    # vectorised over a batch of resamples: the same values row by row
+    batch = rng.integers(0, len(items), (7, len(items)))
+    got = stat(*(a[batch] for a in arrays), axis=-1)
+    for row, g in zip(batch, got):
+        want = agg([items[i] for i in row])
+        assert (want is None and math.isnan(g)) or g == pytest.approx(want, abs=1e-9)
+
+
+def test_interval_of_a_proportion_is_seeded_and_about_the_normal_one():
+    items = [{"score": 100.0 if i < 144 else 0.0} for i in range(400)]  # 36 %
+    ci = bootstrap_ci(items, "lmms_eval_earthsci.core.metrics.mean_present", n_resamples=4000, seed=3)
+    again = bootstrap_ci(items, "lmms_eval_earthsci.core.metrics.mean_present", n_resamples=4000, seed=3)
+    assert ci == again and ci.n_resamples == 4000 and ci.n_units == 400
+    half = 1.96 * math.sqrt(0.36 * 0.64 / 400) * 100  # 4.70 points
+    assert ci.low == pytest.approx(36 - half, abs=0.6) and ci.high == pytest.approx(36 + half, abs=0.6)
+    f1 = musciclaims_items(200, 3)
+    runs = [bootstrap_ci(f1, "lmms_eval_earthsci.musciclaims.macro_f1", n_resamples=200, seed=s) for s in (1, 1, 2)]
+    assert runs[0] == runs[1] and runs[0] != runs[2]  # the seed decides the resamples
+
+
+def test_corpus_metric_is_recomputed_per_resample_not_averaged():
+    items = musciclaims_items(300, 2)
+    dotted = "lmms_eval_earthsci.musciclaims.macro_f1"
+    ci = bootstrap_ci(items, dotted, n_resamples=500)
+    point = resolve(dotted)(items)
+    assert ci.low < point < ci.high
+    # the generic route (the aggregation called on every resample) gives the same distribution
+    arrays, stat, vec = stats._generic(items, dotted)
+    generic = stats._interval(stats._bootstrap(arrays, stat, vec, 500, 0), 500, len(items), 0.95)
+    assert generic.low == pytest.approx(ci.low, abs=1e-9) and generic.high == pytest.approx(ci.high, abs=1e-9)
+
+
+def test_generic_route_for_an_aggregation_without_kernel():
+    items = mac_items(120, 5)
+    ci = bootstrap_ci(items, "lmms_eval_earthsci.mac.tasks.mac_ece", n_resamples=300)
+    assert ci is not None and ci.low <= resolve("lmms_eval_earthsci.mac.tasks.mac_ece")(items) <= ci.high
+
+
+def test_judged_metric_without_verdicts_has_no_interval():
+    items = [{"score": 0.0, "judge": {"status": "unavailable"}} for _ in range(10)]
+    assert bootstrap_ci(items, "lmms_eval_earthsci.core.judge_pass.judged_mean") is None
+
+
+def test_paired_difference_mcnemar_and_unmatched_docs():
+    a = {i: {"score": 100.0 if i % 3 else 0.0} for i in range(300)}
+    b = {i: {"score": 100.0 if i % 3 and i % 10 else 0.0} for i in range(2, 305)}
+    res = paired(a, b, "lmms_eval_earthsci.core.metrics.mean_present", n_resamples=2000)
+    common = [k for k in a if k in b]
+    assert (res.common, res.only_a, res.only_b) == (len(common), 2, 5)
+    want = mean_present([a[k] for k in common]) - mean_present([b[k] for k in common])
+    assert res.diff == pytest.approx(want)
+    n10 = sum(1 for k in common if a[k]["score"] and not b[k]["score"])
+    n01 = sum(1 for k in common if b[k]["score"] and not a[k]["score"])
+    assert res.discordant == (n10, n01) and n01 == 0
+    assert res.mcnemar_p == pytest.approx(sps.binomtest(n10, n10 + n01, 0.5).pvalue)
+    assert res.interval.excludes(0.0) and res.interval.low > 0
+    same = paired(a, dict(a), "lmms_eval_earthsci.core.metrics.mean_present", n_resamples=200)
+    assert same.diff == 0 and (same.interval.low, same.interval.high) == (0.0, 0.0) and same.mcnemar_p == 1.0
+    assert not same.interval.excludes(0.0)
+
+
+def test_paired_corpus_metric_and_no_mcnemar_for_graded_scores():
+    a = dict(enumerate(musciclaims_items(200, 7)))
+    b = dict(enumerate(musciclaims_items(200, 8)))
+    res = paired(a, b, "lmms_eval_earthsci.musciclaims.macro_f1", n_resamples=300)
+    assert res.diff == pytest.approx(resolve("lmms_eval_earthsci.musciclaims.macro_f1")(list(a.values())) - resolve("lmms_eval_earthsci.musciclaims.macro_f1")(list(b.values())))
+    assert res.interval.low < res.diff < res.interval.high and res.mcnemar_p is None
+    graded = paired({i: {"score": float(i % 5 + 1)} for i in range(50)}, {i: {"score": 3.0} for i in range(50)}, "lmms_eval_earthsci.core.metrics.mean_present", n_resamples=100)
+    assert graded.mcnemar_p is None
+
+
+def test_mcnemar_exact_small_case():
+    p, disc = mcnemar_exact([True] * 8 + [False] * 2, [False] * 8 + [True] * 2)
+    assert disc == (8, 2) and p == pytest.approx(sps.binomtest(8, 10, 0.5).pvalue)
