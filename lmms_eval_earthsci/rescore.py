@@ -117,7 +117,7 @@ def plan_from_run(run: str, tasks: Sequence[str] | None = None) -> dict:
         for s in read_jsonl(sp):
             if "doc_id" not in s:
                 raise RescoreError(f"{sp}: a sample without doc_id")
-            by_doc[str(s["doc_id"])] = {"responses": responses_of(s), "input": s.get("input"), "target": s.get("target"), "route": _route(s)}
+            by_doc[str(s["doc_id"])] = {"responses": responses_of(s), "input": s.get("input"), "target": s.get("target"), "route": _route(s), "tokens": s.get("token_counts")}
         entries[task] = by_doc
         versions[task] = results.get("versions", {}).get(task, (configs[task].get("metadata") or {}).get("version"))
     cfg = results.get("config") or {}
@@ -251,7 +251,11 @@ def _make_replay():
                     problems.append(f"{where}: {i + 1} responses asked (--repeats), {len(responses)} logged")
                     out.append("")
                     continue
-                out.append(responses[i])
+                tokens = entry.get("tokens") or []
+                counts = tokens[i] if i < len(tokens) and isinstance(tokens[i], dict) else None
+                # the run's token counts travel with the response (lmms-eval's (text, counts) output), so
+                # the rescored samples and the judge summary's model_tokens say what the model used
+                out.append((responses[i], counts) if counts else responses[i])
             STATE["served"].update(seen)
             if problems:
                 STATE["problems"].extend(problems)

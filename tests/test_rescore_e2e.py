@@ -1,0 +1,168 @@
+"""`lmms-eval-earthsci rescore` through the real lmms-eval CLI: a --predict_only run, judged later
+against a loopback judge, equals the direct run doc for doc; the model is never asked again; a doc
+that does not match and a run of another task version are refused."""
+
+import glob
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import VENV_BIN, cli_env, openai_args, read_outputs, run_cli
+from lmms_eval_earthsci.testing.openai_server import FakeOpenAIServer, text_of
+
+pytestmark = pytest.mark.e2e
+
+JUDGE = "judge-m"
+# judged (EMMA's LLM judge, MSEarth's open-ended judge), a corpus metric (MuSciClaims), MAC
+TASKS = "emma_mini_judge_math,msearth_open,musciclaims_rd,mac2025_i2t_info"
+
+
+def model_reply(body):
+    """Varied, deterministic answers per prompt: some right, some wrong, some unparsable."""
+    text = text_of(body)
+    h = int(hashlib.sha256(text.encode()).hexdigest(), 16)
+    if "open-ended question" in text:
+        return '{"answer": "%s"}' % ("Late spring" if h % 2 else "Winter")
+    if "decision" in text.lower() and "SUPPORT" in text:
+        return '{"decision": "%s"}' % ("SUPPORT", "CONTRADICT", "NEUTRAL", "maybe")[h % 4]
+    if "probabilit" in text.lower():
+        return "A: %.1f, B: %.1f, C: 0.1, D: 0.1" % ((0.7, 0.1) if h % 2 else (0.1, 0.7))
+    return "So the answer is \\boxed{%s}" % "ABCD"[h % 4]
+
+
+def judge_reply(body):
+    text = text_of(body)
+    if "Generated Answer:" in text:
+        std = re.search(r"Standard Answer: (.*)\n", text).group(1)
+        gen = re.search(r"Generated Answer: (.*)\n", text).group(1)
+        return '{"is_correct": %s}' % ("true" if std == gen else "false")
+    m = re.search(r"Answer: (.*)\nCorrect_or_not:$", text)
+    return "Correct" if m and f"\\boxed{{{m.group(1)}}}" in text.rsplit("Response: ", 1)[1] else "Incorrect"
+
+
+def responder(body):
+    return judge_reply(body) if body.get("model") == JUDGE else model_reply(body)
+
+
+def env_for(mirror, hf_home, srv, cache):
+    return cli_env(mirror, hf_home, EARTHSCI_JUDGE_BASE_URL=srv.base_url, EARTHSCI_JUDGE_MODEL=JUDGE, EARTHSCI_JUDGE_CACHE=str(cache))
+
+
+def rescore(args, env, cwd):
+    return subprocess.run([os.path.join(VENV_BIN, "lmms-eval-earthsci"), "rescore", *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=900)
+
+
+VOLATILE = {"cached", "attempts", "latency", "usage"}
+
+
+def comparable(value):
+    """A per-doc record without what says how it was obtained (cache hit, attempts), not what it is."""
+    if isinstance(value, dict):
+        return {k: comparable(v) for k, v in value.items() if k not in VOLATILE}
+    if isinstance(value, list):
+        return [comparable(v) for v in value]
+    return value
+
+
+@pytest.fixture(scope="module")
+def runs(mirror, hf_home, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("rescore")
+    with FakeOpenAIServer(responder=responder) as srv:
+        base = ["--model", "openai", "--model_args", openai_args(srv.base_url, num_concurrent=2), "--tasks", TASKS, "--log_samples"]
+        run_cli(base + ["--output_path", str(tmp / "direct")], env_for(mirror, hf_home, srv, tmp / "cache_direct"), str(tmp))
+        n_direct = len(srv.requests)
+        run_cli(base + ["--output_path", str(tmp / "pred"), "--predict_only"], env_for(mirror, hf_home, srv, tmp / "cache_pred"), str(tmp))
+        pred_bodies = srv.requests[n_direct:]
+        n_before = len(srv.requests)
+        proc = rescore([str(tmp / "pred"), "--out", str(tmp / "re")], env_for(mirror, hf_home, srv, tmp / "cache_re"), str(tmp))
+        re_bodies = srv.requests[n_before:]
+    assert proc.returncode == 0, proc.stderr[-5000:]
+    return {"tmp": tmp, "pred_bodies": pred_bodies, "re_bodies": re_bodies, "stdout": proc.stdout}
+
+
+def test_predict_only_then_rescore_equals_the_direct_run(runs):
+    tmp = runs["tmp"]
+    direct, dsamples = read_outputs(str(tmp / "direct"))
+    rescored, rsamples = read_outputs(str(tmp / "re"))
+    # premise: the predict-only run asked the model only (no judge call), and scored nothing
+    assert runs["pred_bodies"] and not any(b.get("model") == JUDGE for b in runs["pred_bodies"])
+    pred, _ = read_outputs(str(tmp / "pred"))
+    assert all(set(k.split(",")[0] for k in m if "," in k) <= {"bypass", "bypass_stderr", "bypass_stderr_clt", "bypass_stderr_clustered"} for m in pred["results"].values())
+    # the rescore asked the judge, never the model
+    assert runs["re_bodies"] and all(b.get("model") == JUDGE for b in runs["re_bodies"])
+    # results: every metric of every task equal
+    leaf = [t for t in TASKS.split(",")]
+    for task in leaf:
+        d = {k: v for k, v in direct["results"][task].items()}
+        r = rescored["results"][task]
+        assert d == r, task
+    assert direct["results"]["emma_mini_judge_math"]["emma_judge_acc,none"] is not None  # judged for real
+    assert direct["results"]["msearth_open"]["msearth_oe_acc,none"] is not None
+    # samples: doc for doc, every metric's per-doc record (verdicts, extraction, route) the same
+    for task in leaf:
+        ds = {s["doc_id"]: s for s in dsamples[task]}
+        rs = {s["doc_id"]: s for s in rsamples[task]}
+        assert sorted(ds) == sorted(rs) and ds, task
+        for doc_id, s in ds.items():
+            keys = set(s) - {"token_counts", "doc_hash"}
+            assert keys == set(rs[doc_id]) - {"token_counts", "doc_hash"}, (task, doc_id)
+            for k in keys:
+                assert comparable(s[k]) == comparable(rs[doc_id][k]), (task, doc_id, k)
+    # lmms-eval's layout, the original model's name, and what rescore did
+    assert rescored["config"]["model"] == "openai" and rescored["model_name"] == direct["model_name"]
+    rec = rescored["rescore"]
+    assert rec["source"]["kind"] == "lmms-eval run" and rec["source"]["path"].startswith(str(tmp / "pred"))
+    assert rec["version_changes"] == {} and rec["not_in_tasks"] == [] and rec["target_mismatches"] == [] and not rec["forced"]
+    assert glob.glob(str(tmp / "re" / direct["model_name_sanitized"] / "*_results.json"))
+    # report reads it like any run
+    from lmms_eval_earthsci.report import write_report
+
+    _, text = write_report([str(tmp / "direct"), str(tmp / "re")], str(tmp / "rep"), resamples=200)
+    assert "rescored without the model from lmms-eval run" in text
+    pairs = [l for l in text.splitlines() if l.startswith("| emma_mini_judge_math | emma_judge_acc |")]
+    assert pairs and "| +0.00 |" in pairs[0]
+
+
+def _copy_run(src, dst):
+    shutil.copytree(src, dst)
+    return next(iter(glob.glob(os.path.join(dst, "**", "*_results.json"), recursive=True)))
+
+
+def test_a_doc_that_does_not_match_stops_before_scoring(runs, mirror, hf_home):
+    tmp = runs["tmp"]
+    results = _copy_run(tmp / "pred", tmp / "pred_bad")
+    sp = results.replace("_results.json", "_samples_emma_mini_judge_math.jsonl")
+    rows = [json.loads(l) for l in open(sp)]
+    rows[1]["input"] = "A question from another dataset revision"
+    with open(sp, "w") as f:
+        f.write("".join(json.dumps(r) + "\n" for r in rows))
+    with FakeOpenAIServer(responder=responder) as srv:
+        proc = rescore([str(tmp / "pred_bad"), "--out", str(tmp / "re_bad"), "--tasks", "emma_mini_judge_math"], env_for(mirror, hf_home, srv, tmp / "cache_bad"), str(tmp))
+        asked = list(srv.requests)
+    assert proc.returncode == 2
+    assert "emma_mini_judge_math doc_id 1: the logged prompt differs" in proc.stderr
+    assert not asked  # stopped before the judge pass
+    assert not glob.glob(str(tmp / "re_bad" / "**" / "*_results.json"), recursive=True)
+
+
+def test_another_task_version_is_refused_unless_forced(runs, mirror, hf_home):
+    tmp = runs["tmp"]
+    results = _copy_run(tmp / "pred", tmp / "pred_old")
+    data = json.load(open(results))
+    data["versions"]["musciclaims_rd"] = 0.5
+    json.dump(data, open(results, "w"))
+    env = cli_env(mirror, hf_home)
+    proc = rescore([str(tmp / "pred_old"), "--out", str(tmp / "re_old"), "--tasks", "musciclaims_rd"], env, str(tmp))
+    assert proc.returncode == 2 and "musciclaims_rd: run 0.5, installed 1.0" in proc.stderr and "--force" in proc.stderr
+    assert not os.path.exists(tmp / "re_old" / "rescore_plan.json")
+    proc = rescore([str(tmp / "pred_old"), "--out", str(tmp / "re_old"), "--tasks", "musciclaims_rd", "--force"], env, str(tmp))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    res, samples = read_outputs(str(tmp / "re_old"))
+    assert res["rescore"]["forced"] and res["rescore"]["version_changes"] == {"musciclaims_rd": {"run": 0.5, "installed": 1.0}}
+    direct, _ = read_outputs(str(tmp / "direct"))
+    assert res["results"]["musciclaims_rd"] == direct["results"]["musciclaims_rd"] and list(res["results"]) == ["musciclaims_rd"]
