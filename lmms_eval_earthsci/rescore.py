@@ -257,9 +257,15 @@ def _make_replay():
                 # the rescored samples and the judge summary's model_tokens say what the model used
                 out.append((responses[i], counts) if counts else responses[i])
             STATE["served"].update(seen)
+            # every request of a type comes in this one call: a logged doc no task asked for is known now,
+            # before anything is scored
+            asked = {t for t, _ in seen}
+            for t in sorted(asked):
+                missing = [k for k in self.plan["entries"].get(t, {}) if (t, k) not in seen]
+                problems += [f"{t} {self.plan['key']} {k}: in {self.plan['source']['path']} but not a doc of the task now" for k in missing[:20]]
             if problems:
                 STATE["problems"].extend(problems)
-                raise RescoreError(f"{len(problems)} doc(s) do not match the run:\n  " + "\n  ".join(problems[:20]) + ("\n  ..." if len(problems) > 20 else ""))
+                raise RescoreError(f"{len(problems)} doc(s) do not match {self.plan['source']['kind']}:\n  " + "\n  ".join(problems[:20]) + ("\n  ..." if len(problems) > 20 else ""))
             return out
 
         def generate_until_multi_round(self, requests) -> list[str]:
@@ -338,7 +344,7 @@ def rescore(plan: dict, out: str, force: bool = False, extra: Sequence[str] = ()
     started = time.time()
     _lmms_eval(argv)
     if STATE["problems"]:
-        raise RescoreError(f"{len(STATE['problems'])} doc(s) do not match the run, nothing scored:\n  " + "\n  ".join(STATE["problems"][:20]))
+        raise RescoreError(f"{len(STATE['problems'])} doc(s) do not match the {plan['source']['kind']}, nothing scored:\n  " + "\n  ".join(STATE["problems"][:20]))
     path = _new_results(out, before)
     if path is None:
         raise RescoreError(f"lmms-eval wrote no results under {out} (see its log above; rerun with -- --verbosity DEBUG)")
@@ -415,7 +421,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"lmms-eval-earthsci rescore: {exc}", file=sys.stderr)
         return 2
     problems = record["not_in_tasks"] + record["target_mismatches"]
-    print(f"rescored {sum(len(v) for v in plan['entries'].values())} docs of {len(plan['entries'])} task(s): {path}")
+    print(f"rescored {sum(STATE['served'].values())} responses of {len({t for t, _ in STATE['served']})} task(s): {path}")
     for key, label in (("version_changes", "version changes (forced)"), ("prompt_changes", "prompts changed (forced)")):
         if record[key]:
             print(f"  {label}: {len(record[key])}")

@@ -7,6 +7,7 @@ records' own dataset columns, with a locally drawn figure for every referenced `
 does not look at the images; record validation needs them to decode). Skips when ../shared is absent.
 """
 
+import glob
 import gzip
 import json
 import os
@@ -165,6 +166,8 @@ def _unknown_pid(rows):
 
 @pytest.mark.parametrize("mutate,gz", [(_drop_response, True), (_unknown_pid, False)], ids=["doc-without-response", "pid-not-in-dataset"])
 def test_rescore_refuses_a_release_that_does_not_match_the_dataset(mutate, gz, release_mirror, hf_home, tmp_path):
+    """Exit 2 naming the task and pid, before anything is scored: a doc of the task the file has no
+    response for, or a released pid the task does not have."""
     pid = {}
     path = _physics_release(tmp_path, lambda rows: pid.setdefault("pid", mutate(rows)), gz)
     proc = rescore(path, tmp_path / "out", release_mirror, hf_home, tmp_path)
@@ -172,3 +175,5 @@ def test_rescore_refuses_a_release_that_does_not_match_the_dataset(mutate, gz, r
     assert "lmms-eval-earthsci rescore:" in proc.stderr, proc.stderr[-5000:]
     message = proc.stderr[proc.stderr.rindex("lmms-eval-earthsci rescore:") :]  # rescore's own error, last
     assert "emma_mini_physics" in message and pid["pid"] in message, message
+    assert "nothing scored" in message
+    assert not glob.glob(str(tmp_path / "out" / "**" / "*_results.json"), recursive=True), "a mismatch must stop the run before scoring"

@@ -1,0 +1,168 @@
+"""A task's comparability version must move when its scoring moves.
+
+Every task of ours is loaded through lmms-eval (fixture mirror), and scored on its fixture docs with a
+fixed set of responses: ``process_results`` outputs, the aggregation of every metric, and for judged
+tasks the judge request text and the parse of fixed replies. The SHA-256 of all that is recorded per
+task beside its version in ``scoring_fingerprints.json``. The test fails when a fingerprint changes
+while the version stays (bump ``yamlgen.VERSIONS`` / ``TASK_VERSIONS``, regenerate the YAMLs), and when
+a version moved without the record (then record it):
+
+    .venv/bin/python tests/test_scoring_versions.py --update
+"""
+
+import hashlib
+import json
+import math
+import os
+import sys
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+RECORD = os.path.join(HERE, "scoring_fingerprints.json")
+DOCS_PER_TASK = 8
+RESPONSES = (
+    "",
+    "A",
+    "The answer is (B).",
+    "So the answer is \\boxed{C}",
+    "\\boxed{3}",
+    '{"answer": "Late spring", "decision": "SUPPORT"}',
+    '```json\n{"decision": "CONTRADICT", "reasoning": "panel B"}\n```',
+    "A: 0.7, B: 0.1, C: 0.1, D: 0.1",
+    "Precipitation rises at every station.",
+)
+JUDGE_REPLIES = ("Correct", "Incorrect", '{"is_correct": true}', '{"score": 4}', "A", "garbage")
+
+
+def _canon(value):
+    if isinstance(value, float):
+        return None if math.isnan(value) else round(value, 6)
+    if isinstance(value, dict):
+        return {str(k): _canon(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}
+    if isinstance(value, (list, tuple)):
+        return [_canon(v) for v in value]
+    if isinstance(value, (str, int, bool)) or value is None:
+        return value
+    return type(value).__name__  # images and other objects: their kind, not their address
+
+
+def _fingerprint(task) -> str:
+    from lmms_eval_earthsci.core.judge_pass import undecoded
+
+    docs = list(task.test_docs() if task.has_test_docs() else task.validation_docs())[:DOCS_PER_TASK]
+    outputs, per_metric = [], {}
+    spec = getattr(task.config.process_results, "judge_spec", None)
+    for doc in docs:
+        for resp in RESPONSES:
+            out = task.process_results(doc, [resp])
+            outputs.append(_canon(out))
+            for k, v in out.items():
+                per_metric.setdefault(k, []).append(v)
+        if spec is not None:
+            for resp in RESPONSES[2:4]:
+                try:
+                    msgs = spec.build(doc, spec.text_of(resp), lambda d=doc: undecoded(d))
+                    outputs.append(_canon([m.get("content") if isinstance(m.get("content"), str) else [p.get("text") for p in m.get("content", []) if isinstance(p, dict)] for m in msgs]))
+                except Exception as exc:  # noqa: BLE001 - the failure's kind is part of the behaviour
+                    outputs.append(type(exc).__name__)
+    if spec is not None:
+        for reply in JUDGE_REPLIES:
+            try:
+                outputs.append(_canon(spec.parse(reply)))
+            except ValueError:
+                outputs.append("ValueError")
+    aggs = {m: task.aggregation()[m] for m in per_metric if m in task.aggregation()}
+    outputs.append({m: _canon(fn(per_metric[m])) for m, fn in sorted(aggs.items())})
+    return hashlib.sha256(json.dumps(outputs, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+
+def current() -> dict:
+    from lmms_eval.tasks import TaskManager, get_task_dict
+
+    from lmms_eval_earthsci.registration import register
+    from lmms_eval_earthsci.yamlgen import task_yaml_paths
+
+    register()  # our task folder and the mirror hook, as the entry point does in a real run
+    names = sorted(task_yaml_paths())
+    tm = TaskManager()
+    tasks = get_task_dict(names, tm)
+    out = {}
+    for name in names:
+        task = tasks[name]
+        out[name] = {"version": task.config.metadata.get("version"), "sha256": _fingerprint(task)}
+    return out
+
+
+@pytest.fixture(scope="module")
+def fingerprints(mirror, hf_home):
+    old = {k: os.environ.get(k) for k in ("EARTHSCI_DATA_MIRROR", "HF_HOME", "HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")}
+    os.environ.update(EARTHSCI_DATA_MIRROR=mirror, HF_HOME=hf_home, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1")
+    for k in list(os.environ):
+        if k.startswith("EARTHSCI_JUDGE") or k.startswith("EARTHSCI_DAD"):
+            os.environ.pop(k)
+    try:
+        yield current()
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def test_scoring_changes_move_the_task_version(fingerprints):
+    with open(RECORD) as f:
+        record = json.load(f)
+    problems = []
+    for task, now in fingerprints.items():
+        was = record.get(task)
+        if was is None:
+            problems.append(f"{task}: not recorded")
+        elif str(was["version"]) != str(now["version"]):
+            problems.append(f"{task}: version {was['version']} -> {now['version']}: record the new fingerprint")
+        elif was["sha256"] != now["sha256"]:
+            problems.append(f"{task}: its scoring outputs on the fixtures changed but its version ({now['version']}) did not: bump it in yamlgen.VERSIONS / TASK_VERSIONS")
+    gone = sorted(set(record) - set(fingerprints))
+    problems += [f"{t}: recorded but no longer a task" for t in gone]
+    assert not problems, "\n".join(problems) + "\nthen: .venv/bin/python tests/test_scoring_versions.py --update"
+    assert len(fingerprints) > 50  # premise: every task was fingerprinted
+
+
+def test_fingerprint_is_stable_and_sensitive(fingerprints):
+    """The same scoring twice gives the same fingerprint; one changed extraction rule changes it."""
+    from lmms_eval.tasks import TaskManager, get_task_dict
+
+    from lmms_eval_earthsci import emma
+
+    task = get_task_dict(["emma_mini_math"], TaskManager())["emma_mini_math"]
+    assert _fingerprint(task) == fingerprints["emma_mini_math"]["sha256"]
+    original = emma.fast_extract_answer
+
+    def broken(response):
+        got = original(response)
+        return original("") if "boxed" in str(response) else got
+
+    emma.fast_extract_answer = broken
+    try:
+        assert _fingerprint(task) != fingerprints["emma_mini_math"]["sha256"]
+    finally:
+        emma.fast_extract_answer = original
+
+
+if __name__ == "__main__" and "--update" in sys.argv:
+    import tempfile
+
+    sys.path.insert(0, HERE)
+    from lmms_eval_earthsci.testing.fixtures import write_mirror
+
+    with tempfile.TemporaryDirectory() as tmp:
+        os.environ.update(EARTHSCI_DATA_MIRROR=write_mirror(os.path.join(tmp, "mirror")), HF_HOME=os.path.join(tmp, "hf"), HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1")
+        for k in list(os.environ):
+            if k.startswith(("EARTHSCI_JUDGE", "EARTHSCI_DAD")):
+                os.environ.pop(k)
+        fp = current()
+    with open(RECORD, "w") as f:
+        json.dump(fp, f, indent=1, sort_keys=True)
+        f.write("\n")
+    print(f"recorded {len(fp)} tasks in {RECORD}")
