@@ -99,3 +99,34 @@ def test_generated_yamls_are_current():
     from lmms_eval_earthsci import yamlgen
 
     assert yamlgen.main(["--check"]) == 0
+
+
+def test_sweep_groups_hold_each_benchmarks_headline_task(indexes):
+    """`earthsci` = the headline task of every benchmark; `earthsci_nojudge` = those needing no judge;
+    neither averages across benchmarks (no aggregate_metric_list)."""
+    from lmms_eval_earthsci.yamlgen import EARTHSCI, EARTHSCI_NOJUDGE, VERSIONS
+
+    _, ours, tm = indexes
+    assert {"earthsci", "earthsci_nojudge"} <= set(ours)
+    with open(os.path.join(lmms_eval_earthsci.TASKS_DIR, "earthsci", "earthsci.yaml")) as f:
+        text = f.read()
+    assert "aggregate_metric_list" not in text and f"version: {VERSIONS['earthsci']}" in text
+    assert set(EARTHSCI) == {"emma_mini", "msearth_mcq", "msearth_open", "msearth_caption", "scifibench", "musciclaims_rd", "mac2025"}
+    assert set(EARTHSCI_NOJUDGE) == set(EARTHSCI) - {"msearth_open", "msearth_caption"}
+
+
+@pytest.mark.e2e
+def test_earthsci_nojudge_through_the_cli(mirror, hf_home, tmp_path):
+    """`lmms-eval --tasks earthsci_nojudge` runs every leaf of each benchmark's headline task, with no
+    judge and no cross-benchmark number."""
+    from conftest import cli_env, read_outputs, run_cli
+
+    out = tmp_path / "out"
+    run_cli(["--model", "dummy", "--model_args", "response=\\boxed{B}", "--tasks", "earthsci_nojudge", "--limit", "1", "--output_path", str(out)], cli_env(mirror, hf_home), str(tmp_path))
+    res, _ = read_outputs(str(out))
+    leaves = {t for t in res["results"] if t in res.get("configs", {})}
+    want = {f"emma_mini_{s}" for s in ("math", "physics", "chemistry", "coding")} | {"msearth_mcq", "musciclaims_rd"} | {f"mac2025_{d}_{m}" for d in ("i2t", "t2i") for m in ("info", "option")}
+    assert want <= leaves and {"scifibench_cs_f2c", "scifibench_general_c2f"} <= leaves
+    assert not any(t.startswith(("msearth_open", "msearth_caption")) or "judge" in t for t in leaves)
+    assert not [k for k in res["results"].get("earthsci_nojudge", {}) if "," in k]  # no cross-benchmark average
+    assert all(str(v) == "1.0" for t, v in res["versions"].items() if t in leaves)
