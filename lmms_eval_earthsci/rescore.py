@@ -39,7 +39,6 @@ PLAN_FILE = "rescore_plan.json"
 # --from FORMAT -> "module:function(path, options) -> plan"
 IMPORTERS = {
     "emma-release": "lmms_eval_earthsci.emma:release_plan",
-    "msearth-open": "lmms_eval_earthsci.msearth:release_plan",
 }
 
 
