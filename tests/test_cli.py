@@ -21,7 +21,7 @@ def test_top_level_help_lists_every_command(capsys):
         assert command in out
 
 
-@pytest.mark.parametrize("command", ["tasks-dir", "report", "check-mirror", "write-fixtures"])
+@pytest.mark.parametrize("command", ["tasks-dir", "report", "check-mirror", "write-fixtures", "rescore"])
 def test_subcommand_help_writes_nothing(command, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     with pytest.raises(SystemExit) as e:
@@ -29,6 +29,19 @@ def test_subcommand_help_writes_nothing(command, capsys, tmp_path, monkeypatch):
     assert e.value.code == 0
     assert capsys.readouterr().out.startswith(f"usage: lmms-eval-earthsci {command}")
     assert list(tmp_path.iterdir()) == []  # `write-fixtures --help` no longer writes a folder named --help
+
+
+def test_rescore_errors_are_one_line(tmp_path, capsys):
+    assert cli.main(["rescore", str(tmp_path / "nowhere"), "--out", str(tmp_path / "o")]) == 2
+    assert capsys.readouterr().err.strip() == f"lmms-eval-earthsci rescore: {tmp_path / 'nowhere'}: no such folder"
+    (tmp_path / "empty").mkdir()
+    assert cli.main(["rescore", str(tmp_path / "empty"), "--out", str(tmp_path / "o")]) == 2
+    assert "no *_results.json inside" in capsys.readouterr().err
+    assert cli.main(["rescore", "--from", "emma-release", str(tmp_path / "x.jsonl"), "--out", str(tmp_path / "o")]) == 2
+    assert "x.jsonl: no such file" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as e:
+        cli.main(["rescore", str(tmp_path)])  # --out is required
+    assert e.value.code == 2 and "--out" in capsys.readouterr().err
 
 
 def test_no_command_is_an_error(capsys):
