@@ -96,19 +96,14 @@ def current() -> dict:
 
 @pytest.fixture(scope="module")
 def fingerprints(mirror, hf_home):
-    old = {k: os.environ.get(k) for k in ("EARTHSCI_DATA_MIRROR", "HF_HOME", "HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")}
-    os.environ.update(EARTHSCI_DATA_MIRROR=mirror, HF_HOME=hf_home, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1")
-    for k in list(os.environ):
-        if k.startswith("EARTHSCI_JUDGE") or k.startswith("EARTHSCI_DAD"):
-            os.environ.pop(k)
-    try:
-        yield current()
-    finally:
-        for k, v in old.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+    """Computed in a fresh interpreter: scoring must not depend on what earlier tests left in this one."""
+    import subprocess
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("EARTHSCI_JUDGE", "EARTHSCI_DAD"))}
+    env.update(EARTHSCI_DATA_MIRROR=mirror, HF_HOME=hf_home, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1")
+    proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--json"], env=env, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-5000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def test_scoring_changes_move_the_task_version(fingerprints):
@@ -129,14 +124,20 @@ def test_scoring_changes_move_the_task_version(fingerprints):
     assert len(fingerprints) > 50  # premise: every task was fingerprinted
 
 
-def test_fingerprint_is_stable_and_sensitive(fingerprints):
+def test_fingerprint_is_stable_and_sensitive(mirror, hf_home, monkeypatch):
     """The same scoring twice gives the same fingerprint; one changed extraction rule changes it."""
     from lmms_eval.tasks import TaskManager, get_task_dict
 
     from lmms_eval_earthsci import emma
+    from lmms_eval_earthsci.registration import register
 
+    monkeypatch.setenv("EARTHSCI_DATA_MIRROR", mirror)
+    monkeypatch.setenv("HF_HOME", hf_home)
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    register()
     task = get_task_dict(["emma_mini_math"], TaskManager())["emma_mini_math"]
-    assert _fingerprint(task) == fingerprints["emma_mini_math"]["sha256"]
+    first = _fingerprint(task)
+    assert _fingerprint(task) == first
     original = emma.fast_extract_answer
 
     def broken(response):
@@ -145,10 +146,13 @@ def test_fingerprint_is_stable_and_sensitive(fingerprints):
 
     emma.fast_extract_answer = broken
     try:
-        assert _fingerprint(task) != fingerprints["emma_mini_math"]["sha256"]
+        assert _fingerprint(task) != first
     finally:
         emma.fast_extract_answer = original
 
+
+if __name__ == "__main__" and "--json" in sys.argv:
+    print(json.dumps(current()))
 
 if __name__ == "__main__" and "--update" in sys.argv:
     import tempfile
