@@ -18,6 +18,21 @@ COMMANDS = {
 }
 
 
+def run_lmms_eval(args: Sequence[str]) -> int:
+    """lmms-eval's CLI in this process with ``args`` (``sys.argv`` restored afterwards)."""
+    saved = sys.argv
+    sys.argv = ["lmms-eval", *args]
+    try:
+        try:
+            from lmms_eval.cli.dispatch import main as lmms_main  # lmms-eval >= 0.7
+        except ImportError:  # 0.6.x: the flat CLI
+            from lmms_eval.__main__ import cli_evaluate as lmms_main
+
+        return lmms_main() or 0
+    finally:
+        sys.argv = saved
+
+
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog="lmms-eval-earthsci",
@@ -75,13 +90,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         rest = list(a.args)
         if "--include_path" not in rest:
             rest = ["--include_path", TASKS_DIR, *rest]
-        sys.argv = ["lmms-eval", *rest]
-        try:
-            from lmms_eval.cli.dispatch import main as lmms_main  # lmms-eval >= 0.7
-        except ImportError:  # 0.6.x: the flat CLI
-            from lmms_eval.__main__ import cli_evaluate as lmms_main
-
-        return lmms_main() or 0
+        return run_lmms_eval(rest)
     if a.command == "demo":
         from lmms_eval_earthsci.demo import main as demo_main
 

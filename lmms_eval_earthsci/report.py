@@ -747,13 +747,19 @@ BOOTSTRAP_NOTE = (
 
 def _aggregation(run: Run, task: str, metric: str) -> str | None:
     """``module.function`` aggregating ``metric`` in ``task`` (its YAML; a group: its tasks', if one)."""
-    from lmms_eval_earthsci.yamlgen import metric_aggregations
-
     paths = _yaml_paths(run.include_path)
     if task in paths:
-        return metric_aggregations(paths[task]).get(metric)
-    found = {metric_aggregations(paths[t]).get(metric) for t in _leaves(run, task) if t in paths}
+        return _metric_aggregations(paths[task]).get(metric)
+    found = {_metric_aggregations(paths[t]).get(metric) for t in _leaves(run, task) if t in paths}
     return found.pop() if len(found) == 1 else None
+
+
+@functools.lru_cache(maxsize=None)
+def _metric_aggregations(path: str) -> dict[str, str]:
+    """A task YAML's aggregations, read once per report process (every interval asks for them)."""
+    from lmms_eval_earthsci.yamlgen import metric_aggregations
+
+    return metric_aggregations(path)
 
 
 @functools.lru_cache(maxsize=8)

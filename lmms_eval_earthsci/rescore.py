@@ -297,17 +297,6 @@ def _register_replay() -> None:
 # --------------------------------------------------------------------------- the driver
 
 
-def _lmms_eval(argv: list[str]) -> int:
-    sys_argv = sys.argv
-    sys.argv = ["lmms-eval", *argv]
-    try:
-        from lmms_eval.cli.dispatch import main as lmms_main
-
-        return lmms_main() or 0
-    finally:
-        sys.argv = sys_argv
-
-
 def _new_results(out: str, before: set[str]) -> str | None:
     fresh = [p for p in _results_files(out) if p not in before] if os.path.isdir(out) else []
     return max(fresh, key=os.path.getmtime) if fresh else None
@@ -341,7 +330,9 @@ def rescore(plan: dict, out: str, force: bool = False, extra: Sequence[str] = ()
         argv += ["--include_path", plan["include_path"]]
     argv += list(extra)
     started = time.time()
-    _lmms_eval(argv)
+    from lmms_eval_earthsci.cli import run_lmms_eval
+
+    run_lmms_eval(argv)
     if STATE["problems"]:
         raise RescoreError(f"{len(STATE['problems'])} doc(s) do not match the {plan['source']['kind']}, nothing scored:\n  " + "\n  ".join(STATE["problems"][:20]))
     path = _new_results(out, before)
@@ -349,7 +340,7 @@ def rescore(plan: dict, out: str, force: bool = False, extra: Sequence[str] = ()
         raise RescoreError(f"lmms-eval wrote no results under {out} (see its log above; rerun with -- --verbosity DEBUG)")
     with open(path, encoding="utf-8") as f:
         results = json.load(f)
-    served = {(t, k) for (t, k) in STATE["served"]}
+    served = set(STATE["served"])
     unserved = [f"{t} {plan['key']} {k}" for t, by in plan["entries"].items() for k in by if (t, k) not in served]
     mismatched = _target_mismatches(plan, path)
     record = {
