@@ -119,10 +119,15 @@ def test_sweep_groups_hold_each_benchmarks_headline_task(indexes):
 def test_earthsci_nojudge_through_the_cli(mirror, hf_home, tmp_path):
     """`lmms-eval --tasks earthsci_nojudge` runs every leaf of each benchmark's headline task, with no
     judge and no cross-benchmark number."""
-    from conftest import cli_env, read_outputs, run_cli
+    from conftest import cli_env, openai_args, read_outputs, run_cli
+
+    from lmms_eval_earthsci.testing.openai_server import FakeOpenAIServer
 
     out = tmp_path / "out"
-    run_cli(["--model", "dummy", "--model_args", "response=\\boxed{B}", "--tasks", "earthsci_nojudge", "--limit", "1", "--output_path", str(out)], cli_env(mirror, hf_home), str(tmp_path))
+    # the openai backend on a loopback server: every supported lmms-eval has it (0.6.1 has no `dummy`)
+    with FakeOpenAIServer(responder=lambda body: "\\boxed{B}") as srv:
+        run_cli(["--model", "openai", "--model_args", openai_args(srv.base_url), "--tasks", "earthsci_nojudge", "--limit", "1", "--output_path", str(out)], cli_env(mirror, hf_home), str(tmp_path))
+        assert srv.requests and all(b.get("model") == "fake" for b in srv.requests)  # the model only: no judge
     res, _ = read_outputs(str(out))
     leaves = {t for t in res["results"] if t in res.get("configs", {})}
     want = {f"emma_mini_{s}" for s in ("math", "physics", "chemistry", "coding")} | {"msearth_mcq", "musciclaims_rd"} | {f"mac2025_{d}_{m}" for d in ("i2t", "t2i") for m in ("info", "option")}
