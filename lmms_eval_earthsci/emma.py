@@ -482,13 +482,11 @@ def release_plan(path: str, options: dict) -> dict:
     tasks, matched by ``pid``. The strategy is the file name's suffix (else the prompt's CoT sentence); the
     subjects are those present (all four: the group). A record without ``response`` has no answer and is
     an error when its doc is asked for, never a silent skip."""
-    import os
+    from lmms_eval_earthsci.rescore import RescoreError, read_records, release_name, release_plan_dict
 
-    from lmms_eval_earthsci.rescore import RescoreError, read_jsonl
-
-    rows = read_jsonl(path)
-    name = os.path.basename(path).split(".jsonl")[0].split(".json")[0]
-    if not rows or any("pid" not in r or "subject" not in r for r in rows):
+    rows = read_records(path)
+    name = release_name(path)
+    if not rows or any(not isinstance(r, dict) or "pid" not in r or "subject" not in r for r in rows):
         raise RescoreError(f"{path}: not an EMMA release file (records need pid, subject and response)")
     strategy = "Direct" if name.endswith("_Direct") else "CoT" if name.endswith("_CoT") else ("CoT" if "step by step" in str(rows[0].get("query", "")) else "Direct")
     family = f"emma_{options.get('set') or 'mini'}" + ("_direct" if strategy == "Direct" else "")
@@ -499,9 +497,9 @@ def release_plan(path: str, options: dict) -> dict:
     entries: dict[str, dict] = {f"{family}_{s.lower()}": {} for s in subjects}
     for r in rows:
         if "response" in r:
-            entries[f"{family}_{r['subject'].lower()}"][str(r["pid"])] = {"responses": [as_text(r["response"])], "input": None, "target": None}
+            entries[f"{family}_{r['subject'].lower()}"][str(r["pid"])] = {"responses": [as_text(r["response"])], "input": None, "target": None, "fields": {"answer": r["answer"]} if "answer" in r else {}}
     tasks = family if len(subjects) == len(SUBJECTS) else ",".join(entries)
     if options.get("tasks"):
         tasks = options["tasks"]
         entries = {t: v for t, v in entries.items() if t in tasks.split(",") or tasks == family}
-    return {"key": "pid", "tasks": tasks, "entries": entries, "limit": None, "offset": 0, "repeats": 1, "include_path": None, "model": {"model": "released", "model_args": f"release={name}", "model_name": name}}
+    return release_plan_dict("pid", tasks, entries, name)

@@ -549,3 +549,66 @@ def bertscore(items) -> float | None:
 # lmms-eval imports this module while it reads our task YAMLs: make sure our hooks are in, whatever route
 # (entry point, --include_path, the `run` wrapper) brought it here
 ensure_runtime_hooks()
+
+
+# ---------------------------------------------------------------------------- the authors' released outputs
+
+RELEASE_TASKS = {"mcq": "msearth_mcq", "open": "msearth_open", "caption": "msearth_caption"}
+_RELEASE_KIND_OF_TASK = {"msearth_mcq": "mcq", "msearth_mcq_nocap": "mcq", "msearth_open": "open", "msearth_caption": "caption"}
+
+
+def release_kind(record: Mapping) -> str:
+    """Which task an evaluator record is for: a caption record has ``generated_caption`` or no question;
+    an MCQ's query lists ``Options:``."""
+    query = str(record.get("query") or "")
+    if "generated_caption" in record or "Question:" not in query:
+        return "caption"
+    return "mcq" if "Options:" in query else "open"
+
+
+def release_response(record: Mapping, kind: str) -> Any:
+    """The model output an evaluator record carries: ``generated_answer``; for captions
+    ``generated_caption``, or ``generated_answer`` when that is empty or absent (as the official judge
+    reads it). None when the record has neither."""
+    if kind == "caption":
+        cap = record.get("generated_caption")
+        if isinstance(cap, str) and cap.strip():
+            return cap
+    return record.get("generated_answer")
+
+
+def release_plan(path: str, options: dict) -> dict:
+    """``rescore --from msearth-release FILE``: the records the authors' ``auto_evaluator`` scores (the
+    dataset's records, e.g. ``results/msearth_open.json``, each with the model's ``generated_answer``;
+    captioning: ``generated_caption``) as a replay plan matched by ``question_id``. The record's
+    ``response`` (the gold answer) must equal the dataset's. The task is read from the records (one per
+    file) unless ``--tasks`` names it. The answer is replayed as the model's raw output: our extraction
+    finds an extracted answer as it is (raw text) and a full JSON reply as a run would."""
+    from collections import Counter
+
+    from lmms_eval_earthsci.rescore import RescoreError, read_records, release_name, release_plan_dict
+
+    rows = read_records(path)
+    bad = next((i for i, r in enumerate(rows) if not isinstance(r, dict) or "question_id" not in r), None)
+    if not rows or bad is not None:
+        raise RescoreError(f"{path}: not an MSEarth evaluator file (record {1 if bad is None else bad + 1} has no question_id)")
+    task = options.get("tasks")
+    if task:
+        if task not in _RELEASE_KIND_OF_TASK:
+            raise RescoreError(f"--tasks {task}: an MSEarth release file scores one of {', '.join(_RELEASE_KIND_OF_TASK)}")
+        kind = _RELEASE_KIND_OF_TASK[task]
+    else:
+        kinds = Counter(release_kind(r) for r in rows)
+        if len(kinds) > 1:
+            raise RescoreError(f"{path}: records of several tasks ({', '.join(f'{n} {k}' for k, n in kinds.items())}); name one with --tasks")
+        kind = next(iter(kinds))
+        task = RELEASE_TASKS[kind]
+    entries: dict[str, dict] = {}
+    for n, r in enumerate(rows, 1):
+        qid = str(r["question_id"])
+        if qid in entries:
+            raise RescoreError(f"{path}, record {n}: question_id {qid} appears twice")
+        answer = release_response(r, kind)
+        if answer is not None:  # a record without an answer: its doc has no response (an error when asked)
+            entries[qid] = {"responses": [as_text(answer)], "input": None, "target": None, "fields": {"response": r["response"]} if "response" in r else {}}
+    return release_plan_dict("question_id", task, {task: entries}, release_name(path))

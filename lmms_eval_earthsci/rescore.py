@@ -2,6 +2,7 @@
 
     lmms-eval-earthsci rescore RUN_DIR --out NEW_DIR [--tasks T,...] [--force] [-- LMMS_EVAL_ARGS...]
     lmms-eval-earthsci rescore --from emma-release FILE --out NEW_DIR [--set mini|full]
+    lmms-eval-earthsci rescore --from msearth-release FILE --out NEW_DIR [--tasks msearth_open]
 
 ``RUN_DIR`` is an lmms-eval ``--output_path`` of a run made with ``--log_samples`` or ``--predict_only``
 (which logs the responses and skips scoring). The same tasks run again through the real lmms-eval
@@ -39,6 +40,7 @@ PLAN_FILE = "rescore_plan.json"
 # --from FORMAT -> "module:function(path, options) -> plan"
 IMPORTERS = {
     "emma-release": "lmms_eval_earthsci.emma:release_plan",
+    "msearth-release": "lmms_eval_earthsci.msearth:release_plan",
 }
 
 
@@ -68,6 +70,37 @@ def read_jsonl(path: str) -> list[dict]:
                 except ValueError as exc:
                     raise RescoreError(f"{path}, line {n}: not JSON ({exc})") from exc
     return rows
+
+
+def read_records(path: str) -> list[dict]:
+    """The records of a released output file: a JSON array, a JSON object of records (its values), or
+    JSON Lines; gzip when the name ends in .gz."""
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8") as f:
+        head = f.read(1 << 16).lstrip()
+    if head.startswith("["):
+        with opener(path, "rt", encoding="utf-8") as f:
+            try:
+                rows = json.load(f)
+            except ValueError:
+                rows = None
+        if rows is not None:
+            return list(rows)
+    rows = read_jsonl(path)
+    if len(rows) == 1 and isinstance(rows[0], dict) and rows[0] and all(isinstance(v, dict) for v in rows[0].values()):
+        return list(rows[0].values())  # one object keyed by id
+    return rows
+
+
+def release_plan_dict(key: str, tasks: str, entries: dict[str, dict], model_name: str) -> dict:
+    """A replay plan over released outputs: ``entries`` = {task: {id: {"responses": [...], "fields": {...}}}},
+    matched by the dataset column ``key``; ``fields`` are dataset columns the doc must equal."""
+    return {"key": key, "tasks": tasks, "entries": entries, "limit": None, "offset": 0, "repeats": 1, "include_path": None, "model": {"model": "released", "model_args": f"release={model_name}", "model_name": model_name}}
+
+
+def release_name(path: str) -> str:
+    """The model/run name a released file carries in its name (``gpt_CoT.jsonl.gz`` -> ``gpt_CoT``)."""
+    return os.path.basename(path).split(".jsonl")[0].split(".json")[0]
 
 
 def responses_of(sample: dict) -> list[str]:
@@ -234,6 +267,11 @@ def _make_replay():
                     problems.append(f"{where}: no response in {self.plan['source']['path']}")
                     out.append("")
                     continue
+                if entry.get("fields"):
+                    doc = self.task_dict[task][split][doc_id]
+                    for field, want in entry["fields"].items():
+                        if str(doc.get(field)).strip() != str(want).strip():
+                            problems.append(f"{where}: {field} is {str(want)[:60]!r} in {self.plan['source']['path']}, {str(doc.get(field))[:60]!r} in the dataset")
                 if entry.get("input") is not None and isinstance(ctx, str) and entry["input"] != ctx:
                     if self.force:
                         STATE["prompt_changes"].append(where)
@@ -384,7 +422,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     ap.add_argument("run", nargs="?", metavar="RUN_DIR", help="an lmms-eval --output_path of a --log_samples or --predict_only run (or one *_results.json)")
     ap.add_argument("--out", required=True, metavar="NEW_DIR", help="where the rescored results and samples go (lmms-eval's layout)")
-    ap.add_argument("--tasks", default=None, help="comma-separated tasks of the run to rescore (default: every task of ours in it)")
+    ap.add_argument("--tasks", default=None, help="comma-separated tasks of the run to rescore (default: every task of ours in it); with --from msearth-release, the task the file is for (default: from its records)")
     ap.add_argument("--force", action="store_true", help="rescore a run of another task version (or whose prompts changed), recording it")
     ap.add_argument("--from", dest="fmt", default=None, choices=sorted(IMPORTERS), help="import the authors' released outputs from FILE instead of a run")
     ap.add_argument("--set", dest="subset", default="mini", choices=["mini", "full"], help="--from emma-release: EMMA-mini or full EMMA (default mini)")

@@ -44,6 +44,40 @@ def test_rescore_errors_are_one_line(tmp_path, capsys):
     assert e.value.code == 2 and "--out" in capsys.readouterr().err
 
 
+def test_release_files_read_in_every_layout_and_planned(tmp_path, capsys):
+    """--from files: a JSON array, one object keyed by id, JSON Lines, gzip; the MSEarth plan is keyed by
+    question_id, task read from the records, caption falling back to generated_answer."""
+    import gzip
+    import json
+
+    from lmms_eval_earthsci.msearth import release_plan
+    from lmms_eval_earthsci.rescore import RescoreError, read_records
+
+    recs = [{"question_id": "ON1", "query": "<image>Caption:\nc\nQuestion:\nq", "response": "a", "generated_answer": "a"}, {"question_id": "ON2", "query": "<image>Caption:\nc\nQuestion:\nq", "response": "b"}]
+    (tmp_path / "a.json").write_text(json.dumps(recs))
+    (tmp_path / "o.json").write_text(json.dumps({r["question_id"]: r for r in recs}))
+    (tmp_path / "l.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    (tmp_path / "g.jsonl.gz").write_bytes(gzip.compress((tmp_path / "l.jsonl").read_bytes()))
+    for name in ("a.json", "o.json", "l.jsonl", "g.jsonl.gz"):
+        assert read_records(str(tmp_path / name)) == recs, name
+    plan = release_plan(str(tmp_path / "a.json"), {})
+    assert plan["key"] == "question_id" and plan["tasks"] == "msearth_open" and plan["model"]["model_name"] == "a"
+    assert plan["entries"] == {"msearth_open": {"ON1": {"responses": ["a"], "input": None, "target": None, "fields": {"response": "a"}}}}  # ON2: no answer
+    cap = [{"question_id": "C1", "query": "<image>Describe it.", "response": "r", "generated_caption": " ", "generated_answer": "fallback"}]
+    (tmp_path / "c.json").write_text(json.dumps(cap))
+    assert release_plan(str(tmp_path / "c.json"), {})["entries"]["msearth_caption"]["C1"]["responses"] == ["fallback"]
+    assert release_plan(str(tmp_path / "a.json"), {"tasks": "msearth_mcq_nocap"})["tasks"] == "msearth_mcq_nocap"
+    for bad, want in ((recs + [recs[0]], "question_id ON1 appears twice"), ([{"query": "q"}], "record 1 has no question_id")):
+        (tmp_path / "b.json").write_text(json.dumps(bad))
+        with pytest.raises(RescoreError, match=want):
+            release_plan(str(tmp_path / "b.json"), {})
+    with pytest.raises(RescoreError, match="one of msearth_mcq"):
+        release_plan(str(tmp_path / "a.json"), {"tasks": "emma_mini"})
+    (tmp_path / "bad.jsonl").write_text('{"question_id": "x"}\nnot json\n')
+    assert cli.main(["rescore", "--from", "msearth-release", str(tmp_path / "bad.jsonl"), "--out", str(tmp_path / "out")]) == 2
+    assert capsys.readouterr().err.strip() == f"lmms-eval-earthsci rescore: {tmp_path / 'bad.jsonl'}, line 2: not JSON (Expecting value: line 1 column 1 (char 0))"
+
+
 def test_no_command_is_an_error(capsys):
     with pytest.raises(SystemExit) as e:
         cli.main([])
