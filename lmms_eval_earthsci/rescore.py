@@ -73,23 +73,21 @@ def read_jsonl(path: str) -> list[dict]:
 
 
 def read_records(path: str) -> list[dict]:
-    """The records of a released output file: a JSON array, a JSON object of records (its values), or
-    JSON Lines; gzip when the name ends in .gz."""
+    """The records of a released output file: a JSON array, a JSON object of records keyed by id (its
+    values), or JSON Lines; gzip when the name ends in .gz."""
     opener = gzip.open if path.endswith(".gz") else open
     with opener(path, "rt", encoding="utf-8") as f:
-        head = f.read(1 << 16).lstrip()
-    if head.startswith("["):
-        with opener(path, "rt", encoding="utf-8") as f:
-            try:
-                rows = json.load(f)
-            except ValueError:
-                rows = None
-        if rows is not None:
-            return list(rows)
-    rows = read_jsonl(path)
-    if len(rows) == 1 and isinstance(rows[0], dict) and rows[0] and all(isinstance(v, dict) for v in rows[0].values()):
-        return list(rows[0].values())  # one object keyed by id
-    return rows
+        text = f.read()
+    if text.lstrip()[:1] in ("[", "{"):
+        try:
+            whole = json.loads(text)
+        except ValueError:
+            whole = None  # JSON Lines (or broken: read_jsonl names the line)
+        if isinstance(whole, list):
+            return whole
+        if isinstance(whole, dict):
+            return list(whole.values()) if whole and all(isinstance(v, dict) for v in whole.values()) else [whole]
+    return read_jsonl(path)
 
 
 def release_plan_dict(key: str, tasks: str, entries: dict[str, dict], model_name: str) -> dict:

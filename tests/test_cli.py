@@ -55,7 +55,7 @@ def test_release_files_read_in_every_layout_and_planned(tmp_path, capsys):
 
     recs = [{"question_id": "ON1", "query": "<image>Caption:\nc\nQuestion:\nq", "response": "a", "generated_answer": "a"}, {"question_id": "ON2", "query": "<image>Caption:\nc\nQuestion:\nq", "response": "b"}]
     (tmp_path / "a.json").write_text(json.dumps(recs))
-    (tmp_path / "o.json").write_text(json.dumps({r["question_id"]: r for r in recs}))
+    (tmp_path / "o.json").write_text(json.dumps({r["question_id"]: r for r in recs}, indent=2))
     (tmp_path / "l.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
     (tmp_path / "g.jsonl.gz").write_bytes(gzip.compress((tmp_path / "l.jsonl").read_bytes()))
     for name in ("a.json", "o.json", "l.jsonl", "g.jsonl.gz"):
