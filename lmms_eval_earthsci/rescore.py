@@ -59,35 +59,42 @@ def _results_files(path: str) -> list[str]:
     return sorted(glob.glob(os.path.join(path, "**", "*_results.json"), recursive=True))
 
 
+def _open_text(path: str):
+    return gzip.open(path, "rt", encoding="utf-8") if path.endswith(".gz") else open(path, encoding="utf-8")
+
+
+def _jsonl_rows(lines, path: str) -> list[dict]:
+    rows = []
+    for n, line in enumerate(lines, 1):
+        if line.strip():
+            try:
+                rows.append(json.loads(line))
+            except ValueError as exc:
+                raise RescoreError(f"{path}, line {n}: not JSON ({exc})") from exc
+    return rows
+
+
 def read_jsonl(path: str) -> list[dict]:
     """Rows of a JSON Lines file (gzip when it ends in .gz); a bad line is an error naming it."""
-    rows = []
-    with (gzip.open(path, "rt", encoding="utf-8") if path.endswith(".gz") else open(path, encoding="utf-8")) as f:
-        for n, line in enumerate(f, 1):
-            if line.strip():
-                try:
-                    rows.append(json.loads(line))
-                except ValueError as exc:
-                    raise RescoreError(f"{path}, line {n}: not JSON ({exc})") from exc
-    return rows
+    with _open_text(path) as f:
+        return _jsonl_rows(f, path)
 
 
 def read_records(path: str) -> list[dict]:
     """The records of a released output file: a JSON array, a JSON object of records keyed by id (its
     values), or JSON Lines; gzip when the name ends in .gz."""
-    opener = gzip.open if path.endswith(".gz") else open
-    with opener(path, "rt", encoding="utf-8") as f:
+    with _open_text(path) as f:
         text = f.read()
     if text.lstrip()[:1] in ("[", "{"):
         try:
             whole = json.loads(text)
         except ValueError:
-            whole = None  # JSON Lines (or broken: read_jsonl names the line)
+            whole = None  # JSON Lines (or broken: the line is named below)
         if isinstance(whole, list):
             return whole
         if isinstance(whole, dict):
             return list(whole.values()) if whole and all(isinstance(v, dict) for v in whole.values()) else [whole]
-    return read_jsonl(path)
+    return _jsonl_rows(text.split("\n"), path)  # as file iteration does (not splitlines: U+2028 may sit in a string)
 
 
 def release_plan_dict(key: str, tasks: str, entries: dict[str, dict], model_name: str) -> dict:
@@ -246,19 +253,14 @@ def _make_replay():
             self.force = str(force) in ("1", "True", "true")
             self.task_dict = {}
 
-        def _key(self, task: str, split: str, doc_id: int) -> str:
-            field = self.plan["key"]
-            if field == "doc_id":
-                return str(doc_id)
-            doc = self.task_dict[task][split][doc_id]
-            return str(doc.get(field))
-
         def generate_until(self, requests) -> list[str]:
             problems, out, seen = [], [], Counter()
             for req in requests:
                 ctx, _gen_kwargs, _visual, doc_id, task, split = req.args[:6]
                 entries = self.plan["entries"].get(task)
-                key = self._key(task, split, doc_id)
+                # the doc is fetched (its images decoded) only when needed, and once
+                doc = None if self.plan["key"] == "doc_id" else self.task_dict[task][split][doc_id]
+                key = str(doc_id) if doc is None else str(doc.get(self.plan["key"]))
                 entry = None if entries is None else entries.get(key)
                 where = f"{task} doc_id {doc_id}" + ("" if self.plan["key"] == "doc_id" else f" ({self.plan['key']} {key})")
                 if entry is None:
@@ -266,7 +268,7 @@ def _make_replay():
                     out.append("")
                     continue
                 if entry.get("fields"):
-                    doc = self.task_dict[task][split][doc_id]
+                    doc = self.task_dict[task][split][doc_id] if doc is None else doc
                     for field, want in entry["fields"].items():
                         if str(doc.get(field)).strip() != str(want).strip():
                             problems.append(f"{where}: {field} is {str(want)[:60]!r} in {self.plan['source']['path']}, {str(doc.get(field))[:60]!r} in the dataset")
@@ -278,7 +280,7 @@ def _make_replay():
                 if (entry.get("route") or self.plan.get("route")) == "chat":
                     from lmms_eval_earthsci.core.messages import note_chat
 
-                    note_chat(self.task_dict[task][split][doc_id])
+                    note_chat(self.task_dict[task][split][doc_id] if doc is None else doc)
                 i = seen[(task, key)]
                 seen[(task, key)] += 1
                 responses = entry["responses"]

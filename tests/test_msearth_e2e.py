@@ -2,14 +2,13 @@
 
 import base64
 import io
-import re
 
 import pytest
 from PIL import Image
 
 from conftest import cli_env, read_outputs, run_cli, run_with_judge
 from lmms_eval_earthsci.testing.fixtures import draw_figure, msearth_rows, write_msearth
-from lmms_eval_earthsci.testing.openai_server import image_urls, text_of
+from lmms_eval_earthsci.testing.openai_server import image_urls, prompt_field, text_of
 
 pytestmark = pytest.mark.e2e
 
@@ -60,8 +59,8 @@ def model_reply(body):
 def judge_reply(body):
     text = text_of(body)
     if "Generated Answer:" in text:
-        std = re.search(r"Standard Answer: (.*)\n", text).group(1)
-        gen = re.search(r"Generated Answer: (.*)\n", text).group(1)
+        std = prompt_field(text, "Standard Answer")
+        gen = prompt_field(text, "Generated Answer")
         return '```json\n{"is_correct": %s}\n```' % ("true" if std == gen else "false")
     if "sea surface temperature" in text.lower():
         return "Score: excellent"  # unparseable: a counted judge failure

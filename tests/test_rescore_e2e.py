@@ -13,7 +13,7 @@ import subprocess
 import pytest
 
 from conftest import VENV_BIN, cli_env, openai_args, read_outputs, run_cli
-from lmms_eval_earthsci.testing.openai_server import FakeOpenAIServer, text_of
+from lmms_eval_earthsci.testing.openai_server import FakeOpenAIServer, prompt_field, text_of
 
 pytestmark = pytest.mark.e2e
 
@@ -38,8 +38,8 @@ def model_reply(body):
 def judge_reply(body):
     text = text_of(body)
     if "Generated Answer:" in text:
-        std = re.search(r"Standard Answer: (.*)\n", text).group(1)
-        gen = re.search(r"Generated Answer: (.*)\n", text).group(1)
+        std = prompt_field(text, "Standard Answer")
+        gen = prompt_field(text, "Generated Answer")
         return '{"is_correct": %s}' % ("true" if std == gen else "false")
     m = re.search(r"Answer: (.*)\nCorrect_or_not:$", text)
     return "Correct" if m and f"\\boxed{{{m.group(1)}}}" in text.rsplit("Response: ", 1)[1] else "Incorrect"

@@ -9,14 +9,13 @@ import glob
 import gzip
 import json
 import os
-import re
 import subprocess
 import zlib
 
 import pytest
 
 from conftest import VENV_BIN, cli_env, read_outputs, shared_path
-from lmms_eval_earthsci.testing.openai_server import FakeOpenAIServer, text_of
+from lmms_eval_earthsci.testing.openai_server import FakeOpenAIServer, prompt_field, text_of
 
 pytestmark = pytest.mark.e2e
 
@@ -28,11 +27,11 @@ def judge_reply(body):
     with the reference's first word, else 2."""
     text = text_of(body)
     if "Generated Answer:" in text:
-        std = re.search(r"Standard Answer: (.*)\n", text).group(1)
-        gen = re.search(r"Generated Answer: (.*)\n", text).group(1)
+        std = prompt_field(text, "Standard Answer")
+        gen = prompt_field(text, "Generated Answer")
         return '{"is_correct": %s}' % ("true" if std == gen else "false")
-    ref = re.search(r"Standard Caption: (.*)\n", text).group(1)
-    gen = re.search(r"Generated Caption: (.*)\n", text).group(1)
+    ref = prompt_field(text, "Standard Caption")
+    gen = prompt_field(text, "Generated Caption")
     return '{"score": %d}' % (5 if gen.split()[0] == ref.split()[0] else 2)
 
 

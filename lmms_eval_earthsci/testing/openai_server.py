@@ -14,12 +14,22 @@ A responder returns the reply text, or a :class:`Fault` to misbehave on that req
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
 from lmms_eval_earthsci.testing.loopback import LoopbackServer, QuietHandler, drop_connection
+
+
+def prompt_field(text: str, label: str) -> str:
+    """The rest of the line after ``label: `` in a prompt (e.g. ``Standard Answer``), for responders
+    that answer according to what a judge prompt says."""
+    m = re.search(rf"{re.escape(label)}: (.*)\n", text)
+    if m is None:
+        raise ValueError(f"no {label!r} line in the prompt")
+    return m.group(1)
 
 
 @dataclass
