@@ -15,7 +15,8 @@ import json
 import os
 import sys
 
-from lmms_eval_earthsci import PACKAGE_DIR, emma
+from lmms_eval_earthsci import PACKAGE_DIR
+from lmms_eval_earthsci.evals.emma import tasks as emma
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT = os.path.join(HERE, "..", "..", "shared", "reference", "emma_mini")
@@ -33,7 +34,7 @@ NAMES = {
 
 
 def paper_row(model, strategy):
-    with open(os.path.join(PACKAGE_DIR, "paper_numbers", "emma.json")) as f:
+    with open(os.path.join(PACKAGE_DIR, "evals", "emma", "paper_numbers.json")) as f:
         rows = json.load(f)["rows"]
     for r in rows:
         if r["model"] == model and r["strategy"] in (strategy, None):

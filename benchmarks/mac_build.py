@@ -16,8 +16,8 @@ import tracemalloc
 
 import numpy as np
 
-from lmms_eval_earthsci.mac import builder as B
-from lmms_eval_earthsci.mac.collection import Issue
+from lmms_eval_earthsci.evals.mac import builder as B
+from lmms_eval_earthsci.evals.mac.collection import Issue
 
 TEXT_DIM, IMAGE_DIM = 768, 1024
 

@@ -12,7 +12,7 @@ import random
 import sys
 import time
 
-from lmms_eval_earthsci import msearth as M
+from lmms_eval_earthsci.evals.msearth import tasks as M
 from lmms_eval_earthsci.core.metrics import mean_present
 from lmms_eval_earthsci.core.similarity import get_matcher
 

@@ -142,7 +142,7 @@ def _write_figure(job: tuple[int, str]) -> int:
     import numpy as np
     from PIL import Image, ImageDraw, ImageFont
 
-    from lmms_eval_earthsci.testing.fixtures import draw_panels
+    from lmms_eval_earthsci.evals.musciclaims.fixtures import draw_panels
 
     global _NOISE
     f, out = job
@@ -171,7 +171,7 @@ def build_mirror(root: str, n_docs: int, n_figures: int, jobs: int) -> dict:
     """Write the repo under ``root/<org>/<name>/`` and check that it loads as the task loads it."""
     from multiprocessing import get_context
 
-    from lmms_eval_earthsci.testing.fixtures import _MUSCICLAIMS_CARD
+    from lmms_eval_earthsci.evals.musciclaims.fixtures import _MUSCICLAIMS_CARD
 
     repo = os.path.join(root, *REPO.split("/"))
     os.makedirs(os.path.join(repo, "paper_figures"), exist_ok=True)
@@ -209,7 +209,7 @@ def run_mode(mode: str, world: int) -> dict:
 
     from PIL import Image
 
-    from lmms_eval_earthsci import musciclaims as M
+    from lmms_eval_earthsci.evals.musciclaims import tasks as M
     from lmms_eval_earthsci.core.data import mirror_path
     from lmms_eval_earthsci.core.repo_files import DecodedCache
 

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import os
 
+from lmms_eval_earthsci import _legacy
+
 __version__ = "0.1.0"
 
 
@@ -32,8 +34,6 @@ def _find_tasks_dir() -> str:
 
 TASKS_DIR: str = _find_tasks_dir()
 PACKAGE_DIR: str = os.path.dirname(os.path.abspath(__file__))
-# the papers' published numbers, one JSON per benchmark, each naming its source table
-PAPER_NUMBERS_DIR: str = os.path.join(PACKAGE_DIR, "paper_numbers")
 
 
 
@@ -45,4 +45,7 @@ def cache_dir(*parts: str) -> str:
     return os.path.join(root, *parts)
 
 
-__all__ = ["TASKS_DIR", "PACKAGE_DIR", "PAPER_NUMBERS_DIR", "__version__", "cache_dir"]
+# MAC snapshots built before 0.1.0's layout name lmms_eval_earthsci.mac.tasks.* (see _legacy)
+_legacy.install()
+
+__all__ = ["TASKS_DIR", "PACKAGE_DIR", "__version__", "cache_dir"]

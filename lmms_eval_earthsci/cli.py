@@ -6,6 +6,8 @@ import argparse
 import sys
 from typing import Sequence
 
+from lmms_eval_earthsci.core.harness import run_lmms_eval
+
 COMMANDS = {
     "tasks-dir": "print the folder holding our task YAMLs (for `lmms-eval --include_path`)",
     "run": "run `lmms-eval ARGS...` with our tasks and hooks in, without relying on the entry point",
@@ -16,21 +18,6 @@ COMMANDS = {
     "rescore": "score a finished --log_samples / --predict_only run again (judge pass included) without the model, or import the authors' released outputs (--from)",
     "mac": "`mac build INPUT --out DIR ...`: build a new MAC snapshot (CSVs, covers, stats, task folder) from your covers and stories",
 }
-
-
-def run_lmms_eval(args: Sequence[str]) -> int:
-    """lmms-eval's CLI in this process with ``args`` (``sys.argv`` restored afterwards)."""
-    saved = sys.argv
-    sys.argv = ["lmms-eval", *args]
-    try:
-        try:
-            from lmms_eval.cli.dispatch import main as lmms_main  # lmms-eval >= 0.7
-        except ImportError:  # 0.6.x: the flat CLI
-            from lmms_eval.__main__ import cli_evaluate as lmms_main
-
-        return lmms_main() or 0
-    finally:
-        sys.argv = saved
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -67,7 +54,7 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:2] == ["mac", "build"]:
-        from lmms_eval_earthsci.mac.builder import main as build_main
+        from lmms_eval_earthsci.evals.mac.builder import main as build_main
 
         return build_main(argv[2:])
     if argv[:1] == ["rescore"]:

@@ -22,10 +22,11 @@ import subprocess
 import sys
 import time
 
-from lmms_eval_earthsci import PACKAGE_DIR, cache_dir
+from lmms_eval_earthsci import PACKAGE_DIR, cache_dir, registry
 
 SAMPLE_MIRROR = os.path.join(PACKAGE_DIR, "sample_mirror")
-DEFAULT_TASKS = "emma_mini,emma_mini_direct,emma_full,emma_mini_judge,msearth,scifibench,scifibench_judge,scifibench_alignment,musciclaims,mac2025"
+# every benchmark's demo tasks (its declaration's demo_tasks), in registry order
+DEFAULT_TASKS = ",".join(t for b in registry.builtin() for t in b.demo_tasks)
 CACHE = cache_dir()
 
 
@@ -43,8 +44,9 @@ def report_intro(tiny_model: bool, sample_data: bool, judge_configured: bool = F
     if not parts:
         return None
     if not judge_configured:
+        judged = ", ".join(f"`{m}`" for b in registry.builtin() for m in b.report_spec().judged_metrics)
         parts.append(
-            "Judged metrics (`emma_judge_acc`, `msearth_oe_acc`, `msearth_cap_score`, `scifibench_acc_judge`) read n/a: no LLM "
+            f"Judged metrics ({judged}) read n/a: no LLM "
             "judge is configured (set `EARTHSCI_JUDGE_BASE_URL` and `EARTHSCI_JUDGE_MODEL` to add one)."
         )
     parts.append(

@@ -18,8 +18,8 @@ from typing import Any
 
 import yaml
 
-from lmms_eval_earthsci import TASKS_DIR
 from lmms_eval_earthsci.core import data
+from lmms_eval_earthsci.yamlgen import task_yaml_paths
 
 
 class _Loader(yaml.SafeLoader):
@@ -47,14 +47,13 @@ def _load(path: str) -> dict:
 
 
 def task_configs() -> dict[str, dict]:
-    """Every task YAML of ours (groups left out), includes merged, ``!function`` tags resolved."""
+    """Every task YAML of ours and of every registered benchmark (groups left out), includes merged,
+    ``!function`` tags resolved."""
     out = {}
-    for root, _, files in os.walk(TASKS_DIR):
-        for name in sorted(files):
-            if name.endswith(".yaml"):
-                cfg = _load(os.path.join(root, name))
-                if "task" in cfg and isinstance(cfg["task"], str):
-                    out[cfg["task"]] = cfg
+    for task, path in task_yaml_paths().items():
+        cfg = _load(path)
+        if isinstance(cfg.get("task"), str):
+            out[task] = cfg
     return out
 
 

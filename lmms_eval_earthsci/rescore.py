@@ -19,15 +19,15 @@ Checks, each naming the task and doc and stopping before anything is scored:
 - the run's task version (``versions`` in its results) differs from the installed one: refused unless
   ``--force``, which records the change.
 
-``--from`` imports the authors' released outputs instead of an lmms-eval run (:data:`IMPORTERS`): each
-benchmark module turns its release format into the same replay plan, matched by the dataset's own id.
+``--from`` imports the authors' released outputs instead of an lmms-eval run (each benchmark's
+``importers``): the benchmark turns its release format into the same replay plan, matched by the
+dataset's own id.
 """
 
 from __future__ import annotations
 
 import argparse
 import glob
-import gzip
 import json
 import os
 import sys
@@ -35,17 +35,21 @@ import time
 from collections import Counter
 from typing import Any, Sequence
 
+from lmms_eval_earthsci import registry
+from lmms_eval_earthsci.core.benchmark import resolve_ref
+from lmms_eval_earthsci.core.harness import run_lmms_eval
+from lmms_eval_earthsci.core.releases import RescoreError, read_jsonl, read_records, release_name, release_plan_dict
+from lmms_eval_earthsci.yamlgen import task_yaml_paths
+
+__all__ = ["RescoreError", "read_jsonl", "read_records", "release_name", "release_plan_dict", "rescore", "main"]
+
 REPLAY_MODEL = "earthsci_replay"
 PLAN_FILE = "rescore_plan.json"
-# --from FORMAT -> "module:function(path, options) -> plan"
-IMPORTERS = {
-    "emma-release": "lmms_eval_earthsci.emma:release_plan",
-    "msearth-release": "lmms_eval_earthsci.msearth:release_plan",
-}
 
 
-class RescoreError(Exception):
-    """A run or file rescore cannot use, or a doc that does not match; the message names it."""
+def importers() -> dict[str, str]:
+    """--from FORMAT -> "module:function(path, options) -> plan", from every registered benchmark."""
+    return {fmt: ref for b in registry.benchmarks() for fmt, ref in b.importers.items()}
 
 
 # --------------------------------------------------------------------------- reading a run
@@ -57,55 +61,6 @@ def _results_files(path: str) -> list[str]:
     if not os.path.isdir(path):
         raise RescoreError(f"{path}: no such folder")
     return sorted(glob.glob(os.path.join(path, "**", "*_results.json"), recursive=True))
-
-
-def _open_text(path: str):
-    return gzip.open(path, "rt", encoding="utf-8") if path.endswith(".gz") else open(path, encoding="utf-8")
-
-
-def _jsonl_rows(lines, path: str) -> list[dict]:
-    rows = []
-    for n, line in enumerate(lines, 1):
-        if line.strip():
-            try:
-                rows.append(json.loads(line))
-            except ValueError as exc:
-                raise RescoreError(f"{path}, line {n}: not JSON ({exc})") from exc
-    return rows
-
-
-def read_jsonl(path: str) -> list[dict]:
-    """Rows of a JSON Lines file (gzip when it ends in .gz); a bad line is an error naming it."""
-    with _open_text(path) as f:
-        return _jsonl_rows(f, path)
-
-
-def read_records(path: str) -> list[dict]:
-    """The records of a released output file: a JSON array, a JSON object of records keyed by id (its
-    values), or JSON Lines; gzip when the name ends in .gz."""
-    with _open_text(path) as f:
-        text = f.read()
-    if text.lstrip()[:1] in ("[", "{"):
-        try:
-            whole = json.loads(text)
-        except ValueError:
-            whole = None  # JSON Lines (or broken: the line is named below)
-        if isinstance(whole, list):
-            return whole
-        if isinstance(whole, dict):
-            return list(whole.values()) if whole and all(isinstance(v, dict) for v in whole.values()) else [whole]
-    return _jsonl_rows(text.split("\n"), path)  # as file iteration does (not splitlines: U+2028 may sit in a string)
-
-
-def release_plan_dict(key: str, tasks: str, entries: dict[str, dict], model_name: str) -> dict:
-    """A replay plan over released outputs: ``entries`` = {task: {id: {"responses": [...], "fields": {...}}}},
-    matched by the dataset column ``key``; ``fields`` are dataset columns the doc must equal."""
-    return {"key": key, "tasks": tasks, "entries": entries, "limit": None, "offset": 0, "repeats": 1, "include_path": None, "model": {"model": "released", "model_args": f"release={model_name}", "model_name": model_name}}
-
-
-def release_name(path: str) -> str:
-    """The model/run name a released file carries in its name (``gpt_CoT.jsonl.gz`` -> ``gpt_CoT``)."""
-    return os.path.basename(path).split(".jsonl")[0].split(".json")[0]
 
 
 def responses_of(sample: dict) -> list[str]:
@@ -137,9 +92,7 @@ def plan_from_run(run: str, tasks: Sequence[str] | None = None) -> dict:
     configs = results.get("configs") or {}
     if not configs:
         raise RescoreError(f"{path}: records no task configs; not an lmms-eval results file")
-    from lmms_eval_earthsci.report import benchmark_of
-
-    leaf = [t for t in configs if benchmark_of(t) is not None or _is_ours(configs[t])]
+    leaf = [t for t in configs if registry.benchmark_of(t) is not None or _is_ours(configs[t])]
     wanted = list(tasks) if tasks else leaf
     unknown = [t for t in wanted if t not in configs]
     if unknown:
@@ -190,14 +143,12 @@ def _is_ours(config: dict) -> bool:
 
 
 def plan_from_release(fmt: str, path: str, options: dict) -> dict:
-    if fmt not in IMPORTERS:
-        raise RescoreError(f"--from {fmt}: unknown format (known: {', '.join(IMPORTERS)})")
+    table = importers()
+    if fmt not in table:
+        raise RescoreError(f"--from {fmt}: unknown format (known: {', '.join(table)})")
     if not os.path.isfile(path):
         raise RescoreError(f"{path}: no such file")
-    import importlib
-
-    module, fn = IMPORTERS[fmt].split(":")
-    plan = getattr(importlib.import_module(module), fn)(path, options)
+    plan = resolve_ref(table[fmt])(path, options)
     plan["source"] = {"kind": fmt, "path": os.path.abspath(path)}
     plan.setdefault("versions", {})
     return plan
@@ -209,9 +160,7 @@ def plan_from_release(fmt: str, path: str, options: dict) -> dict:
 def current_versions(tasks: Sequence[str], include_path: str | None = None) -> dict[str, Any]:
     """The installed ``metadata.version`` of each task: read from its YAML (includes resolved, nothing
     imported) under our task folder and the run's ``--include_path`` (a built MAC snapshot)."""
-    from lmms_eval.utils import load_yaml_config
-
-    from lmms_eval_earthsci.yamlgen import task_yaml_paths
+    from lmms_eval.utils import load_yaml_config  # lmms-eval: imported only when a rescore runs
 
     where = task_yaml_paths([p for p in str(include_path or "").split(",") if p])
     out = {}
@@ -368,8 +317,6 @@ def rescore(plan: dict, out: str, force: bool = False, extra: Sequence[str] = ()
         argv += ["--include_path", plan["include_path"]]
     argv += list(extra)
     started = time.time()
-    from lmms_eval_earthsci.cli import run_lmms_eval
-
     run_lmms_eval(argv)
     if STATE["problems"]:
         raise RescoreError(f"{len(STATE['problems'])} doc(s) do not match the {plan['source']['kind']}, nothing scored:\n  " + "\n  ".join(STATE["problems"][:20]))
@@ -424,7 +371,7 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--out", required=True, metavar="NEW_DIR", help="where the rescored results and samples go (lmms-eval's layout)")
     ap.add_argument("--tasks", default=None, help="comma-separated tasks of the run to rescore (default: every task of ours in it); with --from msearth-release, the task the file is for (default: from its records)")
     ap.add_argument("--force", action="store_true", help="rescore a run of another task version (or whose prompts changed), recording it")
-    ap.add_argument("--from", dest="fmt", default=None, choices=sorted(IMPORTERS), help="import the authors' released outputs from FILE instead of a run")
+    ap.add_argument("--from", dest="fmt", default=None, choices=sorted(importers()), help="import the authors' released outputs from FILE instead of a run")
     ap.add_argument("--set", dest="subset", default="mini", choices=["mini", "full"], help="--from emma-release: EMMA-mini or full EMMA (default mini)")
     return ap
 

@@ -50,7 +50,7 @@ def test_release_files_read_in_every_layout_and_planned(tmp_path, capsys):
     import gzip
     import json
 
-    from lmms_eval_earthsci.msearth import release_plan
+    from lmms_eval_earthsci.evals.msearth.tasks import release_plan
     from lmms_eval_earthsci.rescore import RescoreError, read_records
 
     recs = [{"question_id": "ON1", "query": "<image>Caption:\nc\nQuestion:\nq", "response": "a", "generated_answer": "a"}, {"question_id": "ON2", "query": "<image>Caption:\nc\nQuestion:\nq", "response": "b"}]

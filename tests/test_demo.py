@@ -18,12 +18,16 @@ pytestmark = pytest.mark.e2e
 def test_bundled_mirror_is_the_fixture_writer_output():
     import datasets
 
-    from lmms_eval_earthsci.testing import fixtures as F
+    from lmms_eval_earthsci.evals.emma import fixtures as emma
+    from lmms_eval_earthsci.evals.mac import fixtures as mac_fx
+    from lmms_eval_earthsci.evals.msearth import fixtures as msearth
+    from lmms_eval_earthsci.evals.musciclaims import fixtures as musciclaims
+    from lmms_eval_earthsci.evals.scifibench import fixtures as scifibench
 
     expected = {
-        "luckychao/EMMA-mini/Math": F.emma_rows()["Math"],
-        "MSEarth/MSEarth_MCQ": F.msearth_rows("mcq"),
-        "jonathan-roberts1/SciFIBench/CS_Caption2Figure": F.scifibench_rows("CS_Caption2Figure"),
+        "luckychao/EMMA-mini/Math": emma.emma_rows()["Math"],
+        "MSEarth/MSEarth_MCQ": msearth.msearth_rows("mcq"),
+        "jonathan-roberts1/SciFIBench/CS_Caption2Figure": scifibench.scifibench_rows("CS_Caption2Figure"),
     }
     for key, rows in expected.items():
         parts = key.split("/")
@@ -38,18 +42,18 @@ def test_bundled_mirror_is_the_fixture_writer_output():
         want = [{k: v for k, v in r.items() if not k.lower().startswith("image")} for r in rows]
         assert got == want, key
     # MuSciClaims: rows as JSON lines, figures as repo files, byte for byte
-    rows, figures = F.musciclaims_rows()
-    repo = os.path.join(SAMPLE_MIRROR, *F.MUSCICLAIMS_REPO.split("/"))
+    rows, figures = musciclaims.musciclaims_rows()
+    repo = os.path.join(SAMPLE_MIRROR, *musciclaims.MUSCICLAIMS_REPO.split("/"))
     assert [dict(r) for r in datasets.load_dataset(repo, split="test")] == rows
     from PIL import Image
 
     for rel, img in figures.items():
         assert list(Image.open(os.path.join(repo, *rel.split("/"))).size) == list(img.size), rel
     # MAC: the four CSVs as the fixture writer makes them, covers as repo files
-    mac = os.path.join(SAMPLE_MIRROR, *F.MAC_REPO.split("/"))
+    mac = os.path.join(SAMPLE_MIRROR, *mac_fx.MAC_REPO.split("/"))
     for direction, domain, name in (("i2t", "info", "image2text_info"), ("t2i", "option", "text2image_option")):
         got = [dict(r) for r in datasets.load_dataset(mac, data_files={"test": f"{name}.csv"}, split="test")]
-        assert [{k: str(v) for k, v in r.items()} for r in got] == [{k: str(v) for k, v in r.items()} for r in F.mac_rows(direction, domain)]
+        assert [{k: str(v) for k, v in r.items()} for r in got] == [{k: str(v) for k, v in r.items()} for r in mac_fx.mac_rows(direction, domain)]
 
 
 def test_demo_subset_writes_report(hf_home, tmp_path):

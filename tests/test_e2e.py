@@ -7,7 +7,7 @@ import pytest
 from PIL import Image
 
 from conftest import cli_env, openai_args, read_outputs, run_cli
-from lmms_eval_earthsci.testing.fixtures import emma_rows
+from lmms_eval_earthsci.evals.emma.fixtures import emma_rows
 from lmms_eval_earthsci.testing.openai_server import FakeOpenAIServer, image_urls, text_of
 
 pytestmark = pytest.mark.e2e

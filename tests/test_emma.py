@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from lmms_eval_earthsci import emma
+from lmms_eval_earthsci.evals.emma import tasks as emma
 from conftest import shared_path
 
 

@@ -26,7 +26,7 @@ import subprocess
 import pytest
 
 from conftest import VENV_BIN, cli_env, read_outputs, run_cli
-from lmms_eval_earthsci import emma
+from lmms_eval_earthsci.evals.emma import tasks as emma
 from lmms_eval_earthsci.testing.hub_server import FakeHubServer
 
 pytestmark = pytest.mark.e2e

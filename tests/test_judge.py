@@ -8,6 +8,8 @@ import pytest
 from PIL import Image
 
 from lmms_eval_earthsci.core import judge as J
+from lmms_eval_earthsci.core.judge import cache as cache_module
+from lmms_eval_earthsci.core.judge import transport
 from lmms_eval_earthsci.testing.openai_server import FakeOpenAIServer, Fault, image_urls, text_of
 
 
@@ -168,7 +170,7 @@ def test_eight_processes_open_one_new_cache_fifty_times(tmp_path):
 
 def test_journal_mode_local_and_network_filesystems(tmp_path, monkeypatch):
     assert J.VerdictCache(str(tmp_path / "c")).journal == "wal"
-    monkeypatch.setattr(J, "filesystem_type", lambda path: "nfs4")
+    monkeypatch.setattr(cache_module, "filesystem_type", lambda path: "nfs4")
     assert J.journal_mode_for(str(tmp_path)) == "delete"
     assert J.VerdictCache(str(tmp_path / "n")).journal == "delete"
     assert J.journal_mode_for(str(tmp_path), "WAL") == "wal"  # an explicit choice wins
@@ -244,35 +246,35 @@ def _reader(raw: bytes):
 def test_response_parser_bodies_and_faults():
     import http.client
 
-    ok = J._read_response(_reader(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"))
+    ok = transport._read_response(_reader(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"))
     assert ok == (200, {"content-type": "application/json", "content-length": "2"}, b"{}", False)
     chunked = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2;x=y\r\nde\r\n0\r\nTrailer: t\r\n\r\n"
-    assert J._read_response(_reader(chunked))[2] == b"abcde"
-    status, headers, body, close = J._read_response(_reader(b"HTTP/1.0 429 Too Many\r\nRetry-After: 3\r\n\r\nslow down"))
+    assert transport._read_response(_reader(chunked))[2] == b"abcde"
+    status, headers, body, close = transport._read_response(_reader(b"HTTP/1.0 429 Too Many\r\nRetry-After: 3\r\n\r\nslow down"))
     assert (status, headers["retry-after"], body, close) == (429, "3", b"slow down", True)
-    assert J._read_response(_reader(b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"))[3] is True
+    assert transport._read_response(_reader(b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"))[3] is True
     with pytest.raises(http.client.IncompleteRead):
-        J._read_response(_reader(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort"))
+        transport._read_response(_reader(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort"))
     with pytest.raises(http.client.RemoteDisconnected):
-        J._read_response(_reader(b""))
+        transport._read_response(_reader(b""))
     with pytest.raises(http.client.BadStatusLine):
-        J._read_response(_reader(b"<html>not http</html>\r\n"))
+        transport._read_response(_reader(b"<html>not http</html>\r\n"))
 
 
 def test_response_parser_skips_informational_replies_and_rejects_garbage():
     import http.client
 
     raw = b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}"
-    assert J._read_response(_reader(raw))[:3] == (200, {"content-length": "2"}, b"{}")
+    assert transport._read_response(_reader(raw))[:3] == (200, {"content-length": "2"}, b"{}")
     for bad in (b"HTTP/1.1 2OO OK\r\n\r\n", b"HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n", b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"):
         with pytest.raises(http.client.HTTPException):  # retried like any protocol error
-            J._read_response(_reader(bad))
+            transport._read_response(_reader(bad))
 
 
 def test_ipv6_host_header_and_stacked_mounts(monkeypatch):
     import urllib.parse
 
-    head = J._Transport._head(urllib.parse.urlsplit("http://[::1]:8000/v1/chat/completions"), "/v1/chat/completions", {})
+    head = transport.Transport._head(urllib.parse.urlsplit("http://[::1]:8000/v1/chat/completions"), "/v1/chat/completions", {})
     assert b"Host: [::1]:8000\r\n" in head
     import io
 

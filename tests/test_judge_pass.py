@@ -8,6 +8,7 @@ import pytest
 from PIL import Image
 
 from lmms_eval_earthsci.core import judge as J
+from lmms_eval_earthsci.core.judge import client as judge_client
 from lmms_eval_earthsci.core import judge_pass as P
 from lmms_eval_earthsci.testing.openai_server import FakeOpenAIServer, Fault, image_urls, text_of
 
@@ -159,6 +160,6 @@ def test_token_counts_of_instances_and_their_sum():
 
 
 def test_reasoning_tokens_are_read_from_completion_details():
-    assert J._usage({"prompt_tokens": 5, "completion_tokens": 9, "completion_tokens_details": {"reasoning_tokens": 7}}) == {"prompt_tokens": 5, "completion_tokens": 9, "reasoning_tokens": 7}
-    assert J._usage({"prompt_tokens": 5, "completion_tokens": 9, "completion_tokens_details": None}) == {"prompt_tokens": 5, "completion_tokens": 9}
-    assert J._usage({"completion_tokens_details": {"reasoning_tokens": "x"}}) == {"prompt_tokens": 0, "completion_tokens": 0}
+    assert judge_client._usage({"prompt_tokens": 5, "completion_tokens": 9, "completion_tokens_details": {"reasoning_tokens": 7}}) == {"prompt_tokens": 5, "completion_tokens": 9, "reasoning_tokens": 7}
+    assert judge_client._usage({"prompt_tokens": 5, "completion_tokens": 9, "completion_tokens_details": None}) == {"prompt_tokens": 5, "completion_tokens": 9}
+    assert judge_client._usage({"completion_tokens_details": {"reasoning_tokens": "x"}}) == {"prompt_tokens": 0, "completion_tokens": 0}

@@ -10,8 +10,8 @@ import pytest
 
 from conftest import shared_path
 from lmms_eval_earthsci.core.data import RecordError
-from lmms_eval_earthsci.mac import scoring as S
-from lmms_eval_earthsci.mac import tasks as T
+from lmms_eval_earthsci.evals.mac import scoring as S
+from lmms_eval_earthsci.evals.mac import tasks as T
 
 
 def _spec_literals():
@@ -188,7 +188,7 @@ def test_metrics_do_not_mutate_the_records():
 
 def test_records_publisher_ids_and_errors(mirror, monkeypatch):
     monkeypatch.setenv("EARTHSCI_DATA_MIRROR", mirror)
-    from lmms_eval_earthsci.testing.fixtures import mac_rows
+    from lmms_eval_earthsci.evals.mac.fixtures import mac_rows
 
     row = mac_rows("i2t", "info")[0]
     T.check_record(row, {"direction": "i2t"})
@@ -230,7 +230,7 @@ def test_settings():
 
 
 def test_dad_prompts_equal_the_source_literals():
-    from lmms_eval_earthsci.mac import dad as D
+    from lmms_eval_earthsci.evals.mac import dad as D
 
     text = open(shared_path("specs", "mac.md")).read()
     section = text[text.index("### A.2 DAD prompts") : text.index("### A.3")]

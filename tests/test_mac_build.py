@@ -13,11 +13,11 @@ import sys
 import numpy as np
 import pytest
 
-from lmms_eval_earthsci.mac import builder as B
-from lmms_eval_earthsci.mac import collection as C
-from lmms_eval_earthsci.mac import distractors as D
-from lmms_eval_earthsci.mac import embedders as E
-from lmms_eval_earthsci.testing.fixtures import MAC_COLLECTION, minilm_path, write_mac_collection, write_tiny_clip
+from lmms_eval_earthsci.evals.mac import builder as B
+from lmms_eval_earthsci.evals.mac import collection as C
+from lmms_eval_earthsci.evals.mac import distractors as D
+from lmms_eval_earthsci.evals.mac import embedders as E
+from lmms_eval_earthsci.evals.mac.fixtures import MAC_COLLECTION, minilm_path, write_mac_collection, write_tiny_clip
 
 # --------------------------------------------------------------------------- the rule (spec §3.3)
 
@@ -116,7 +116,7 @@ def test_clip_text_tower_truncates_at_77_tokens(tmp_path):
     ids = enc.tokenizer(long, truncation=True, max_length=77)["input_ids"]
     head = enc.tokenizer.decode(ids[1:-1])
     np.testing.assert_allclose(enc.texts([long]), enc.texts([head]), atol=1e-5)
-    from lmms_eval_earthsci.testing.fixtures import draw_cover
+    from lmms_eval_earthsci.evals.mac.fixtures import draw_cover
 
     paths = []
     for k in range(2):
@@ -275,7 +275,7 @@ def test_cli_errors_are_one_clear_line(tmp_path):
 
 
 def test_ocr_paints_confident_boxes_white_from_first_to_third_corner():
-    from lmms_eval_earthsci.mac import ocr
+    from lmms_eval_earthsci.evals.mac import ocr
 
     img = np.zeros((40, 60, 3), dtype=np.uint8)
     dets = [([[2.7, 3.2], [20, 3], [20.9, 10.6], [2, 10]], "TITLE", 0.9), ([[30, 20], [50, 20], [50, 30], [30, 30]], "faint", 0.25)]

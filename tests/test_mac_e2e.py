@@ -13,8 +13,8 @@ import pytest
 from PIL import Image
 
 from conftest import cli_env, openai_args, read_outputs, run_cli
-from lmms_eval_earthsci.mac import tasks as T
-from lmms_eval_earthsci.testing.fixtures import MAC_REPO, mac_rows
+from lmms_eval_earthsci.evals.mac import tasks as T
+from lmms_eval_earthsci.evals.mac.fixtures import MAC_REPO, mac_rows
 from lmms_eval_earthsci.testing.openai_server import FakeOpenAIServer, image_urls, text_of
 
 pytestmark = pytest.mark.e2e
@@ -35,7 +35,7 @@ def _cover_issue():
     """{pixel digest: issue id} of the fixture covers (a T2I request's four images name its options)."""
     import hashlib
 
-    from lmms_eval_earthsci.testing.fixtures import MAC_ISSUES, MAC_JOURNALS, draw_cover
+    from lmms_eval_earthsci.evals.mac.fixtures import MAC_ISSUES, MAC_JOURNALS, draw_cover
 
     out = {}
     for n, (_, journal) in enumerate(MAC_JOURNALS):
@@ -184,7 +184,7 @@ def test_dad_two_stages_through_the_judge_engine(mirror, hf_home, tmp_path):
     counted."""
     import hashlib
 
-    from lmms_eval_earthsci.mac import dad as D
+    from lmms_eval_earthsci.evals.mac import dad as D
     from lmms_eval_earthsci.testing.openai_server import Fault, Reasoned
 
     rows = {(d, m): mac_rows(d, m) for d, m in (("i2t", "info"), ("t2i", "option"))}

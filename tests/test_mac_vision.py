@@ -14,9 +14,9 @@ open_clip = pytest.importorskip("open_clip")
 pytest.importorskip("easyocr")
 pytest.importorskip("easyocr_en_models")
 
-from lmms_eval_earthsci.mac import builder as B  # noqa: E402
-from lmms_eval_earthsci.mac import embedders as E  # noqa: E402
-from lmms_eval_earthsci.testing.fixtures import minilm_path, write_mac_collection  # noqa: E402
+from lmms_eval_earthsci.evals.mac import builder as B  # noqa: E402
+from lmms_eval_earthsci.evals.mac import embedders as E  # noqa: E402
+from lmms_eval_earthsci.evals.mac.fixtures import minilm_path, write_mac_collection  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +35,7 @@ def tiny_open_clip(tmp_path_factory):
 
 
 def test_open_clip_loader_embeds_and_truncates_at_77_tokens(tiny_open_clip, tmp_path):
-    from lmms_eval_earthsci.testing.fixtures import draw_cover
+    from lmms_eval_earthsci.evals.mac.fixtures import draw_cover
 
     enc = E.load_encoder(E.parse_spec(tiny_open_clip), "cpu")
     path = str(tmp_path / "c.png")

@@ -10,9 +10,9 @@ import re
 import pytest
 
 from conftest import shared_path
-from lmms_eval_earthsci import msearth as M
+from lmms_eval_earthsci.evals.msearth import tasks as M
 from lmms_eval_earthsci.core.data import RecordError
-from lmms_eval_earthsci.testing.fixtures import msearth_rows
+from lmms_eval_earthsci.evals.msearth.fixtures import msearth_rows
 
 
 def _spec_prompts():

@@ -7,7 +7,8 @@ import pytest
 from PIL import Image
 
 from conftest import cli_env, read_outputs, run_cli, run_with_judge
-from lmms_eval_earthsci.testing.fixtures import draw_figure, msearth_rows, write_msearth
+from lmms_eval_earthsci.testing.figures import draw_figure
+from lmms_eval_earthsci.evals.msearth.fixtures import msearth_rows, write_msearth
 from lmms_eval_earthsci.testing.openai_server import image_urls, prompt_field, text_of
 
 pytestmark = pytest.mark.e2e

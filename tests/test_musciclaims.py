@@ -6,7 +6,7 @@ import re
 import pytest
 
 from conftest import shared_path
-from lmms_eval_earthsci import musciclaims as M
+from lmms_eval_earthsci.evals.musciclaims import tasks as M
 from lmms_eval_earthsci.core.data import RecordError
 
 # --------------------------------------------------------------------------- prompts
@@ -219,7 +219,7 @@ def test_variant_domain_and_id_parsing():
 
 def test_schema_errors_name_the_field(mirror, monkeypatch):
     monkeypatch.setenv("EARTHSCI_DATA_MIRROR", mirror)
-    from lmms_eval_earthsci.testing.fixtures import musciclaims_rows
+    from lmms_eval_earthsci.evals.musciclaims.fixtures import musciclaims_rows
 
     row = musciclaims_rows()[0][0]
     M.check_record(row, {})
@@ -313,7 +313,7 @@ def test_panel_aggregations():
 
 def test_process_results_records_every_doc(mirror, monkeypatch):
     monkeypatch.setenv("EARTHSCI_DATA_MIRROR", mirror)
-    from lmms_eval_earthsci.testing.fixtures import musciclaims_rows
+    from lmms_eval_earthsci.evals.musciclaims.fixtures import musciclaims_rows
 
     rows = musciclaims_rows()[0]
     out = M.process_results_ird(rows[0], ['{"figure_panels": ["Panel A"], "reasoning": "r", "decision": "SUPPORT"}'])

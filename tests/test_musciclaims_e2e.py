@@ -12,8 +12,8 @@ import pytest
 from PIL import Image
 
 from conftest import cli_env, openai_args, read_outputs, run_cli
-from lmms_eval_earthsci import musciclaims as M
-from lmms_eval_earthsci.testing.fixtures import MUSCICLAIMS_REPO, musciclaims_rows
+from lmms_eval_earthsci.evals.musciclaims import tasks as M
+from lmms_eval_earthsci.evals.musciclaims.fixtures import MUSCICLAIMS_REPO, musciclaims_rows
 from lmms_eval_earthsci.testing.hub_server import FakeHubServer
 from lmms_eval_earthsci.testing.openai_server import FakeOpenAIServer, image_urls, text_of
 

@@ -104,13 +104,15 @@ def test_generated_yamls_are_current():
 def test_sweep_groups_hold_each_benchmarks_headline_task(indexes):
     """`earthsci` = the headline task of every benchmark; `earthsci_nojudge` = those needing no judge;
     neither averages across benchmarks (no aggregate_metric_list)."""
-    from lmms_eval_earthsci.yamlgen import EARTHSCI, EARTHSCI_NOJUDGE, VERSIONS
+    from lmms_eval_earthsci.yamlgen import SUITE_VERSION, suite_tasks
+
+    EARTHSCI, EARTHSCI_NOJUDGE = suite_tasks(), suite_tasks(nojudge=True)
 
     _, ours, tm = indexes
     assert {"earthsci", "earthsci_nojudge"} <= set(ours)
     with open(os.path.join(lmms_eval_earthsci.TASKS_DIR, "earthsci", "earthsci.yaml")) as f:
         text = f.read()
-    assert "aggregate_metric_list" not in text and f"version: {VERSIONS['earthsci']}" in text
+    assert "aggregate_metric_list" not in text and f"version: {SUITE_VERSION}" in text
     assert set(EARTHSCI) == {"emma_mini", "msearth_mcq", "msearth_open", "msearth_caption", "scifibench", "musciclaims_rd", "mac2025"}
     assert set(EARTHSCI_NOJUDGE) == set(EARTHSCI) - {"msearth_open", "msearth_caption"}
 

@@ -14,16 +14,16 @@ import sys
 
 import pytest
 
-from lmms_eval_earthsci import musciclaims as M
+from lmms_eval_earthsci.evals.musciclaims import tasks as M
 from lmms_eval_earthsci.core.repo_files import RepoFileError, RepoFiles
-from lmms_eval_earthsci.testing.fixtures import musciclaims_rows, write_musciclaims
+from lmms_eval_earthsci.evals.musciclaims.fixtures import musciclaims_rows, write_musciclaims
 from lmms_eval_earthsci.testing.hub_server import FakeHubServer
 
 REPO = M.DATASET
 
 FETCH = r"""
 import json, sys, time
-from lmms_eval_earthsci import musciclaims as M
+from lmms_eval_earthsci.evals.musciclaims import tasks as M
 from lmms_eval_earthsci.core.repo_files import RepoFileError, repo_files
 paths = json.loads(sys.argv[1])
 t0 = time.time()

@@ -6,10 +6,28 @@ import os
 
 import pytest
 
-from lmms_eval_earthsci import PAPER_NUMBERS_DIR
-from lmms_eval_earthsci import report as R
+from lmms_eval_earthsci import registry
+from lmms_eval_earthsci.report import charts as C
+from lmms_eval_earthsci.report import intervals as I
+from lmms_eval_earthsci.report import papers as R
+from lmms_eval_earthsci.report import sections as S
 from lmms_eval_earthsci.cli import main as cli_main
 from lmms_eval_earthsci.report import ReportError, counts, read_runs, write_report
+
+
+def chart_specs(bench, runs, paper_model):
+    """The charts a benchmark's section draws (its report spec's, bars built from the runs)."""
+    b = registry.get(bench)
+    return [C.build_chart(b, c, runs, paper_model) for c in b.report_spec().charts(S.BenchView(b, runs, paper_model))]
+
+
+def paper_entries(bench):
+    return R.paper_entries(registry.get(bench))
+
+
+def reliability_specs(runs, paper_model):
+    b = registry.get("mac")
+    return b.report_spec().reliability(S.BenchView(b, runs, paper_model), paper_model)
 
 
 def make_run(root, name, model, results, samples=None, stamp="20261122_010101", config=None, n_samples=None):
@@ -136,7 +154,7 @@ def test_no_answer_is_counted_once_per_doc_and_weak_similarity_picks_apart(tmp_p
     assert (c["emma_mini_math"]["docs"], c["emma_mini_math"]["no_answer"], c["emma_mini_math"]["low_confidence"]) == (3, 2, 0)
     assert (c["msearth_mcq"]["docs"], c["msearth_mcq"]["no_answer"], c["msearth_mcq"]["low_confidence"]) == (6, 3, 1)
     assert (c["scifibench_cs_f2c"]["docs"], c["scifibench_cs_f2c"]["no_answer"]) == (2, 1)
-    assert 0.15 < R.LOW_CONFIDENCE_SIMILARITY < 0.82
+    assert 0.15 < S.LOW_CONFIDENCE_SIMILARITY < 0.82
     _, text = write_report([run], str(tmp_path / "rep"))
     rows = table_after(section(text, "EMMA"), "task")
     assert rows[0] == "| task | run | docs scored | no answer extracted | low-confidence picks | judge failures | judge cache hits |"
@@ -235,9 +253,9 @@ def test_paper_numbers_compare_like_with_like(tmp_path):
     assert judge_row.endswith("| 30.00 | 36.00 ‡ |")
     assert any(l.startswith("‡") and "rule-based" in l for l in lines)
     runs = read_runs([run])
-    judge_charts = [c for c in R.chart_specs("emma", runs, R.DEFAULT_PAPER_MODEL) if "judge" in c.slug]
+    judge_charts = [c for c in chart_specs("emma", runs, R.DEFAULT_PAPER_MODEL) if "judge" in c.slug]
     assert judge_charts and all(bar.metric == "emma_judge_acc" for c in judge_charts for bar in c.bars)
-    sci = [c for c in R.chart_specs("scifibench", runs, R.DEFAULT_PAPER_MODEL)]
+    sci = [c for c in chart_specs("scifibench", runs, R.DEFAULT_PAPER_MODEL)]
     marked = {(b.task, b.metric) for c in sci for b in c.bars if b.paper is not None}
     assert marked == {("scifibench_cs_f2c_judge", "scifibench_acc_judge")}
     # an open model the EMMA paper sampled at temperature 0.7, against our greedy runs
@@ -251,12 +269,12 @@ def test_paper_model_names_are_normalised_across_benchmarks(tmp_path, capsys):
     assert R.canonical_model("LLaVA-onvision-72B") == R.canonical_model("LLaVA-onevision-72B") == R.canonical_model("LLaVA-Onevision-72B") == "LLaVA-OneVision-72B"
     assert R.canonical_model("Gemini2.5-Flash") == "Gemini-2.5-Flash" and R.canonical_model("Claude-3.5-haiku") == "Claude-3.5-Haiku"
     assert R.canonical_model("Qwen2.5-VL-7B-Chat") == "Qwen2.5-VL-7B"
-    names = {e.model for bench in ("emma", "msearth", "scifibench") for e in R.paper_entries(bench)[0]}
+    names = {e.model for bench in ("emma", "msearth", "scifibench") for e in paper_entries(bench)[0]}
     keys = {}
     for n in names:  # no two spellings of one model left
         assert keys.setdefault(R.model_key(n), n) == n, (n, keys[R.model_key(n)])
     # the paper's own spelling stays recorded in the data
-    with open(os.path.join(PAPER_NUMBERS_DIR, "msearth.json")) as f:
+    with open(registry.get("msearth").paper_numbers) as f:
         assert "LLaVA-onvision-72B" in {r["model"] for r in json.load(f)["rows"]}
     run = make_run(tmp_path, "r", "m", {"msearth_mcq": {"msearth_acc": 40.0}, "msearth_caption": {"msearth_cap_score": 2.0}})
     _, text = write_report([run], str(tmp_path / "rep"))
@@ -296,8 +314,8 @@ def test_partial_runs_are_flagged_and_charts_draw_only_what_exists(tmp_path):
     assert any("part: fake m" in l and "--limit 2" in l and "2 of 2784" in l for l in lines)
     runs = read_runs([full, part])
     assert runs[1].partial and not runs[0].partial
-    (chart,) = [c for c in R.chart_specs("msearth", runs, R.DEFAULT_PAPER_MODEL) if c.slug == "msearth_mcq_by_image_and_category"]
-    fig = R.draw_chart(chart)
+    (chart,) = [c for c in chart_specs("msearth", runs, R.DEFAULT_PAPER_MODEL) if c.slug == "msearth_mcq_by_image_and_category"]
+    fig = C.draw_chart(chart)
     ax = fig.axes[0]
     heights = sorted(round(p.get_height(), 2) for p in ax.patches)
     assert heights == [10.0, 30.0, 50.0]  # n/a never drawn as a zero bar
@@ -326,7 +344,7 @@ def test_demo_report_explains_itself_and_shows_the_paper_reference(tmp_path):
     para = " ".join(section(text, "What you are looking at")).lower()
     assert "untrained" in para and "n/a" in para and "judge" in para and "paper" in para
     # the charts carry the paper's marks even when the tiny model scores 0 everywhere
-    (chart,) = [c for c in R.chart_specs("emma", read_runs([run]), R.DEFAULT_PAPER_MODEL) if c.slug == "emma_mini_by_subject"]
+    (chart,) = [c for c in chart_specs("emma", read_runs([run]), R.DEFAULT_PAPER_MODEL) if c.slug == "emma_mini_by_subject"]
     assert [b.paper for b in chart.bars] == [27.0, 44.0]
     assert R.DEFAULT_PAPER_MODEL == "GPT-4o"
 
@@ -400,7 +418,7 @@ def test_musciclaims_headline_section_and_chart(tmp_path):
     # the chart: F1 per class and macro per task, GPT-4o's Table 1 D row marked, n = docs scored
     assert (out / "musciclaims_d_f1_by_class.png").stat().st_size > 1000 and (out / "musciclaims_ird_f1_by_class.png").exists()
     assert "![musciclaims_d_f1_by_class.png](musciclaims_d_f1_by_class.png)" in text
-    charts = {c.slug: c for c in R.chart_specs("musciclaims", read_runs([run]), R.DEFAULT_PAPER_MODEL)}
+    charts = {c.slug: c for c in chart_specs("musciclaims", read_runs([run]), R.DEFAULT_PAPER_MODEL)}
     d = charts["musciclaims_d_f1_by_class"]
     assert [(b.group, b.value, b.paper) for b in d.bars] == [("support", 60.0, 59.0), ("neutral", 50.0, 60.0), ("contradict", 25.0, 36.0), ("macro", 45.0, 52.0)]
     assert [b.docs for b in d.bars] == [3, 3, 3, 3] and "918 biology" in d.paper_label
@@ -418,7 +436,7 @@ def test_musciclaims_paper_numbers_transcription():
     """Overall (macro) = the mean of the per-class values (spec: 4o-mini D F (0.56+0.51+0.18)/3 = 0.42);
     Table 6's aggregate is support-weighted ((Sup + 2 NonSup)/3); tables that repeat a value agree. The
     paper prints 0-1 with two decimals, the JSON holds x100: 0.01 there is 1.0 here."""
-    with open(os.path.join(PAPER_NUMBERS_DIR, "musciclaims.json")) as f:
+    with open(registry.get("musciclaims").paper_numbers) as f:
         data = json.load(f)
     assert "0-100" in data["note"] and "1,515" in data["note"] and "musciclaims_macro_f1_biology" in data["note"]
     rows = data["rows"]
@@ -437,7 +455,7 @@ def test_musciclaims_paper_numbers_transcription():
     assert all(0 <= v <= 100 for r in rows for k, v in r.items() if isinstance(v, float))
     # one (model, task, metric), one value: Table 2's RD rows and Table 4's F+C column repeat Table 1
     seen = {}
-    entries, _ = R.paper_entries("musciclaims")
+    entries, _ = paper_entries("musciclaims")
     for e in entries:
         assert seen.setdefault((e.model, e.task, e.metric), e.value) == e.value, e
     by_key = {(e.model, e.task, e.metric): e for e in entries}
@@ -447,7 +465,7 @@ def test_musciclaims_paper_numbers_transcription():
     assert not any(e.task.endswith("_kv") for e in entries)  # the paper does not say which prompt family a model got
     # no two spellings of one model across the four papers
     keys = {}
-    for n in {e.model for b in R.BENCHMARKS for e in R.paper_entries(b)[0]}:
+    for n in {e.model for b in [x.name for x in registry.benchmarks()] for e in paper_entries(b)[0]}:
         assert keys.setdefault(R.model_key(n), n) == n, (n, keys[R.model_key(n)])
 
 
@@ -474,7 +492,7 @@ def mac_run(tmp_path, name="r", with_samples=True):
 
 
 def test_mac_headline_section_and_reliability_diagrams(tmp_path):
-    from lmms_eval_earthsci.mac import scoring
+    from lmms_eval_earthsci.evals.mac import scoring
 
     run = mac_run(tmp_path)
     out = tmp_path / "rep"
@@ -507,7 +525,7 @@ def test_mac_headline_section_and_reliability_diagrams(tmp_path):
     for t in ("mac2025_i2t_info", "mac2025_t2i_option"):
         assert (out / f"{t}_reliability.png").stat().st_size > 1000
         assert f"![{t}_reliability.png]({t}_reliability.png)" in text
-    charts, missing = R.reliability_specs(read_runs([run]), "GPT-4o")
+    charts, missing = reliability_specs(read_runs([run]), "GPT-4o")
     assert missing == [] and [c.slug for c in charts] == ["mac2025_i2t_info_reliability", "mac2025_t2i_option_reliability"]
     ((column, bins, ece),) = charts[0].series
     assert column == "r: fake m" and len(bins) == 15 and ece == pytest.approx(0.3125)
@@ -516,7 +534,7 @@ def test_mac_headline_section_and_reliability_diagrams(tmp_path):
     assert "paper (GPT-4o): ECE 0.053" in charts[0].title and "ECE 0.068" in charts[1].title
     ((_, bins, ece),) = charts[1].series  # the unparsed doc is not binned
     assert sum(b["n"] for b in bins) == 2 and ece == pytest.approx(scoring.ece([s["mac_acc"] for s in read_runs([run])[0].samples["mac2025_t2i_option"]]))
-    fig = R.draw_reliability(charts[0])
+    fig = C.draw_reliability(charts[0])
     legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
     assert "r: fake m: ECE 0.312 (n=4 binned)" in legend and "paper (GPT-4o): ECE 0.053" in legend
     # the paper reference lists every Table 1 model for the tasks run
@@ -538,7 +556,7 @@ def test_mac_paper_numbers_transcription():
     """Table 1 (8 models x 4 variants, accuracy in percent and ECE as printed); Table 4's base rows and
     Table 7's "/" rows repeat Table 1's I2T numbers; DAD rows map to the future mac2025_dad_* tasks
     (one reasoner per model name), the ICL rows and the data-only tables to nothing."""
-    with open(os.path.join(PAPER_NUMBERS_DIR, "mac.json")) as f:
+    with open(registry.get("mac").paper_numbers) as f:
         data = json.load(f)
     assert "normalises" in data["note"] and "CC-BY-NC-SA-4.0" in data["note"]
     rows = data["rows"]
@@ -560,7 +578,7 @@ def test_mac_paper_numbers_transcription():
     assert [t7[f"{v}_{k}"] for v in variants[:2] for k in ("acc", "ece")] == [t1["GPT-4o"][f"{v}_{k}"] for v in variants[:2] for k in ("acc", "ece")]
     assert sorted(r["printed"] for r in rows if r["table"] == "Table 4") == sorted(["Qwen2.5-VL-7B", "Qwen-VL-Max"] + ["+ CoT", "+ One-Shot", "+ Self-Consistency(5)", "+ ours"] * 2)
     # the report's index: one (model, task, metric), one value; what maps where
-    entries, source = R.paper_entries("mac")
+    entries, source = paper_entries("mac")
     assert "2508.15802" in source
     seen = {}
     for e in entries:
@@ -577,7 +595,7 @@ def test_mac_paper_numbers_transcription():
     # model names: any spelling matches, and no two spellings of one model across the papers
     assert R.resolve_paper_model("gpt-4o") == "GPT-4o" and R.resolve_paper_model("step 3") == "Step-3" and R.resolve_paper_model("step-1o-turbo-vision") == "Step-1o-T-V"
     keys = {}
-    for n in {e.model for b in R.BENCHMARKS for e in R.paper_entries(b)[0]}:
+    for n in {e.model for b in [x.name for x in registry.benchmarks()] for e in paper_entries(b)[0]}:
         assert keys.setdefault(R.model_key(n), n) == n, (n, keys[R.model_key(n)])
 
 
@@ -634,8 +652,7 @@ def test_headline_intervals_paired_comparison_and_version_warning(tmp_path):
 
 def test_chart_bars_carry_their_interval(tmp_path):
     run = make_run(tmp_path, "r", "m", {"emma_mini_math": {"emma_acc": 50.0}}, samples={"emma_mini_math": emma_samples([i % 2 == 0 for i in range(30)])})
-    R.BOOTSTRAP.update(resamples=500, seed=0)
-    R._CI_CACHE.clear()
+    I.configure(500, 0)
     runs = read_runs([run])
-    bars = [b for c in R.chart_specs("emma", runs, "GPT-4o") for b in c.bars if b.metric == "emma_acc"]
+    bars = [b for c in chart_specs("emma", runs, "GPT-4o") for b in c.bars if b.metric == "emma_acc"]
     assert bars and all(b.ci is not None and b.ci[0] < 50.0 < b.ci[1] for b in bars)

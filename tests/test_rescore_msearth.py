@@ -62,8 +62,8 @@ def judge_texts(srv):
 
 
 def test_open_ended_and_caption_records_judged_as_released(mirror, hf_home, tmp_path):
-    from lmms_eval_earthsci.msearth import CAPTION_JUDGE_PROMPT, OE_JUDGE_PROMPT
-    from lmms_eval_earthsci.testing.fixtures import msearth_rows
+    from lmms_eval_earthsci.evals.msearth.tasks import CAPTION_JUDGE_PROMPT, OE_JUDGE_PROMPT
+    from lmms_eval_earthsci.evals.msearth.fixtures import msearth_rows
 
     oe = [as_record(r) for r in msearth_rows("open")]
     for i, r in enumerate(oe):
@@ -103,7 +103,7 @@ def test_open_ended_and_caption_records_judged_as_released(mirror, hf_home, tmp_
 def test_records_that_do_not_match_the_dataset_are_refused(mirror, hf_home, tmp_path):
     """Exit 2 before anything is judged: a question_id the dataset lacks, a record whose gold answer
     differs from the dataset's; and a file mixing tasks needs --tasks (nothing run)."""
-    from lmms_eval_earthsci.testing.fixtures import msearth_rows
+    from lmms_eval_earthsci.evals.msearth.fixtures import msearth_rows
 
     oe = [dict(as_record(r), generated_answer="x") for r in msearth_rows("open")]
     oe[1]["response"] = "Something else"
@@ -137,8 +137,9 @@ def released_open():
 def test_all_released_open_ended_records(released_open, hf_home, tmp_path):
     """The 1,411 released records as the evaluator file, each with a generated answer (the gold one for
     about half): every record judged once with its own official prompt, accuracy = the share right."""
-    from lmms_eval_earthsci.msearth import OE_JUDGE_PROMPT
-    from lmms_eval_earthsci.testing.fixtures import draw_figure, msearth_features, png_bytes, write_hf_repo
+    from lmms_eval_earthsci.evals.msearth.tasks import OE_JUDGE_PROMPT
+    from lmms_eval_earthsci.testing.figures import draw_figure, png_bytes, write_hf_repo
+    from lmms_eval_earthsci.evals.msearth.fixtures import msearth_features
 
     rows = []
     for r in released_open:

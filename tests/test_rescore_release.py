@@ -71,7 +71,7 @@ def _referenced(row):
 
 
 def _doc(row):
-    from lmms_eval_earthsci.testing.fixtures import draw_figure, png_bytes
+    from lmms_eval_earthsci.testing.figures import draw_figure, png_bytes
 
     doc = {c: row.get(c) for c in DATASET_COLUMNS}
     refs = _referenced(row)
@@ -86,7 +86,8 @@ def _doc(row):
 def release_mirror(tmp_path_factory):
     """``<root>/luckychao/EMMA-mini/<Subject>/test-00000-of-00001.parquet``: the union by pid of the
     tested files' dataset columns (the 400 EMMA-mini questions; the first file's record wins)."""
-    from lmms_eval_earthsci.testing.fixtures import emma_features, write_hf_repo
+    from lmms_eval_earthsci.evals.emma.fixtures import emma_features
+    from lmms_eval_earthsci.testing.figures import write_hf_repo
 
     by_pid = {}
     for name in ROWS.values():

@@ -3,9 +3,9 @@ variants, scoring and the LLM-extractor parser."""
 
 import pytest
 
-from lmms_eval_earthsci import scifibench as S
+from lmms_eval_earthsci.evals.scifibench import tasks as S
 from lmms_eval_earthsci.core.data import RecordError
-from lmms_eval_earthsci.testing.fixtures import scifibench_rows
+from lmms_eval_earthsci.evals.scifibench.fixtures import scifibench_rows
 
 OPTS = [
     "A)  ber vs snr for fft size=2048 using ls , lmmse , lr-lmmse .",

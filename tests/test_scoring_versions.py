@@ -128,7 +128,7 @@ def test_fingerprint_is_stable_and_sensitive(mirror, hf_home, monkeypatch):
     """The same scoring twice gives the same fingerprint; one changed extraction rule changes it."""
     from lmms_eval.tasks import TaskManager, get_task_dict
 
-    from lmms_eval_earthsci import emma
+    from lmms_eval_earthsci.evals.emma import tasks as emma
     from lmms_eval_earthsci.registration import register
 
     monkeypatch.setenv("EARTHSCI_DATA_MIRROR", mirror)

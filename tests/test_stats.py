@@ -10,7 +10,11 @@ from scipy import stats as sps
 
 from lmms_eval_earthsci.core import stats
 from lmms_eval_earthsci.core.metrics import mean_present
-from lmms_eval_earthsci.core.stats import KERNELS, bootstrap_ci, mcnemar_exact, paired, resolve
+from lmms_eval_earthsci import registry
+from lmms_eval_earthsci.core.stats import KERNELS, bootstrap_ci, mcnemar_exact, paired, register_kernels, resolve
+
+for _bench in registry.benchmarks():  # as `report` does: every benchmark's own kernels
+    register_kernels(_bench.kernel_table())
 
 LABELS = ["SUPPORT", "NEUTRAL", "CONTRADICT", None, "INVALID"]
 
@@ -84,13 +88,13 @@ def test_interval_of_a_proportion_is_seeded_and_about_the_normal_one():
     half = 1.96 * math.sqrt(0.36 * 0.64 / 400) * 100  # 4.70 points
     assert ci.low == pytest.approx(36 - half, abs=0.6) and ci.high == pytest.approx(36 + half, abs=0.6)
     f1 = musciclaims_items(200, 3)
-    runs = [bootstrap_ci(f1, "lmms_eval_earthsci.musciclaims.macro_f1", n_resamples=200, seed=s) for s in (1, 1, 2)]
+    runs = [bootstrap_ci(f1, "lmms_eval_earthsci.evals.musciclaims.tasks.macro_f1", n_resamples=200, seed=s) for s in (1, 1, 2)]
     assert runs[0] == runs[1] and runs[0] != runs[2]  # the seed decides the resamples
 
 
 def test_corpus_metric_is_recomputed_per_resample_not_averaged():
     items = musciclaims_items(300, 2)
-    dotted = "lmms_eval_earthsci.musciclaims.macro_f1"
+    dotted = "lmms_eval_earthsci.evals.musciclaims.tasks.macro_f1"
     ci = bootstrap_ci(items, dotted, n_resamples=500)
     point = resolve(dotted)(items)
     assert ci.low < point < ci.high
@@ -102,8 +106,8 @@ def test_corpus_metric_is_recomputed_per_resample_not_averaged():
 
 def test_generic_route_for_an_aggregation_without_kernel():
     items = mac_items(120, 5)
-    ci = bootstrap_ci(items, "lmms_eval_earthsci.mac.tasks.mac_ece", n_resamples=300)
-    assert ci is not None and ci.low <= resolve("lmms_eval_earthsci.mac.tasks.mac_ece")(items) <= ci.high
+    ci = bootstrap_ci(items, "lmms_eval_earthsci.evals.mac.tasks.mac_ece", n_resamples=300)
+    assert ci is not None and ci.low <= resolve("lmms_eval_earthsci.evals.mac.tasks.mac_ece")(items) <= ci.high
 
 
 def test_judged_metric_without_verdicts_has_no_interval():
@@ -132,8 +136,8 @@ def test_paired_difference_mcnemar_and_unmatched_docs():
 def test_paired_corpus_metric_and_no_mcnemar_for_graded_scores():
     a = dict(enumerate(musciclaims_items(200, 7)))
     b = dict(enumerate(musciclaims_items(200, 8)))
-    res = paired(a, b, "lmms_eval_earthsci.musciclaims.macro_f1", n_resamples=300)
-    assert res.diff == pytest.approx(resolve("lmms_eval_earthsci.musciclaims.macro_f1")(list(a.values())) - resolve("lmms_eval_earthsci.musciclaims.macro_f1")(list(b.values())))
+    res = paired(a, b, "lmms_eval_earthsci.evals.musciclaims.tasks.macro_f1", n_resamples=300)
+    assert res.diff == pytest.approx(resolve("lmms_eval_earthsci.evals.musciclaims.tasks.macro_f1")(list(a.values())) - resolve("lmms_eval_earthsci.evals.musciclaims.tasks.macro_f1")(list(b.values())))
     assert res.interval.low < res.diff < res.interval.high and res.mcnemar_p is None
     graded = paired({i: {"score": float(i % 5 + 1)} for i in range(50)}, {i: {"score": 3.0} for i in range(50)}, "lmms_eval_earthsci.core.metrics.mean_present", n_resamples=100)
     assert graded.mcnemar_p is None

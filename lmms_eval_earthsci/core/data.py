@@ -35,23 +35,17 @@ logger = logging.getLogger("lmms_eval_earthsci")
 
 MIRROR_ENV = "EARTHSCI_DATA_MIRROR"
 
-# Hub repos our tasks read. With the mirror variable set, a missing copy of one of these is an error
-# (falling back to the Hub would hang on an air-gapped node); other repos fall back silently.
-KNOWN_DATASETS: frozenset[str] = frozenset(
-    {
-        "luckychao/EMMA",
-        "luckychao/EMMA-mini",
-        "MSEarth/MSEarth_MCQ",
-        "MSEarth/MSEarth_Open_Ended",
-        "MSEarth/MSEarth_Captioning",
-        "MSEarth-Data/MSEarth-Benchmark-MCQ",
-        "MSEarth-Data/MSEarth-Benchmark-OpenQA",
-        "MSEarth-Data/MSEarth-Benchmark-Captioning",
-        "jonathan-roberts1/SciFIBench",
-        "StonyBrookNLP/MuSciClaims",
-        "mhjiang0408/MAC_Bench",
-    }
-)
+# Hub repos our tasks read, declared by each benchmark's task module when it is imported (lmms-eval
+# imports it while reading the task's YAML, before any download). With the mirror variable set, a missing
+# copy of one of these is an error (falling back to the Hub would hang on an air-gapped node); other
+# repos fall back silently.
+KNOWN_DATASETS: set[str] = set()
+
+
+def declare_datasets(repos) -> None:
+    """Declare the Hub repos a benchmark's tasks read (see :data:`KNOWN_DATASETS`)."""
+    KNOWN_DATASETS.update(repos)
+
 
 BAD_RECORDS_ENV = "EARTHSCI_BAD_RECORDS"
 # bad records listed in the results metadata (the count is always exact)
@@ -171,7 +165,7 @@ def prepare_load(dataset_path: str, dataset_kwargs: Mapping[str, Any] | None) ->
 def install_mirror_hook() -> bool:
     """Route ``ConfigurableTask.download`` through :func:`prepare_load`, validate every record and record
     what was loaded. Idempotent; False if the lmms-eval internals it relies on are gone."""
-    from lmms_eval_earthsci.core.hooks import wrap_task_method
+    from lmms_eval_earthsci.core.patching import wrap_task_method
 
     install_record_gate()
 
@@ -300,7 +294,7 @@ def install_record_gate() -> bool:
     """Raise the run's bad-record report when lmms-eval first builds a task's requests (after every task
     was loaded, before inference), so that all tasks' problems are reported at once."""
     global _GATE_INSTALLED
-    from lmms_eval_earthsci.core.hooks import wrap_task_method
+    from lmms_eval_earthsci.core.patching import wrap_task_method
 
     def make(original):
         def build_all_requests(self, *args, **kwargs):

@@ -1,10 +1,10 @@
-"""Where our code meets lmms-eval's internals: the one place that patches them.
-
-lmms-eval has no plugin hooks for what we need, so a few of its methods are wrapped (once, idempotently,
-each recording a marker on the class): ``TaskManager.initialize_tasks`` (task registration),
-``ConfigurableTask.download`` (local mirror) and ``ConfigurableTask.apply_filters`` (the judge pass).
-The modules that own those behaviours (``registration``, ``core.data``, ``core.judge_pass``) build
-their wrappers with :func:`wrap_task_method`; nothing here imports them, so there is no import circle.
+"""The runtime hooks a run of our tasks needs, whatever route started it, installed once per process by
+:func:`install_runtime_hooks`: log forwarding, HF-token redaction, the local-mirror and record-validation
+hook (:mod:`.data`), the concurrent judge pass (:mod:`.judge_pass`), the response-cache recovery and a
+clean exit on every rank. The entry point (``registration.register``) calls it; so does every benchmark
+module when lmms-eval imports it (:func:`ensure_runtime_hooks`), which covers ``--include_path``, the
+``run`` wrapper and a hand-built ``TaskManager``. The lmms-eval methods they wrap are wrapped through
+:func:`.patching.wrap_task_method`.
 
 :func:`forward_logs` sends our ``logging`` records to lmms-eval's loguru logger, so that our INFO lines
 (judge summaries, mirror loads) appear in the run's log like lmms-eval's own.
@@ -22,25 +22,12 @@ import functools
 import logging
 import os
 import sys
+import warnings
+
+from lmms_eval_earthsci.core.data import install_mirror_hook
+from lmms_eval_earthsci.core.judge_pass import install_judge_hook
 
 LOGGER_NAME = "lmms_eval_earthsci"
-
-
-def wrap_task_method(name: str, marker: str, make_wrapper, requires: tuple[str, ...] = ()) -> bool:
-    """Replace ``ConfigurableTask.<name>`` by ``make_wrapper(original)`` once (``marker`` records it).
-    False, changing nothing, if lmms-eval no longer has the method or the attributes in ``requires``."""
-    try:
-        from lmms_eval.api.task import ConfigurableTask
-    except Exception:  # pragma: no cover - lmms-eval layout changed
-        return False
-    if getattr(ConfigurableTask, marker, False):
-        return True
-    original = getattr(ConfigurableTask, name, None)
-    if original is None or not all(hasattr(ConfigurableTask, r) for r in requires):
-        return False
-    setattr(ConfigurableTask, name, functools.wraps(original)(make_wrapper(original)))
-    setattr(ConfigurableTask, marker, True)
-    return True
 
 
 class _ToLoguru(logging.Handler):
@@ -81,8 +68,6 @@ def redact_hf_token() -> bool:
         from loguru import logger
     except ImportError:  # pragma: no cover
         return False
-    import os
-
     previous = getattr(getattr(logger, "_core", None), "patcher", None)
     if getattr(previous, "_earthsci_redacts", False):
         return True
@@ -167,6 +152,42 @@ def _recover_runs(rc, cache_root: str) -> None:
     )
 
 
+FALLBACK_HINT = (
+    "Run our tasks with `lmms-eval --include_path \"$(lmms-eval-earthsci tasks-dir)\" ...`, or use the "
+    "`lmms-eval-earthsci run ...` wrapper, or in Python `TaskManager(include_path=lmms_eval_earthsci.TASKS_DIR)`."
+)
+
+
+class RegistrationWarning(UserWarning):
+    """lmms-eval internals changed: automatic registration (or a runtime hook) could not be applied."""
+
+
+def warn_registration(msg: str) -> None:
+    text = f"lmms_eval_earthsci: {msg} {FALLBACK_HINT}"
+    warnings.warn(text, RegistrationWarning, stacklevel=3)
+    logging.getLogger(LOGGER_NAME).warning(text)
+
+
+_RUNTIME_HOOKS = False
+
+
+def install_runtime_hooks() -> None:
+    """Everything besides task indexing that a run of our tasks needs (see the module docstring).
+    Idempotent."""
+    global _RUNTIME_HOOKS
+    if _RUNTIME_HOOKS:
+        return
+    _RUNTIME_HOOKS = True
+    forward_logs()
+    redact_hf_token()
+    release_distributed_at_exit()
+    recover_killed_response_runs()  # nothing to do on lmms-eval versions without the layered cache
+    if not install_mirror_hook():
+        warn_registration("the local-mirror hook could not be installed; EARTHSCI_DATA_MIRROR is ignored.")
+    if not install_judge_hook():
+        logging.getLogger(LOGGER_NAME).warning("lmms_eval_earthsci: the judge-pass hook could not be installed; judged metrics are computed one doc at a time.")
+
+
 def ensure_runtime_hooks() -> None:
     """Called when a benchmark module is imported: if lmms-eval is loading our tasks (its task module is
     imported), install every runtime hook now. This makes the routes that bypass our entry point
@@ -175,8 +196,6 @@ def ensure_runtime_hooks() -> None:
     loaded. Cheap and idempotent; does nothing outside lmms-eval."""
     if "lmms_eval.api.task" not in sys.modules:
         return
-    from lmms_eval_earthsci.registration import install_runtime_hooks
-
     install_runtime_hooks()
 
 

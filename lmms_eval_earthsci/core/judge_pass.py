@@ -519,7 +519,7 @@ def run_task_pass(task) -> list[Outcome] | None:
 def install_judge_hook() -> bool:
     """Run :func:`run_task_pass` right after ``ConfigurableTask.apply_filters``. Idempotent; False if
     the lmms-eval internals it relies on are gone."""
-    from lmms_eval_earthsci.core.hooks import wrap_task_method
+    from lmms_eval_earthsci.core.patching import wrap_task_method
 
     def make(original):
         def apply_filters(self, *args, **kwargs):

@@ -83,108 +83,35 @@ def _judged_mean_encode(items: Sequence[Any]) -> tuple[np.ndarray, ...] | None:
     return _mean_encode(items)
 
 
-def _mac_encode(items: Sequence[Any]) -> tuple[np.ndarray, ...]:
-    v = np.array([float(bool(i.get("correct"))) if isinstance(i, Mapping) else math.nan for i in items], dtype=float)
-    return (np.nan_to_num(v) * 100.0, (~np.isnan(v)).astype(float))
-
-
-_MC_LABELS = ("SUPPORT", "NEUTRAL", "CONTRADICT")
-
-
-def _mc_rows(items: Sequence[Any]) -> list[tuple]:
-    from lmms_eval_earthsci.musciclaims import _rows
-
-    return [(_rows([i]) or [(None,) * 5])[0] for i in items]
-
-
-def _classes_encode(domain: str | None = None):
-    def encode(items):
-        rows = _mc_rows(items)
-        index = {lab: k for k, lab in enumerate(_MC_LABELS)}
-        gold = np.array([index.get(r[0], -1) for r in rows])
-        pred = np.array([index.get(r[1], -1) for r in rows])
-        keep = np.array([r[0] is not None and (domain is None or r[4] == domain) for r in rows], dtype=float)
-        # one-hot (doc x class) of gold, pred and both: the resample's counts are sums over docs
-        g = np.stack([(gold == k) * keep for k in range(3)], axis=0).astype(float)
-        p = np.stack([(pred == k) * keep for k in range(3)], axis=0).astype(float)
-        return tuple(g) + tuple(p)
-
-    return encode
-
-
-def _classes_stat(key: str):
-    """Per-class or macro P/R/F1 (percent) from the one-hot columns, as ``core.metrics.precision_recall_f1``
-    (undefined ratios 0; a prediction outside the labels is a miss and nobody's false positive)."""
-
-    def stat(g0, g1, g2, p0, p1, p2, axis: int = -1):
-        ps, rs, fs = [], [], []
-        for g, p in ((g0, p0), (g1, p1), (g2, p2)):
-            tp = np.sum(g * p, axis=axis)
-            fp = np.sum(p, axis=axis) - tp
-            fn = np.sum(g, axis=axis) - tp
-            with np.errstate(invalid="ignore", divide="ignore"):
-                prec = np.where(tp + fp > 0, tp / np.where(tp + fp > 0, tp + fp, 1), 0.0)
-                rec = np.where(tp + fn > 0, tp / np.where(tp + fn > 0, tp + fn, 1), 0.0)
-                f1 = np.where(prec + rec > 0, 2 * prec * rec / np.where(prec + rec > 0, prec + rec, 1), 0.0)
-            ps.append(prec)
-            rs.append(rec)
-            fs.append(f1)
-        total = np.sum(g0 + g1 + g2, axis=axis)
-        kind, _, label = key.partition("_")
-        table = {"precision": ps, "recall": rs, "f1": fs}
-        if kind == "macro":
-            out = sum(table[label]) / 3.0
-        else:
-            out = table[kind][_MC_LABELS.index(label.upper())]
-        return np.where(total > 0, 100.0 * out, np.nan)
-
-    return stat
-
-
-def _flip_encode(correct_only: bool):
-    def encode(items):
-        """Units are base claims (the pairs flip rates are defined on): value 1 if the pair flips (to
-        SUPPORT->CONTRADICT for the correct flip rate), NaN for a claim whose pair is incomplete."""
-        pairs: dict[str, dict] = {}
-        for gold, pred, base, variant, _ in _mc_rows(items):
-            if variant in ("support", "contra"):
-                pairs.setdefault(str(base), {})[variant] = pred
-        vals = []
-        for p in pairs.values():
-            if len(p) != 2:
-                vals.append(math.nan)
-            elif correct_only:
-                vals.append(float(p["support"] == "SUPPORT" and p["contra"] == "CONTRADICT"))
-            else:
-                vals.append(float(p["support"] != p["contra"]))
-        v = np.array(vals, dtype=float)
-        return (np.nan_to_num(v) * 100.0, (~np.isnan(v)).astype(float))
-
-    return encode
-
-
-# dotted aggregation -> (encode(items) -> arrays | None, statistic(*arrays, axis) -> values)
+# dotted aggregation -> (encode(items) -> arrays | None, statistic(*arrays, axis) -> values): the core's
+# aggregations here; each benchmark adds its own (its ``kernels``), see :func:`register_kernels`
 KERNELS: dict[str, tuple[Callable, Callable]] = {
     "lmms_eval_earthsci.core.metrics.mean_present": (_mean_encode, _mean_stat),
     "lmms_eval_earthsci.core.judge_pass.judged_mean": (_judged_mean_encode, _mean_stat),
-    "lmms_eval_earthsci.mac.tasks.mac_acc": (_mac_encode, _mean_stat),
-    "lmms_eval_earthsci.musciclaims.flip_rate": (_flip_encode(False), _mean_stat),
-    "lmms_eval_earthsci.musciclaims.correct_flip_rate": (_flip_encode(True), _mean_stat),
 }
-for _key in ("macro_f1", "macro_precision", "macro_recall") + tuple(f"{k}_{c.lower()}" for k in ("precision", "recall", "f1") for c in _MC_LABELS):
-    KERNELS[f"lmms_eval_earthsci.musciclaims.{_key}"] = (_classes_encode(), _classes_stat(_key))
-for _dom in ("biology", "chemistry", "physics"):
-    KERNELS[f"lmms_eval_earthsci.musciclaims.macro_f1_{_dom}"] = (_classes_encode(_dom), _classes_stat("macro_f1"))
+mean_encode, mean_stat = _mean_encode, _mean_stat
+
+
+def register_kernels(kernels: Mapping[str, tuple[Callable, Callable]]) -> None:
+    """Add vectorised kernels for aggregations (``module.function`` -> (encode, statistic)); each must
+    compute what the aggregation computes (tests/test_stats.py checks every registered kernel)."""
+    KERNELS.update(kernels)
+
+
+class UnknownAggregation(LookupError):
+    """An aggregation named in a task YAML that cannot be imported: its interval would be another metric's."""
 
 
 def resolve(dotted: str | None) -> Callable[[Sequence[Any]], Any]:
-    """The aggregation function named ``module.function`` (``mean_present`` when unknown)."""
+    """The aggregation function named ``module.function``; ``mean_present`` only when the task names none
+    (a group pooling tasks of different aggregations). A name that does not import is an error, never a
+    silent plain mean."""
     if dotted:
         module, _, name = dotted.rpartition(".")
         try:
             return getattr(importlib.import_module(module), name)
-        except (ImportError, AttributeError):
-            pass
+        except (ImportError, AttributeError) as exc:
+            raise UnknownAggregation(f"aggregation {dotted!r} cannot be imported ({exc})") from exc
     from lmms_eval_earthsci.core.metrics import mean_present
 
     return mean_present

@@ -17,13 +17,28 @@ import re
 import threading
 from typing import Any, Mapping
 
-from lmms_eval_earthsci.core.data import RecordError, check_image, load_image, record_check
-from lmms_eval_earthsci.core.extraction import as_text
 from lmms_eval_earthsci.core import textmetrics
+from lmms_eval_earthsci.core.data import (
+    RecordError,
+    check_image,
+    declare_datasets,
+    load_image,
+    record_check,
+)
+from lmms_eval_earthsci.core.extraction import as_text
 from lmms_eval_earthsci.core.hooks import ensure_runtime_hooks
+from lmms_eval_earthsci.core.judge_pass import (
+    UNAVAILABLE,
+    JudgeSpec,
+    batched,
+    doc_key,
+    judged,
+    judged_fields,
+    outcome_for,
+)
 from lmms_eval_earthsci.core.messages import note_chat, route_of
-from lmms_eval_earthsci.core.judge_pass import UNAVAILABLE, JudgeSpec, batched, doc_key, judged, judged_fields, outcome_for
 from lmms_eval_earthsci.core.metrics import breakdown_scores, percent
+from lmms_eval_earthsci.evals.msearth.benchmark import BENCHMARK
 
 logger = logging.getLogger("lmms_eval_earthsci")
 
@@ -548,6 +563,7 @@ def bertscore(items) -> float | None:
 
 # lmms-eval imports this module while it reads our task YAMLs: make sure our hooks are in, whatever route
 # (entry point, --include_path, the `run` wrapper) brought it here
+declare_datasets(BENCHMARK.datasets)
 ensure_runtime_hooks()
 
 
@@ -586,7 +602,12 @@ def release_plan(path: str, options: dict) -> dict:
     finds an extracted answer as it is (raw text) and a full JSON reply as a run would."""
     from collections import Counter
 
-    from lmms_eval_earthsci.rescore import RescoreError, read_records, release_name, release_plan_dict
+    from lmms_eval_earthsci.core.releases import (
+        RescoreError,
+        read_records,
+        release_name,
+        release_plan_dict,
+    )
 
     rows = read_records(path)
     bad = next((i for i, r in enumerate(rows) if not isinstance(r, dict) or "question_id" not in r), None)

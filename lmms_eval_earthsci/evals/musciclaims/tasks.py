@@ -19,12 +19,29 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
-from lmms_eval_earthsci.core.data import RecordError, check_image, record_check, require_columns
-from lmms_eval_earthsci.core.extraction import as_text, extract_json_object, strip_reasoning
+from lmms_eval_earthsci.core.data import (
+    RecordError,
+    check_image,
+    declare_datasets,
+    record_check,
+    require_columns,
+)
+from lmms_eval_earthsci.core.extraction import (
+    as_text,
+    extract_json_object,
+    strip_reasoning,
+)
 from lmms_eval_earthsci.core.hooks import ensure_runtime_hooks
 from lmms_eval_earthsci.core.messages import fill_fields, note_chat, route_of
 from lmms_eval_earthsci.core.metrics import precision_recall_f1, set_precision_recall_f1
-from lmms_eval_earthsci.core.repo_files import DecodedCache, fetch_columns, record_image, record_path, repo_files
+from lmms_eval_earthsci.core.repo_files import (
+    DecodedCache,
+    fetch_columns,
+    record_image,
+    record_path,
+    repo_files,
+)
+from lmms_eval_earthsci.evals.musciclaims.benchmark import BENCHMARK
 
 logger = logging.getLogger("lmms_eval_earthsci")
 
@@ -579,7 +596,7 @@ def process_results_ird(doc, results):
 # ---------------------------------------------------------------------------- corpus metrics
 
 
-def _rows(items: Iterable[Any]) -> list[tuple]:
+def record_rows(items: Iterable[Any]) -> list[tuple]:
     """(gold, pred, base, variant, domain) from full records or their compact form."""
     out = []
     for it in items:
@@ -596,7 +613,7 @@ def _pct(x: float | None) -> float | None:
 
 def classification(items: Iterable[Any], domain: str | None = None) -> dict[str, float]:
     """Per-class and macro P/R/F1 over the 3 labels (fractions); INVALID is nobody's prediction."""
-    rows = [r for r in _rows(items) if domain is None or r[4] == domain]
+    rows = [r for r in record_rows(items) if domain is None or r[4] == domain]
     return precision_recall_f1([r[0] for r in rows], [r[1] for r in rows], LABELS) if rows else {}
 
 
@@ -604,7 +621,7 @@ def two_class(items: Iterable[Any]) -> dict[str, float]:
     """Table 6: NEUTRAL and CONTRADICT merged into NONSUPPORT (gold and predicted; INVALID stays a miss),
     per-class P/R/F1 and the support-weighted averages."""
     merge = {SUPPORT: SUPPORT, NEUTRAL: NONSUPPORT, CONTRADICT: NONSUPPORT}
-    rows = _rows(items)
+    rows = record_rows(items)
     return precision_recall_f1([merge.get(r[0], r[0]) for r in rows], [merge.get(r[1], INVALID) for r in rows], (SUPPORT, NONSUPPORT)) if rows else {}
 
 
@@ -613,7 +630,7 @@ def flips(items: Iterable[Any]) -> dict[str, Any]:
     prediction changes (the paper's sensitivity), and how often it is SUPPORT then CONTRADICT. An
     INVALID answer is a prediction like any other (two INVALIDs do not change)."""
     pairs: dict[str, dict[str, str]] = {}
-    for gold, pred, base, variant, _ in _rows(items):
+    for gold, pred, base, variant, _ in record_rows(items):
         if variant in ("support", "contra"):
             pairs.setdefault(str(base), {})[variant] = pred
     complete = [p for p in pairs.values() if len(p) == 2]
@@ -653,7 +670,7 @@ f1_contradict = _class_metric("f1_contradict")
 
 
 def invalid_rate(items):
-    rows = _rows(items)
+    rows = record_rows(items)
     return _pct(sum(1 for r in rows if r[1] not in LABELS) / len(rows)) if rows else None
 
 
@@ -767,4 +784,5 @@ LOWER_IS_BETTER = frozenset({"musciclaims_invalid_rate"})
 
 # lmms-eval imports this module while it reads our task YAMLs: make sure our hooks are in, whatever route
 # (entry point, --include_path, the `run` wrapper) brought it here
+declare_datasets(BENCHMARK.datasets)
 ensure_runtime_hooks()

@@ -15,11 +15,32 @@ import re
 from typing import Any
 
 from lmms_eval_earthsci.core import messages as msg
-from lmms_eval_earthsci.core.data import RecordError, check_image, load_image, record_check, require
-from lmms_eval_earthsci.core.extraction import Extracted, as_text, extract_after_phrase, extract_boxed_answer, extract_option_letter, option_letters
+from lmms_eval_earthsci.core.data import (
+    RecordError,
+    check_image,
+    declare_datasets,
+    load_image,
+    record_check,
+    require,
+)
+from lmms_eval_earthsci.core.extraction import (
+    Extracted,
+    as_text,
+    extract_after_phrase,
+    extract_boxed_answer,
+    extract_option_letter,
+    option_letters,
+)
 from lmms_eval_earthsci.core.hooks import ensure_runtime_hooks
-from lmms_eval_earthsci.core.judge_pass import UNAVAILABLE, JudgeSpec, judged, judged_fields, outcome_for
+from lmms_eval_earthsci.core.judge_pass import (
+    UNAVAILABLE,
+    JudgeSpec,
+    judged,
+    judged_fields,
+    outcome_for,
+)
 from lmms_eval_earthsci.core.metrics import breakdown_scores, percent, split_labels
+from lmms_eval_earthsci.evals.emma.benchmark import BENCHMARK
 
 logger = logging.getLogger("lmms_eval_earthsci")
 
@@ -470,6 +491,7 @@ def process_results_judge(doc, results):
 
 # lmms-eval imports this module while it reads our task YAMLs: make sure our hooks are in, whatever route
 # (entry point, --include_path, the `run` wrapper) brought it here
+declare_datasets(BENCHMARK.datasets)
 ensure_runtime_hooks()
 
 
@@ -482,7 +504,12 @@ def release_plan(path: str, options: dict) -> dict:
     tasks, matched by ``pid``. The strategy is the file name's suffix (else the prompt's CoT sentence); the
     subjects are those present (all four: the group). A record without ``response`` has no answer and is
     an error when its doc is asked for, never a silent skip."""
-    from lmms_eval_earthsci.rescore import RescoreError, read_records, release_name, release_plan_dict
+    from lmms_eval_earthsci.core.releases import (
+        RescoreError,
+        read_records,
+        release_name,
+        release_plan_dict,
+    )
 
     rows = read_records(path)
     name = release_name(path)

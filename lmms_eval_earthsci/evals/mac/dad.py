@@ -18,8 +18,8 @@ from lmms_eval_earthsci.core.hooks import ensure_runtime_hooks
 from lmms_eval_earthsci.core.judge_pass import UNAVAILABLE, JudgeSpec, judged, outcome_for
 from lmms_eval_earthsci.core.messages import fill_fields, note_chat
 from lmms_eval_earthsci.core.metrics import breakdown_keys
-from lmms_eval_earthsci.mac import scoring
-from lmms_eval_earthsci.mac import tasks as T
+from lmms_eval_earthsci.evals.mac import scoring
+from lmms_eval_earthsci.evals.mac import tasks as T
 
 DAD_I2T_SYSTEM = 'I will provide you with a scientific journal cover image. Please explain in detail the visual elements of the image. Faithfully describe the information in the image without making any speculation or judgment. Your answer should begin with “The image shows”. Answer the more the better.'
 DAD_I2T_USER = "I'm blind. Here is the image. Please think step-by-step and describe the image in detail and present your answer in the form of a Pseudo-CoT. After you describe the image, please think the question step by step but do not give your final answer: {question+options}"

@@ -1,0 +1,297 @@
+"""What a benchmark declares, so that every command can serve it without naming it.
+
+A benchmark is one folder (``lmms_eval_earthsci/evals/<name>/``, or a lab's own package) whose
+``benchmark.py`` defines ``BENCHMARK = Benchmark(...)``; :mod:`lmms_eval_earthsci.registry` lists them
+(ours, then those registered from outside through the ``lmms_eval_earthsci.benchmarks`` entry-point
+group or ``EARTHSCI_BENCHMARKS``). The commands iterate the registry: YAML generation and the suite
+groups, ``report`` (its section comes from the benchmark's :class:`ReportSpec`, nothing else),
+``rescore --from`` (its importers), ``check-mirror`` and ``write-fixtures``, the demo's task list, the
+bootstrap kernels. A benchmark that declares no chart gets none.
+
+References to code are ``"module:attribute"`` strings, imported when first used, so that listing the
+benchmarks (lmms-eval does it at every start, on every rank) imports none of their code.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+
+def resolve_ref(ref: str) -> Any:
+    """The object a ``"module:attribute"`` reference names."""
+    module, _, attr = ref.partition(":")
+    obj = importlib.import_module(module)
+    for part in attr.split(".") if attr else ():
+        obj = getattr(obj, part)
+    return obj
+
+
+# --------------------------------------------------------------------------- paper numbers
+
+
+@dataclass(frozen=True)
+class ProtocolNote:
+    """Where our protocol differs from a paper's for a paper value: the mark beside it, the footnote,
+    and the short form a chart legend uses."""
+
+    mark: str
+    footnote: str
+    short: str
+
+
+@dataclass(frozen=True)
+class PaperValue:
+    model: str  # canonical name (core.papers.canonical_model)
+    task: str
+    metric: str
+    value: float
+    notes: tuple[str, ...] = ()  # keys of the benchmark's protocol notes
+
+
+def setting_cells(data: Mapping[str, Any]) -> Iterable[tuple[dict, str, str, float]]:
+    """(row, task, metric, value) of a paper table whose rows are (table, model, setting): the table maps
+    each column to our metric and, by the row's setting, to our task (a column's own tasks override its
+    table's); a column without a metric or a task for the setting is data only."""
+    for row in data["rows"]:
+        table = data["tables"][row["table"]]
+        for col, spec in table["columns"].items():
+            task = (spec.get("tasks") or table.get("tasks") or {}).get(row["setting"])
+            metric = spec.get("metric")
+            if row.get(col) is not None and metric and task:
+                yield row, task, metric, row[col]
+
+
+# --------------------------------------------------------------------------- the report's view of a benchmark
+
+
+@dataclass
+class Family:
+    """One breakdown table: a task and the tasks folded under it (EMMA's subjects)."""
+
+    key: str
+    title: str
+    tasks: list[str]
+
+
+@dataclass(frozen=True)
+class ChartSpec:
+    """A bar chart: ``groups`` are (x label, [(series, task, metric)]); the report draws one bar per run
+    that has the value, with its interval, its doc count and the reference model's mark."""
+
+    slug: str
+    title: str
+    groups: tuple[tuple[str, tuple[tuple[str, str, str], ...]], ...]
+    score_scale: bool = False  # 1-5 judge scores instead of percent
+
+
+@dataclass(frozen=True)
+class ReliabilitySpec:
+    """A reliability diagram: per run, confidence bins (``{"lo", "hi", "n", "accuracy", "confidence"}``)
+    and the calibration error they give; the report draws it."""
+
+    slug: str
+    title: str
+    series: tuple[tuple[str, tuple[dict, ...], float | None], ...]  # (run column, bins, ECE)
+    paper_label: str
+    ece_format: Callable[[float | None], str] = str
+
+
+class RunView:
+    """What a report spec may ask of the runs being reported (implemented by the report)."""
+
+    def tasks(self) -> list[str]:  # this benchmark's tasks any run has, in the spec's order
+        raise NotImplementedError
+
+    def has(self, task: str, metric: str) -> bool:  # some run has the metric for the task
+        raise NotImplementedError
+
+    def metrics(self, task: str) -> list[str]:  # every metric some run has for the task (sorted)
+        raise NotImplementedError
+
+    def alias(self, task: str) -> str:
+        raise NotImplementedError
+
+    def runs(self) -> list[Any]:  # report.runs.Run objects (column, samples, value(task, metric))
+        raise NotImplementedError
+
+    def paper_value(self, task: str, metric: str) -> PaperValue | None:  # the reference model's
+        raise NotImplementedError
+
+
+BREAKDOWN_FIELDS = ("category", "type", "task", "sphere", "image", "publisher")
+
+
+class ReportSpec:
+    """A benchmark's section of ``report``: which numbers lead, how its tasks are ordered and grouped
+    into tables, its charts, how its samples are counted, its paper numbers. The defaults suit a
+    benchmark whose every task leads with one metric; override what differs."""
+
+    #: the metric every task leads with (when :meth:`headline_metrics` is not overridden)
+    headline_metric: str = ""
+    #: metrics that only an LLM judge gives (a run without a judge reads "no judge" in the counts)
+    judged_metrics: tuple[str, ...] = ()
+    #: per-sample field holding a task's answer extraction -> the key naming the rule that fired
+    extraction_fields: Mapping[str, str] = {}
+    #: per-doc records of corpus metrics (a doc counts when its record is there, not its number)
+    record_metrics: bool = False
+    #: where our protocol differs from the paper's for a paper value (keys used by PaperValue.notes)
+    protocol_notes: Mapping[str, ProtocolNote] = {}
+    #: printed with three decimals (as the paper prints them), not two
+    three_decimals: tuple[str, ...] = ()
+    #: model spellings in this paper's tables that the model key alone cannot join (core.papers)
+    model_spellings: Mapping[str, str] = {}
+
+    def __init__(self, benchmark: "Benchmark | None" = None):
+        self.benchmark = benchmark
+
+    @property
+    def name(self) -> str:
+        return self.benchmark.name if self.benchmark else ""
+
+    # -- which numbers lead
+
+    def headline_metrics(self, task: str) -> tuple[str, ...]:
+        return (self.headline_metric,) if self.headline_metric else ()
+
+    def order(self, task: str) -> tuple:
+        return (0, task)
+
+    def is_group_only(self, task: str) -> bool:
+        """A group that reports no numbers of its own (left out of the tables)."""
+        return task == self.name
+
+    def headline_tasks(self, tasks: Sequence[str]) -> list[str]:
+        return [t for t in tasks if not self.is_group_only(t)]
+
+    # -- breakdown tables
+
+    def families(self, tasks: Sequence[str], title: Callable[[str], str]) -> list[Family]:
+        return [Family(t, title(t), [t]) for t in tasks if not self.is_group_only(t)]
+
+    def family_of(self, task: str) -> str:
+        """The unit a task is counted and charted under (EMMA: a subject under its variant group)."""
+        return task
+
+    def table_metrics(self, task: str, metrics: Sequence[str]) -> list[str]:
+        """The metrics of a task's rows in its breakdown table, in order."""
+        return list(metrics)
+
+    def headline_in_table(self) -> bool:
+        """Whether a table repeats the headline metric of its task (MAC's table shows it beside the
+        calibration numbers)."""
+        return False
+
+    def skip_row(self, family: Family, task: str, metric: str, view: RunView, primary: tuple[str, ...], is_slice: bool) -> bool:
+        """A benchmark's own reason to leave a row out of a breakdown table."""
+        return False
+
+    def short_task(self, task: str) -> str:
+        """A task's name in a table whose rows span several tasks."""
+        return task
+
+    def slice_label(self, metric: str) -> str:
+        """``emma_category_2d_transformation`` -> ``category 2d transformation``; other metrics keep their name."""
+        rest = metric[len(self.name) + 1 :] if metric.startswith(self.name + "_") else metric
+        fieldname, _, label = rest.partition("_")
+        if fieldname in BREAKDOWN_FIELDS and label:
+            return f"{fieldname} {label.replace('_', ' ')}"
+        return metric
+
+    def intro(self, view: RunView) -> list[str]:
+        """Paragraphs the benchmark's section opens with."""
+        return []
+
+    # -- charts
+
+    def charts(self, view: RunView) -> list[ChartSpec]:
+        return []
+
+    def reliability(self, view: RunView, paper_model: str) -> tuple[list[ReliabilitySpec], list[str]]:
+        """Reliability diagrams and notes on those that could not be drawn."""
+        return [], []
+
+    # -- counts
+
+    def no_answer(self, metric: str, record: Mapping[str, Any]) -> bool | None:
+        """A benchmark's own "no answer extracted" reading of a record (None: the generic rules decide)."""
+        return None
+
+    # -- paper numbers
+
+    def paper_entries(self, data: Mapping[str, Any]) -> tuple[list[PaperValue], str]:
+        """The paper's values, each keyed by the (task, metric) of ours computed the same way, and the
+        source note. Default: ``rows`` of ``{"model", "task", <metric>: value}``."""
+        from lmms_eval_earthsci.core.papers import canonical_model
+
+        out = []
+        for row in data.get("rows", []):
+            for k, v in row.items():
+                if k not in ("model", "task") and v is not None:
+                    out.append(PaperValue(canonical_model(row["model"]), row["task"], k, v))
+        return out, str(data.get("source", ""))
+
+    def paper_columns(self, keys: list[tuple[str, str]], have: set[tuple[str, str]]) -> list[tuple[str, str]]:
+        """The (task, metric) columns of the paper reference table, from the headline keys of the run."""
+        return [k for k in keys if k in have]
+
+
+# --------------------------------------------------------------------------- the declaration
+
+
+@dataclass(eq=False)  # one object per benchmark: hashed by identity (caches key on it)
+class Benchmark:
+    """One benchmark, declared once in its folder's ``benchmark.py``."""
+
+    name: str  # folder name, task-name prefix (``emma`` -> ``emma_mini_math``), version key
+    title: str  # as the report heads its section ("EMMA")
+    folder: str  # the benchmark's folder: README.md, paper_numbers.json
+    report: str  # "module:attribute" of its ReportSpec subclass
+    # the task names it owns beyond ``<name>`` and ``<name>_*`` (MAC's yearly snapshots: mac2025_*)
+    task_pattern: str | None = None
+    # comparability version (written into every task YAML; see yamlgen), and tasks that moved alone
+    version: float = 1.0
+    task_versions: Mapping[str, float] = field(default_factory=dict)
+    # "module:function" () -> {path relative to the task folder: YAML text}: the generated task YAMLs
+    yaml_files: str | None = None
+    # where its task YAMLs live; None: our task_yamls/<name>/ (a lab's benchmark names its own folder)
+    task_dir: str | None = None
+    # the Hub repos its tasks read, and the writer of each repo's fixture copy ("module:function(root)")
+    datasets: tuple[str, ...] = ()
+    fixtures: Mapping[str, str] = field(default_factory=dict)
+    # --from FORMAT of `rescore` -> "module:function(path, options) -> replay plan"
+    importers: Mapping[str, str] = field(default_factory=dict)
+    # "module:function" () -> {dotted aggregation: (encode, statistic)}: vectorised bootstrap kernels
+    kernels: str | None = None
+    # its headline tasks in the `earthsci` sweep groups (all; those that need no judge), in the demo
+    suite: tuple[str, ...] = ()
+    suite_nojudge: tuple[str, ...] = ()
+    demo_tasks: tuple[str, ...] = ()
+
+    def owns(self, task: str) -> bool:
+        if task == self.name or task.startswith(self.name + "_"):
+            return True
+        return bool(self.task_pattern and re.fullmatch(self.task_pattern, task))
+
+    @property
+    def paper_numbers(self) -> str:
+        return os.path.join(self.folder, "paper_numbers.json")
+
+    @property
+    def readme(self) -> str:
+        return os.path.join(self.folder, "README.md")
+
+    def report_spec(self) -> ReportSpec:
+        cached = getattr(self, "_report_spec", None)
+        if cached is None:
+            cached = self._report_spec = resolve_ref(self.report)(self)
+        return cached
+
+    def generated_yamls(self) -> dict[str, str]:
+        return resolve_ref(self.yaml_files)() if self.yaml_files else {}
+
+    def kernel_table(self) -> dict[str, tuple[Callable, Callable]]:
+        return dict(resolve_ref(self.kernels)()) if self.kernels else {}

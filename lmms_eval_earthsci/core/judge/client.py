@@ -1,0 +1,448 @@
+"""The judge client: request encoding, retries with backoff, the circuit breaker, concurrency, token
+accounting, and the process-wide client per settings (:func:`get_judge`). Settings and results are in
+:mod:`.config`, the verdict cache in :mod:`.cache`, the HTTP exchange in :mod:`.transport`.
+
+Every request is retried on timeouts, connection errors, 429 (``Retry-After`` honoured), 5xx and
+malformed replies, with exponential backoff, up to the bound. What still fails comes back as a
+:class:`JudgeResult` with ``error`` (and a short ``cause`` such as ``HTTP 401``) set: nothing raises.
+
+A circuit breaker guards each :meth:`JudgeClient.complete_many` call (one task's pass): an
+authentication or not-found reply (401/403/404) stops it at once, and so do ``EARTHSCI_JUDGE_BREAKER``
+consecutive docs that failed after all their retries (a dead or misconfigured endpoint); the docs not
+yet judged are then failed with the same cause without a request, and requests waiting to retry are
+woken. A dead endpoint so costs one retry chain (at most ~16 s at the defaults) per task, not one per doc.
+"""
+
+from __future__ import annotations
+
+import atexit
+import base64
+import hashlib
+import io
+import json
+import logging
+import os
+import random
+import sqlite3
+import sys
+import threading
+import time
+import http.client
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Sequence
+
+from lmms_eval_earthsci.core.judge.cache import VerdictCache
+from lmms_eval_earthsci.core.judge.config import JUDGE_ENV, JudgeConfig, JudgeResult
+from lmms_eval_earthsci.core.judge.transport import Retryable, Transport
+
+logger = logging.getLogger("lmms_eval_earthsci")
+
+# --------------------------------------------------------------------------- request encoding
+
+
+def _mime(raw: bytes) -> str:
+    if raw[:3] == b"\xff\xd8\xff":
+        return "image/jpeg"
+    if raw[:4] == b"GIF8":
+        return "image/gif"
+    if raw[:4] == b"RIFF" and raw[8:12] == b"WEBP":
+        return "image/webp"
+    return "image/png"
+
+
+def _image_to_data_url(img: Any) -> str:
+    """PIL image, raw bytes, a path, an undecoded HF image (``{"bytes", "path"}``) or a data URL ->
+    data URL. Stored bytes are sent as they are (no decode/re-encode)."""
+    if isinstance(img, str) and img.startswith("data:"):
+        return img
+    if isinstance(img, Mapping):
+        if img.get("bytes") is not None:
+            img = img["bytes"]
+        elif img.get("path"):
+            img = img["path"]
+        else:
+            raise ValueError("image has neither bytes nor path")
+    if isinstance(img, (bytes, bytearray)):
+        raw = bytes(img)
+    elif isinstance(img, (str, os.PathLike)):
+        with open(img, "rb") as f:
+            raw = f.read()
+    else:  # PIL image
+        buf = io.BytesIO()
+        img.save(buf, format="PNG")
+        raw = buf.getvalue()
+    return f"data:{_mime(raw)};base64," + base64.b64encode(raw).decode("ascii")
+
+
+def to_openai_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict]:
+    """lmms-eval style messages (``{"type": "image", "url": PIL|path|bytes}`` parts) or plain
+    OpenAI messages -> OpenAI chat-completions messages with base64 PNG data URLs."""
+    out = []
+    for m in messages:
+        content = m["content"]
+        if isinstance(content, str):
+            out.append({"role": m["role"], "content": content})
+            continue
+        parts = []
+        for p in content:
+            if p.get("type") == "image":
+                parts.append({"type": "image_url", "image_url": {"url": _image_to_data_url(p["url"])}})
+            else:
+                parts.append(p)
+        out.append({"role": m["role"], "content": parts})
+    return out
+
+
+def encode_payload(payload: Mapping[str, Any]) -> bytes:
+    """The request body, serialized once, canonically (sorted keys): sent as is and hashed for the key."""
+    return json.dumps(payload, sort_keys=True, ensure_ascii=False).encode("utf-8", "surrogatepass")
+
+
+def request_key(cfg: JudgeConfig, body: bytes) -> str:
+    """Cache key: judge endpoint kind + model + the full request body (prompt, images, settings)."""
+    h = hashlib.sha256(f"{cfg.api_type}\0{cfg.model}\0".encode())
+    h.update(body)
+    return h.hexdigest()
+
+
+# --------------------------------------------------------------------------- client
+
+
+def _usage(raw: Any) -> dict:
+    """Token counts from a reply's ``usage`` (anything unexpected counts as 0)."""
+    out = {}
+    for k in ("prompt_tokens", "completion_tokens"):
+        try:
+            out[k] = max(0, int(raw.get(k) or 0)) if isinstance(raw, Mapping) else 0
+        except (TypeError, ValueError):
+            out[k] = 0
+    details = raw.get("completion_tokens_details") if isinstance(raw, Mapping) else None
+    try:
+        reasoning = int(details.get("reasoning_tokens") or 0) if isinstance(details, Mapping) else 0
+    except (TypeError, ValueError):
+        reasoning = 0
+    if reasoning > 0:  # a reasoning model's thinking, already inside completion_tokens
+        out["reasoning_tokens"] = reasoning
+    return out
+
+
+# replies that no retry and no other doc can fix: the endpoint, model or key is wrong
+_FATAL_STATUS = (401, 403, 404)
+# a doc that ran out of retries on these says nothing about the endpoint being dead (rate limiting; a
+# reply without content): such docs neither count towards the breaker nor reset it
+_NEUTRAL_CAUSES = ("HTTP 429",)
+
+
+class _Breaker:
+    """Stops one pass when the endpoint is unusable (see the module docstring)."""
+
+    def __init__(self, threshold: int):
+        self.threshold = threshold
+        self.cause: str | None = None
+        self.error: str | None = None
+        self._consecutive = 0
+        self._lock = threading.Lock()
+        self.wake = threading.Event()
+
+    @property
+    def open(self) -> bool:
+        return self.cause is not None
+
+    def trip(self, cause: str, error: str) -> None:
+        with self._lock:
+            if self.cause is None:
+                self.cause, self.error = cause, error
+                self.wake.set()
+
+    def record(self, result: "JudgeResult", transport_failure: bool) -> None:
+        if result.cause in {f"HTTP {c}" for c in _FATAL_STATUS}:
+            self.trip(result.cause, result.error or result.cause)
+            return
+        if result.cause in _NEUTRAL_CAUSES:
+            return  # a live endpoint that is rate-limiting or answering oddly: neither dead nor healthy
+        with self._lock:
+            self._consecutive = self._consecutive + 1 if transport_failure else 0
+            hit = self.threshold > 0 and self._consecutive >= self.threshold
+        if hit:
+            self.trip(result.cause or "transport failure", f"{self.threshold} consecutive docs failed after all retries; last: {result.error}")
+
+    def skipped(self) -> "JudgeResult":
+        return JudgeResult(None, error=f"not sent: the judge pass was stopped ({self.error})", cause=self.cause)
+
+
+@dataclass
+class JudgeStats:
+    requests: int = 0  # HTTP requests sent (retries included)
+    cache_hits: int = 0
+    failures: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    def as_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+class JudgeClient:
+    def __init__(self, config: JudgeConfig):
+        if not config.configured:
+            raise ValueError("judge is not configured (base URL and model are required)")
+        self.config = config
+        self.cache: VerdictCache | None = None
+        if config.cache_dir:
+            try:
+                self.cache = VerdictCache(config.cache_dir, config.cache_journal)
+                self.cache.on_error = lambda exc, path=self.cache.path: self._cache_failed("written", path, exc)
+            except Exception as exc:  # judging goes on uncached: a cache must never cost a pass
+                self._cache_failed("opened", os.path.join(config.cache_dir, "verdicts.sqlite3"), exc)
+        self.stats = JudgeStats()
+        self._stats_lock = threading.Lock()
+        self._transport = Transport(config.timeout)
+        self._workers: ThreadPoolExecutor | None = None
+        self._pools_lock = threading.Lock()
+
+    def _cache_failed(self, what: str, path: str, exc: BaseException) -> None:
+        """One warning for the client's life; the cache is dropped and judging goes on uncached."""
+        self.cache = None
+        logger.warning(
+            "lmms_eval_earthsci: the judge verdict cache %s could not be %s (%s: %s); judging goes on without "
+            "a cache (verdicts are not kept for a rerun). Set EARTHSCI_JUDGE_CACHE to a writable local directory, or off.",
+            path, what, type(exc).__name__, exc,
+        )
+
+    def close(self) -> None:
+        """Stop the worker threads and close the cache (also run at interpreter exit)."""
+        with self._pools_lock:
+            workers, self._workers = self._workers, None
+        if workers is not None:
+            workers.shutdown(wait=True)
+        cache, self.cache = self.cache, None
+        if cache is not None:
+            cache.close()
+
+    # -- plumbing
+    def _pool(self) -> ThreadPoolExecutor:
+        """One worker pool for the client's life, ``config.concurrency`` threads (they keep their
+        connections open across passes), started up front: threads started while others are busy
+        wait for the GIL, which delays the first wave of requests by a few ms per thread."""
+        with self._pools_lock:
+            if self._workers is None:
+                workers = max(1, self.config.concurrency)
+                self._workers = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="earthsci-judge")
+                barrier = threading.Barrier(workers)
+
+                def started():
+                    try:
+                        barrier.wait(timeout=10)
+                    except threading.BrokenBarrierError:
+                        pass
+
+                for f in [self._workers.submit(started) for _ in range(workers)]:
+                    f.result()
+            return self._workers
+
+    def _url_and_headers(self) -> tuple[str, dict]:
+        cfg = self.config
+        base = cfg.base_url.rstrip("/")
+        if cfg.api_type == "azure":
+            url = f"{base}/openai/deployments/{cfg.model}/chat/completions?api-version={cfg.api_version}"
+            headers = {"api-key": cfg.api_key or ""}
+        else:
+            url = base if base.endswith("/chat/completions") else f"{base}/chat/completions"
+            headers = {"Authorization": f"Bearer {cfg.api_key or 'EMPTY'}"}
+        return url, headers
+
+    def _count(self, **inc: int) -> None:
+        with self._stats_lock:
+            for k, v in inc.items():
+                setattr(self.stats, k, getattr(self.stats, k) + v)
+
+    def _post_once(self, body: bytes) -> JudgeResult:
+        url, headers = self._url_and_headers()
+        self._count(requests=1)
+        try:
+            status, resp_headers, raw = self._transport.post(url, body, {**headers, "Content-Type": "application/json"})
+        except (OSError, http.client.HTTPException) as exc:  # timeouts, refused/dropped connections, truncated bodies
+            raise Retryable(f"{type(exc).__name__}: {exc}", cause=type(exc).__name__) from exc
+        if status == 429 or status >= 500:
+            ra = resp_headers.get("retry-after")
+            try:  # honoured, but never negative and never longer than the backoff cap
+                retry_after = min(max(0.0, float(ra)), self.config.backoff_max) if ra is not None else None
+            except ValueError:
+                retry_after = None
+            raise Retryable(f"HTTP {status}", retry_after)
+        if status >= 400:
+            # 4xx other than 429: the request itself is wrong; retrying cannot help
+            return JudgeResult(None, error=f"HTTP {status}: {raw[:200].decode('utf-8', 'replace')}", cause=f"HTTP {status}")
+        try:
+            reply = json.loads(raw)
+            message = reply["choices"][0]["message"]
+            content = message["content"]
+            if not isinstance(content, str):
+                raise TypeError("content is not a string")
+        except (ValueError, KeyError, IndexError, TypeError) as exc:
+            raise Retryable(f"malformed reply: {exc}", cause="malformed reply") from exc
+        reasoning = message.get("reasoning_content") or message.get("reasoning")
+        return JudgeResult(content, usage=_usage(reply.get("usage")), reasoning=reasoning if isinstance(reasoning, str) else None)
+
+    def _payload(self, messages: Sequence[Mapping[str, Any]], **settings) -> dict:
+        payload = {"model": self.config.model, "messages": to_openai_messages(messages), "temperature": self.config.temperature}
+        if self.config.max_tokens:
+            payload["max_tokens"] = self.config.max_tokens
+        if self.config.reasoning_effort:
+            payload["reasoning_effort"] = self.config.reasoning_effort
+        payload.update(settings)
+        return payload
+
+    # -- public
+    def complete(self, messages: Sequence[Mapping[str, Any]] | Callable[[], Sequence[Mapping[str, Any]]], _breaker: _Breaker | None = None, **settings) -> JudgeResult:
+        """One judged request. ``messages`` may be a callable that builds them, so images are decoded
+        only inside the worker that sends them (memory stays bounded in :meth:`complete_many`).
+        Never raises: anything unexpected comes back as a failed :class:`JudgeResult`."""
+        try:
+            return self._complete(messages, _breaker, **settings)
+        except Exception as exc:  # a cache or client error must not take the other requests down
+            self._count(failures=1)
+            return JudgeResult(None, error=f"judge client error: {type(exc).__name__}: {exc}", cause=f"client error {type(exc).__name__}")
+
+    def _complete(self, messages, breaker: _Breaker | None = None, **settings) -> JudgeResult:
+        # no early exit on an open breaker: a verdict already in the cache is still served
+        try:
+            msgs = messages() if callable(messages) else messages
+            payload = self._payload(msgs, **settings)
+        except Exception as exc:  # building the request failed (e.g. undecodable image)
+            self._count(failures=1)
+            return JudgeResult(None, error=f"request could not be built: {exc!r}", cause="request not built")
+        body = encode_payload(payload)
+        key = request_key(self.config, body)
+        cache = self.cache
+        if cache is not None:
+            try:
+                hit = cache.get(key)
+            except sqlite3.Error as exc:
+                self._cache_failed("read", cache.path, exc)
+                hit = None
+            if hit is not None:
+                self._count(cache_hits=1)
+                return hit
+        last = Retryable("no attempt made")
+        for attempt in range(self.config.max_retries + 1):
+            if breaker is not None and breaker.open:
+                self._count(failures=1)
+                return breaker.skipped()
+            try:
+                result = self._post_once(body)
+            except Retryable as exc:
+                last = exc
+                if attempt == self.config.max_retries:
+                    break
+                delay = exc.retry_after if exc.retry_after is not None else min(self.config.backoff_max, self.config.backoff_base * 2**attempt)
+                delay *= 1.0 if exc.retry_after is not None else random.uniform(0.5, 1.0)
+                if breaker is not None:
+                    breaker.wake.wait(delay)  # a tripped breaker ends the wait at once
+                else:
+                    time.sleep(delay)
+                continue
+            result.attempts = attempt + 1
+            if result.ok:
+                self._count(prompt_tokens=result.usage.get("prompt_tokens", 0), completion_tokens=result.usage.get("completion_tokens", 0))
+                cache = self.cache
+                if cache is not None:
+                    try:
+                        cache.put(key, result)
+                    except sqlite3.Error as exc:
+                        self._cache_failed("written", cache.path, exc)
+            else:
+                self._count(failures=1)
+            if breaker is not None:
+                breaker.record(result, transport_failure=False)
+            return result
+        self._count(failures=1)
+        result = JudgeResult(None, error=str(last), attempts=self.config.max_retries + 1, cause=last.cause)
+        if breaker is not None:
+            breaker.record(result, transport_failure=True)
+        return result
+
+    def complete_many(self, requests: Sequence[Any], progress: bool = False, desc: str = "judging", concurrency: int | None = None, **settings) -> list[JudgeResult]:
+        """Judge many requests with ``concurrency`` (default ``config.concurrency``) in flight; results
+        in input order. Each request may be a callable building its messages inside the worker."""
+        if not requests:
+            return []
+        bar = None
+        if progress:
+            try:
+                from tqdm import tqdm
+
+                bar = tqdm(total=len(requests), desc=desc)
+            except ImportError:
+                bar = None
+
+        slots = threading.BoundedSemaphore(max(1, min(concurrency or self.config.concurrency, self.config.concurrency)))
+        breaker = _Breaker(self.config.breaker)
+
+        def run(req):
+            with slots:  # at most `concurrency` of the pool's workers in flight for this call
+                try:
+                    return self.complete(req, breaker, **settings)
+                finally:
+                    if bar is not None:
+                        bar.update(1)
+
+        pool = self._pool()
+        # While the pass runs, this process only waits on the judge: a shorter GIL switch interval lets
+        # a worker whose reply has arrived run at once instead of after up to 5 ms (restored after).
+        interval = sys.getswitchinterval()
+        sys.setswitchinterval(min(interval, 0.0005))
+        try:
+            results = list(pool.map(run, requests))
+        finally:
+            sys.setswitchinterval(interval)
+        if bar is not None:
+            bar.close()
+        if breaker.open:
+            logger.warning(
+                "lmms_eval_earthsci: %s stopped after %s (%s); %d of %d requests were not sent",
+                desc, breaker.cause, breaker.error, sum(1 for r in results if r.error and r.error.startswith("not sent")), len(results),
+            )
+        return results
+
+
+_JUDGES: dict[str, JudgeClient] = {}
+_JUDGES_LOCK = threading.Lock()
+_WARNED: set[str] = set()
+
+
+def get_judge(overrides: Mapping[str, Any] | None = None, purpose: str = "judge metrics", prefix: str = JUDGE_ENV) -> JudgeClient | None:
+    """The process-wide judge for the current settings (``<prefix>_*`` variables, see
+    :meth:`JudgeConfig.from_env`), or None (with one warning) if none is configured. Thread-safe; builds
+    no client until first called."""
+    cfg = JudgeConfig.from_env(overrides, prefix=prefix)
+    if not cfg.configured:
+        if purpose not in _WARNED:
+            _WARNED.add(purpose)
+            names = f"{prefix}_BASE_URL and {prefix}_MODEL" + ("" if prefix == JUDGE_ENV else f" (or {JUDGE_ENV}_*)")
+            logger.warning(
+                "lmms_eval_earthsci: no LLM judge configured (set %s); %s are reported as unavailable, rule-based metrics are unaffected",
+                names,
+                purpose,
+            )
+        return None
+    ident = json.dumps({**cfg.public(), "cache_dir": cfg.cache_dir, "timeout": cfg.timeout, "retries": cfg.max_retries, "max_tokens": cfg.max_tokens, "reasoning_effort": cfg.reasoning_effort}, sort_keys=True)
+    with _JUDGES_LOCK:
+        client = _JUDGES.get(ident)
+        if client is None or client.config.api_key != cfg.api_key:
+            client = _JUDGES[ident] = JudgeClient(cfg)
+        return client
+
+
+@atexit.register
+def close_all() -> None:
+    """Leave nothing of ours running at interpreter exit (worker threads, SQLite handles)."""
+    with _JUDGES_LOCK:
+        clients = list(_JUDGES.values())
+        _JUDGES.clear()
+    for c in clients:
+        try:
+            c.close()
+        except Exception:
+            pass

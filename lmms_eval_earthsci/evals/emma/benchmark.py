@@ -1,0 +1,22 @@
+"""EMMA's declaration for the registry (see :class:`lmms_eval_earthsci.core.benchmark.Benchmark`)."""
+
+import os
+
+from lmms_eval_earthsci.core.benchmark import Benchmark
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+BENCHMARK = Benchmark(
+    name="emma",
+    title="EMMA",
+    folder=HERE,
+    report="lmms_eval_earthsci.evals.emma.report:EmmaReport",
+    version=1.0,
+    yaml_files="lmms_eval_earthsci.evals.emma.yamls:emma_files",
+    datasets=("luckychao/EMMA-mini", "luckychao/EMMA"),
+    fixtures={"luckychao/EMMA-mini": "lmms_eval_earthsci.evals.emma.fixtures:write_emma_mini", "luckychao/EMMA": "lmms_eval_earthsci.evals.emma.fixtures:write_emma_full"},
+    importers={"emma-release": "lmms_eval_earthsci.evals.emma.tasks:release_plan"},
+    suite=("emma_mini",),
+    suite_nojudge=("emma_mini",),
+    demo_tasks=("emma_mini", "emma_mini_direct", "emma_full", "emma_mini_judge"),
+)

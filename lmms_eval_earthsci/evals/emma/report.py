@@ -1,0 +1,96 @@
+"""EMMA's section of ``report``: a table and a chart per variant group (CoT, Direct, judge; mini, full),
+its subjects folded under it; the paper's Table 2 beside ``emma_acc`` (rule-based, as the paper)."""
+
+from __future__ import annotations
+
+from lmms_eval_earthsci.core.benchmark import ChartSpec, Family, PaperValue, ProtocolNote, ReportSpec
+from lmms_eval_earthsci.core.papers import canonical_model
+
+SUBJECTS = ("math", "physics", "chemistry", "coding")
+# with k = 1 (no --repeats) both equal emma_acc of the same task: shown only where they differ from it
+REPEAT_METRICS = ("emma_maj@k", "emma_pass@k")
+
+
+def family(task: str) -> str:
+    """The variant group of an EMMA task (``emma_mini_judge_math`` -> ``emma_mini_judge``)."""
+    for s in SUBJECTS:
+        if task.endswith("_" + s):
+            return task[: -len(s) - 1]
+    return task
+
+
+class EmmaReport(ReportSpec):
+    judged_metrics = ("emma_judge_acc",)
+    extraction_fields = {"emma_acc": "rule"}
+    protocol_notes = {
+        "sampled": ProtocolNote("†", "the EMMA paper sampled this open model at temperature 0.7 (its Table 6); our EMMA tasks are greedy (`--gen_kwargs temperature=0.7,do_sample=True` samples as the paper did).", "sampled at T=0.7"),
+        "rules": ProtocolNote("‡", "the EMMA paper's number is rule-based (Table 2, CoT); `emma_judge_acc` is the LLM judge's verdict on the CoT responses.", "rule-based"),
+    }
+    model_spellings = {
+        "llavaonvision72b": "LLaVA-OneVision-72B",  # MSEarth Tables 3 and 10 and its model list (sic)
+        "llavaonevision72b": "LLaVA-OneVision-72B",  # EMMA "LLaVA-Onevision-72B", MSEarth Tables 4-5 "LLaVA-onevision-72B"
+    }
+
+    def headline_metrics(self, task):
+        return ("emma_judge_acc",) if family(task).endswith("_judge") else ("emma_acc",)
+
+    def order(self, task):
+        """mini before full; CoT, Direct, judge; the group, then its subjects in the paper's order."""
+        fam = family(task)
+        size = 0 if fam.startswith("emma_mini") else 1
+        variant = 2 if fam.endswith("_judge") else 1 if fam.endswith("_direct") else 0
+        subject = task[len(fam) + 1 :]
+        return (size, variant, fam, SUBJECTS.index(subject) + 1 if subject else 0, task)
+
+    def headline_tasks(self, tasks):
+        """The variant groups; a subject only when its group was not run."""
+        present = set(tasks)
+        return [t for t in tasks if t == family(t) or family(t) not in present]
+
+    def families(self, tasks, title):
+        out: dict[str, Family] = {}
+        for t in tasks:
+            fam = family(t)
+            out.setdefault(fam, Family(fam, title(fam), [])).tasks.append(t)
+        return list(out.values())
+
+    def family_of(self, task):
+        return family(task)
+
+    def skip_row(self, fam, task, metric, view, primary, is_slice):
+        # maj@k / pass@k equal to emma_acc (k = 1) say nothing
+        if metric in REPEAT_METRICS and all(r.value(task, "emma_acc") == r.value(task, metric) for r in view.runs() if r.value(task, metric)[0]):
+            return True
+        # a subject's lenient / maj@k / rules-under-judge values: its group's row has the overall one
+        return task != fam.key and fam.key in fam.tasks and metric not in primary and not is_slice
+
+    def charts(self, view):
+        charts = []
+        for fam in self.families(view.tasks(), view.alias):
+            metric = self.headline_metrics(fam.key)[0]
+            groups = tuple((t[len(fam.key) + 1 :], (("", t, metric),)) for t in fam.tasks if t != fam.key)
+            if groups:
+                charts.append(ChartSpec(f"{fam.key}_by_subject", f"{view.alias(fam.key)}: {metric} by subject", groups))
+        return charts
+
+    def paper_entries(self, data):
+        out = []
+        for row in data["rows"]:
+            model = canonical_model(row["model"])
+            notes = ("sampled",) if (row.get("temperature") or 0) > 0 else ()
+            for col in data["columns"]:
+                if row.get(col) is None:
+                    continue
+                size, subject = col.split("_", 1)
+                tail = "" if subject == "overall" else f"_{subject}"
+                if row.get("strategy") == "Direct":
+                    out.append(PaperValue(model, f"emma_{size}_direct{tail}", data["metric"], row[col], notes))
+                else:  # CoT, and the rows without a strategy column (baselines, reasoning models)
+                    out.append(PaperValue(model, f"emma_{size}{tail}", data["metric"], row[col], notes))
+                    out.append(PaperValue(model, f"emma_{size}_judge{tail}", "emma_judge_acc", row[col], notes + ("rules",)))
+        return out, data["source"]
+
+    def paper_columns(self, keys, have):
+        cols = [k for k in keys if k in have]
+        # the judge column would repeat the CoT column (the paper's numbers are rule-based)
+        return [(t, k) for t, k in cols if not (k == "emma_judge_acc" and (t.replace("_judge", "", 1), "emma_acc") in cols)]

@@ -1,0 +1,24 @@
+"""MAC's declaration for the registry (see :class:`lmms_eval_earthsci.core.benchmark.Benchmark`)."""
+
+import os
+
+from lmms_eval_earthsci.core.benchmark import Benchmark
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+BENCHMARK = Benchmark(
+    name="mac",
+    title="MAC",
+    folder=HERE,
+    report="lmms_eval_earthsci.evals.mac.report:MACReport",
+    # MAC's tasks are named by their yearly snapshot (mac2025_i2t_info; the group: mac2025)
+    task_pattern=r"mac\d{4}(?:_\w+)?",
+    version=1.0,
+    yaml_files="lmms_eval_earthsci.evals.mac.yamls:mac_files",
+    datasets=("mhjiang0408/MAC_Bench",),
+    fixtures={"mhjiang0408/MAC_Bench": "lmms_eval_earthsci.evals.mac.fixtures:write_mac"},
+    kernels="lmms_eval_earthsci.evals.mac.kernels:kernels",
+    suite=("mac2025",),
+    suite_nojudge=("mac2025",),
+    demo_tasks=("mac2025",),
+)

@@ -1,0 +1,96 @@
+"""MAC's section of ``report``: a table per task (accuracy, lenient accuracy, calibration, per publisher)
+and a reliability diagram per task from the samples; the paper's Table 1 (and DAD's) beside ours."""
+
+from __future__ import annotations
+
+import re
+
+from lmms_eval_earthsci.core.benchmark import PaperValue, ProtocolNote, ReliabilitySpec, ReportSpec, setting_cells
+from lmms_eval_earthsci.core.papers import canonical_model, model_key
+from lmms_eval_earthsci.evals.mac import scoring
+
+# the snapshot's four variants, then the DAD variants, in report order; the per-task table
+VARIANTS = ("i2t_info", "i2t_option", "t2i_info", "t2i_option")
+TASKS = tuple(f"mac2025_{v}" for v in VARIANTS) + tuple(f"mac2025_dad_{v}" for v in VARIANTS)
+PUBLISHERS = ("acs", "cell", "nature", "science")
+TABLE = ("mac_acc", "mac_acc_lenient", "mac_ece", "mac_nll", "mac_rms", "mac_unparsable") + tuple(f"mac_publisher_{p}" for p in PUBLISHERS)
+# printed with three decimals, as the MAC paper prints them (ECE 0.053)
+CALIBRATION_METRICS = ("mac_ece", "mac_nll", "mac_rms")
+# the per-doc record in a MAC samples line (probs, correct, parsed): the reliability diagram's input
+RECORD = "mac_acc"
+
+
+class MACReport(ReportSpec):
+    headline_metric = RECORD
+    extraction_fields = {RECORD: "path"}
+    three_decimals = CALIBRATION_METRICS
+    protocol_notes = {
+        "calibration": ProtocolNote("°", "the MAC paper's ECE may come from an earlier, unknown script, and the official ECE code normalises each probability dict in place (distorting the NLL and RMS computed after it); ours normalise a copy: `mac_ece` / `mac_nll` / `mac_rms` may differ slightly.", "ECE script unknown"),
+        "dad": ProtocolNote("∆", "the MAC paper's DAD (\"+ ours\"): the MLLM describes, a text-only reasoning model decides (QwQ-32B, the code's default, unless the model name adds another reasoner; Table 4 does not name its reasoner).", "DAD"),
+    }
+    # MAC's Table 1 abbreviates the model the official code calls Step-1o-Turbo-Vision
+    model_spellings = {"step1oturbovision": "Step-1o-T-V"}
+
+    def order(self, task):
+        return (TASKS.index(task) if task in TASKS else len(TASKS), task)
+
+    def is_group_only(self, task):
+        """The yearly group (``mac2025``) reports no numbers of its own."""
+        return task == self.name or re.fullmatch(r"mac\d{4}", task) is not None
+
+    def table_metrics(self, task, metrics):
+        return [m for m in TABLE if m in metrics]
+
+    def headline_in_table(self):
+        return True  # beside the lenient and calibration numbers
+
+    def intro(self, view):
+        return [
+            "`mac_acc` is percent, the paper's Acc.(%) (an answer the official parser cannot read is wrong); `mac_ece`, `mac_nll` and `mac_rms` are on the paper's scale (ECE 0.053), over the parsed answers only (°: the paper's ECE script is unknown, so they may differ slightly); "
+            "`mac_acc_lenient` also reads a bare letter, `mac_unparsable` is the % of answers the parser rejected, `publisher *` the accuracy per publisher. "
+            f"The reliability diagrams bin each parsed answer's confidence (its largest normalised probability) into the ECE's {scoring.ECE_BINS} equal-width bins (lo, hi] on (0, 1]."
+        ]
+
+    def no_answer(self, metric, record):
+        return True if metric == RECORD and not record.get("parsed") else None  # the official parser rejected the JSON
+
+    def reliability(self, view, paper_model):
+        """The reliability diagram of each MAC task run (from the per-doc records, as :mod:`.scoring`
+        bins them for ECE) and, for the tasks or runs without one, why (no samples, no parsed answer)."""
+        def fmt(v):
+            return "n/a" if v is None else f"{v:.3f}"
+
+        charts, missing = [], []
+        for t in self.headline_tasks(view.tasks()):
+            ran = [r for r in view.runs() if r.value(t, RECORD)[0]]
+            if not ran:
+                continue
+            no_samples = [r.column for r in ran if t not in r.samples]
+            if no_samples:
+                missing.append(f"`{t}`: no reliability diagram for {', '.join(no_samples)}: no samples file (`*_samples_{t}.jsonl`; run lmms-eval with `--log_samples`).")
+            series = []
+            for r in ran:
+                if t not in r.samples:
+                    continue
+                items = [s[RECORD] for s in r.samples[t] if isinstance(s.get(RECORD), dict)]
+                bins = scoring.reliability(items)
+                if any(b["n"] for b in bins):
+                    series.append((r.column, tuple(bins), scoring.ece(items)))
+                else:
+                    missing.append(f"`{t}`: no reliability diagram for {r.column}: no parsed answer to bin.")
+            if series:
+                ref = view.paper_value(t, "mac_ece")
+                paper = f"paper ({paper_model}): ECE {fmt(ref.value)}" if ref else f"paper: no ECE of {paper_model}"
+                charts.append(ReliabilitySpec(f"{t}_reliability", f"{t}: reliability, {scoring.ECE_BINS} bins (lo, hi] · {paper}", tuple(series), paper, fmt))
+        return charts, missing
+
+    def paper_entries(self, data):
+        out = []
+        for row, task, metric, value in setting_cells(data):
+            model = canonical_model(row["model"])
+            reasoner = row.get("reasoner")
+            if reasoner and model_key(reasoner) != model_key(data["default_reasoner"]):  # Table 7: one MLLM, three reasoners
+                model = f"{model} + {canonical_model(reasoner)}"
+            notes = (("calibration",) if metric in CALIBRATION_METRICS else ()) + (("dad",) if row["setting"] == "DAD" else ())
+            out.append(PaperValue(model, task, metric, value, notes))
+        return out, data["source"] + ". " + data["note"]

@@ -1,0 +1,1 @@
+"""MSEarth (see README.md): :mod:`.tasks` (prompts, extraction, judges), :mod:`.benchmark` (the declaration)."""

@@ -1,0 +1,26 @@
+"""MSEarth's declaration for the registry (see :class:`lmms_eval_earthsci.core.benchmark.Benchmark`)."""
+
+import os
+
+from lmms_eval_earthsci.core.benchmark import Benchmark
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+_REPOS = (
+    "MSEarth/MSEarth_MCQ", "MSEarth/MSEarth_Open_Ended", "MSEarth/MSEarth_Captioning",
+    "MSEarth-Data/MSEarth-Benchmark-MCQ", "MSEarth-Data/MSEarth-Benchmark-OpenQA", "MSEarth-Data/MSEarth-Benchmark-Captioning",
+)
+
+BENCHMARK = Benchmark(
+    name="msearth",
+    title="MSEarth",
+    folder=HERE,
+    report="lmms_eval_earthsci.evals.msearth.report:MSEarthReport",
+    version=1.0,
+    yaml_files="lmms_eval_earthsci.evals.msearth.yamls:msearth_files",
+    datasets=_REPOS,
+    fixtures={repo: "lmms_eval_earthsci.evals.msearth.fixtures:" + name for repo, name in zip(_REPOS, ("write_mcq", "write_open", "write_caption", "write_mcq_reupload", "write_open_reupload", "write_caption_reupload"))},
+    importers={"msearth-release": "lmms_eval_earthsci.evals.msearth.tasks:release_plan"},
+    suite=("msearth_mcq", "msearth_open", "msearth_caption"),
+    suite_nojudge=("msearth_mcq",),
+    demo_tasks=("msearth",),
+)

@@ -1,0 +1,46 @@
+"""MSEarth's task YAMLs: MCQ (with and without the original caption), open-ended, captioning; the group."""
+
+from __future__ import annotations
+
+from lmms_eval_earthsci.core.yamls import (
+    HEADER,
+    JUDGE_FAILED,
+    JUDGED_MEAN,
+    MEAN_PRESENT,
+    metric_list,
+)
+from lmms_eval_earthsci.evals.msearth import tasks as msearth
+
+
+def msearth_files() -> dict[str, str]:
+    text = [(f"{{p}}_{m}", MEAN_PRESENT, True) for m in ("rouge1", "rouge2", "rougeL", "bleu", "meteor")]
+    bert = ("{p}_bertscore", "!function lmms_eval_earthsci.evals.msearth.tasks.bertscore", True)
+    failed = ("{p}_judge_failed", JUDGE_FAILED, False)
+
+    def extra(prefix, items):
+        return [(name.format(p=prefix), agg, hib) for name, agg, hib in items]
+
+    tasks = {
+        "msearth_mcq": ("mcq", "MSEarth MCQ (with original caption)", msearth.DATASETS["mcq"], "process_results_mcq", msearth.MCQ_METRIC, [(msearth.MCQ_STRICT, MEAN_PRESENT, True)], True, None),
+        "msearth_mcq_nocap": ("mcq", "MSEarth MCQ (w/o original caption)", msearth.DATASETS["mcq"], "process_results_mcq", msearth.MCQ_METRIC, [(msearth.MCQ_STRICT, MEAN_PRESENT, True)], False, None),
+        "msearth_open": ("open", "MSEarth open-ended", msearth.DATASETS["open"], "process_results_open", msearth.OE_METRIC, extra("msearth_oe", [failed, *text, bert]), True, None),
+        "msearth_caption": ("caption", "MSEarth captioning", msearth.DATASETS["caption"], "process_results_caption", msearth.CAP_METRIC, extra("msearth_cap", [failed, *text, bert]), True, 2048),
+    }
+    files = {}
+    for task, (kind, alias, path, pr, main, more, with_caption, max_tokens) in tasks.items():
+        judged_main = kind in ("open", "caption")
+        files[f"{task}.yaml"] = (
+            HEADER
+            + "include: _template_yaml\n"
+            + f"task: {task}\n"
+            + f'task_alias: "{alias}"\n'
+            + f"dataset_path: {path}\n"
+            + f"process_results: !function lmms_eval_earthsci.evals.msearth.tasks.{pr}\n"
+            + "lmms_eval_specific_kwargs:\n  default:\n"
+            + f"    kind: {kind}\n    prompt: open_source  # or: closed (the closed-model scripts' wording)\n"
+            + f"    with_caption: {str(with_caption).lower()}\n"
+            + (f"generation_kwargs:\n  max_new_tokens: {max_tokens}\n  temperature: 0\n  do_sample: false\n  until: []\n" if max_tokens else "")
+            + metric_list(main, msearth.BREAKDOWN_PREFIX, msearth.breakdowns(kind), more, main_agg=JUDGED_MEAN if judged_main else MEAN_PRESENT)
+        )
+    files["msearth.yaml"] = HEADER + "group: msearth\ngroup_alias: \"MSEarth\"\ntask:\n" + "".join(f"  - {t}\n" for t in tasks)
+    return files

@@ -1,0 +1,22 @@
+"""MuSciClaims' declaration for the registry (see :class:`lmms_eval_earthsci.core.benchmark.Benchmark`)."""
+
+import os
+
+from lmms_eval_earthsci.core.benchmark import Benchmark
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+BENCHMARK = Benchmark(
+    name="musciclaims",
+    title="MuSciClaims",
+    folder=HERE,
+    report="lmms_eval_earthsci.evals.musciclaims.report:MuSciClaimsReport",
+    version=1.0,
+    yaml_files="lmms_eval_earthsci.evals.musciclaims.yamls:musciclaims_files",
+    datasets=("StonyBrookNLP/MuSciClaims",),
+    fixtures={"StonyBrookNLP/MuSciClaims": "lmms_eval_earthsci.evals.musciclaims.fixtures:write_musciclaims"},
+    kernels="lmms_eval_earthsci.evals.musciclaims.kernels:kernels",
+    suite=("musciclaims_rd",),
+    suite_nojudge=("musciclaims_rd",),
+    demo_tasks=("musciclaims",),
+)

@@ -1,0 +1,1 @@
+"""SciFIBench (see README.md): :mod:`.tasks` (prompts, extraction), :mod:`.benchmark` (the declaration)."""

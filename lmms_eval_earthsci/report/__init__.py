@@ -1,0 +1,76 @@
+"""``lmms-eval-earthsci report OUTPUT_PATH...``: tables and plots from lmms-eval output folders.
+
+For one or several runs (each an lmms-eval ``--output_path``, with ``--log_samples`` for the counts) it
+writes ``report.md`` (and prints it). It leads with one headline table: per benchmark task its
+headline metric(s), one column per run, and beside them one paper model's published number (the
+*reference model*: ``--paper-model``, default GPT-4o). Then, per benchmark, as its report spec lays it
+out (``evals/<benchmark>/report.py``): the breakdowns (one row per label, one column per run), PNG
+charts with the reference model's values marked, and the counts that matter (docs scored, answers not
+extracted, low-confidence picks, judge failures by cause, judge cache hits). Last, every paper model's
+numbers for the headline metrics (each benchmark's ``paper_numbers.json``, naming its source table).
+
+One module a concern: :mod:`.runs` (reading output folders), :mod:`.papers` (paper numbers, model
+names, formatting), :mod:`.intervals` (bootstrap intervals), :mod:`.charts` (drawing),
+:mod:`.sections` (the Markdown).
+
+Rules the report keeps, because a reader compares numbers across columns:
+
+- Only numbers are shown: a metric without a value is ``n/a`` (a judged metric without a judge, a
+  slice with no docs), a task a run did not have is ``–``; anything else in a results file (lists,
+  strings) is not a metric and is skipped. A row no run has a number for is left out.
+- Paper numbers sit only beside the metric computed the way the paper computed it; where the protocol
+  still differs, a footnote mark says how (each benchmark's ``protocol_notes``).
+- One model, one name across the papers (:mod:`lmms_eval_earthsci.core.papers`).
+- A run made with ``--limit`` that scored fewer docs than the task has is marked ``(partial)`` in
+  every table header and chart legend where its numbers appear.
+- A chart bar is a number: ``n/a`` is written, never drawn as a zero bar; each bar says how many docs
+  it averages; a chart no run has a number for is not written. A benchmark whose spec declares no
+  chart gets none.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Sequence
+
+from lmms_eval_earthsci import registry
+from lmms_eval_earthsci.core.stats import DEFAULT_RESAMPLES, DEFAULT_SEED
+from lmms_eval_earthsci.report.intervals import configure
+from lmms_eval_earthsci.report.papers import DEFAULT_PAPER_MODEL, resolve_paper_model
+from lmms_eval_earthsci.report.runs import ReportError, Run, read_runs
+from lmms_eval_earthsci.report.sections import benchmark_section, counts, headline_section, paired_section, paper_table, versions_section
+
+__all__ = ["DEFAULT_PAPER_MODEL", "ReportError", "Run", "counts", "read_runs", "write_report"]
+
+
+def write_report(paths: Sequence[str], out_dir: str | None = None, paper_model: str | None = None, intro: str | None = None, resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED) -> tuple[str, str]:
+    """Write ``report.md`` and the PNGs; returns (report path, markdown). ``intro``: a paragraph put
+    first, under "What you are looking at" (the demo explains its tiny model there). ``resamples``
+    (0: no intervals) and ``seed``: the bootstrap of the error bars and paired comparisons."""
+    if resamples < 0:
+        raise ReportError("--resamples must be 0 (no error bars) or more")
+    configure(resamples, seed)
+    ref = resolve_paper_model(paper_model)
+    runs = read_runs(paths)
+    out_dir = out_dir or os.path.join(paths[0] if os.path.isdir(paths[0]) else os.path.dirname(paths[0]), "report")
+    os.makedirs(out_dir, exist_ok=True)
+    benches = [b for b in registry.benchmarks() if any(registry.benchmark_of(t) is b for r in runs for t in r.results)]
+    if not benches:
+        names = [b.title for b in registry.benchmarks()]
+        raise ReportError(f"{', '.join(paths)}: no results of {', '.join(names[:-1])} or {names[-1]} tasks")
+    md = ["# lmms_eval_earthsci report", ""]
+    if intro:
+        md += ["## What you are looking at", "", intro.strip(), ""]
+    md.append(headline_section(runs, benches, ref))
+    md.append(versions_section(runs, benches))
+    md.append(paired_section(runs, benches))
+    md += [benchmark_section(b, runs, out_dir, ref) for b in benches]
+    papers = [paper_table(b, runs) for b in benches]
+    if any(papers):
+        md += ["## Paper reference", "", "Every paper model's published number for the headline metrics of the tasks run (one row per model, names normalised across the papers).", ""] + papers
+    text = re.sub(r"\n{3,}", "\n\n", "\n".join(md)).strip() + "\n"
+    path = os.path.join(out_dir, "report.md")
+    with open(path, "w") as f:
+        f.write(text)
+    return path, text

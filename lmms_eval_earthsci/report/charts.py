@@ -1,0 +1,182 @@
+"""The report's charts: bar charts built from each benchmark's :class:`~lmms_eval_earthsci.core.benchmark.ChartSpec`
+(a bar per run: its value, 95 % interval, doc count and the reference model's mark) and reliability
+diagrams from its :class:`~lmms_eval_earthsci.core.benchmark.ReliabilitySpec`, drawn with matplotlib."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from lmms_eval_earthsci.core.benchmark import Benchmark, ChartSpec, ReliabilitySpec
+from lmms_eval_earthsci.report.intervals import interval
+from lmms_eval_earthsci.report.papers import paper_value, protocol_notes
+from lmms_eval_earthsci.report.runs import UNAVAILABLE, Run, _number
+
+
+@dataclass
+class Bar:
+    group: str  # x-axis label
+    run: str  # the run's column label
+    series: str  # what is measured, when a chart shows two metrics per group ("" otherwise)
+    task: str
+    metric: str
+    value: float | None  # None: n/a (written, not drawn)
+    docs: int | None  # docs the value averages (None: unknown, e.g. without --log_samples)
+    paper: float | None  # the reference model's value, marked on the bar
+    ci: tuple[float, float] | None = None  # the 95 % bootstrap interval, drawn as a whisker
+
+
+@dataclass
+class Chart:
+    slug: str
+    title: str
+    bars: list[Bar]
+    paper_label: str
+    score_scale: bool = False  # 1-5 judge scores instead of percent
+
+
+def doc_count(bench: Benchmark, run: Run, task: str, metric: str) -> int | None:
+    """Docs behind one value: the samples whose value for the metric is a number (a breakdown's slice,
+    a judged metric's scored docs; a MuSciClaims corpus metric's doc record); without samples,
+    lmms-eval's n-samples for a task's own metric."""
+    ss = run.samples.get(task)
+    if ss is not None:
+        record = bench.report_spec().record_metrics  # a record per doc (None: not scored, e.g. a panel)
+        n = 0
+        for s in ss:
+            v = s.get(metric)
+            n += _number(v) or (isinstance(v, dict) and _number(v.get("score"))) or (record and isinstance(v, (dict, list)))
+        return n
+    if metric in bench.report_spec().headline_metrics(task) and task in run.n_samples:
+        return run.n_samples[task][0]
+    return None
+
+
+def build_chart(bench: Benchmark, spec: ChartSpec, runs: list[Run], paper_model: str) -> Chart:
+    """The bars of a chart spec; a (run, series) the run does not have gets no bar."""
+    bars, notes = [], set()
+    for label, series in spec.groups:
+        for name, task, metric in series:
+            ref = paper_value(bench, paper_model, task, metric)
+            if ref:
+                notes.update(ref.notes)
+            for r in runs:
+                present, v = r.value(task, metric)
+                if present:
+                    iv = interval(r, task, metric) if v is not None else None
+                    ci = (iv.low, iv.high) if iv is not None and iv.low is not None else None
+                    bars.append(Bar(label, r.column, name, task, metric, v, doc_count(bench, r, task, metric) if v is not None else None, ref.value if ref else None, ci))
+    all_notes = protocol_notes()
+    short = [note.short for key, note in all_notes.items() if key in notes]
+    return Chart(spec.slug, spec.title, bars, f"paper: {paper_model}" + (f" ({', '.join(short)})" if short else ""), spec.score_scale)
+
+
+def draw_chart(chart: Chart):
+    """The matplotlib Figure of a chart (the caller saves and closes it). Bars: one colour per run,
+    hatched for a chart's second series; a black whisker for its 95 % bootstrap interval; over each bar its value and ``n=<docs>`` (a 0 bar has no
+    height to see), ``n/a`` where there is no value; a black tick across a bar at the reference
+    model's value. Every run and series is in the legend, even one with no bar drawn."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    groups = list(dict.fromkeys(b.group for b in chart.bars))
+    series = list(dict.fromkeys(b.series for b in chart.bars))
+    runs = list(dict.fromkeys(b.run for b in chart.bars))
+    slots = [(s, r) for s in series for r in runs if any(b.series == s and b.run == r for b in chart.bars)]
+    width = 0.8 / max(1, len(slots))
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    top = 5.0 if chart.score_scale else 100.0
+    fig, ax = plt.subplots(figsize=(max(5.0, 0.9 * len(groups) * max(1, len(slots)) / 2 + 3), 3.8))
+
+    def style(run: str, name: str) -> dict:
+        return {"facecolor": colours[runs.index(run) % len(colours)], "hatch": "//" if series.index(name) else None, "edgecolor": "white"}
+
+    for b in chart.bars:
+        k = slots.index((b.series, b.run))
+        x = groups.index(b.group) + (k - (len(slots) - 1) / 2) * width
+        if b.value is None:
+            ax.text(x, top * 0.01, UNAVAILABLE, ha="center", va="bottom", fontsize=6, color="grey")
+        else:
+            ax.bar(x, b.value, width, **style(b.run, b.series))
+            label_at = b.value
+            if b.ci is not None:
+                ax.errorbar(x, b.value, yerr=[[max(0.0, b.value - b.ci[0])], [max(0.0, b.ci[1] - b.value)]], fmt="none", ecolor="black", elinewidth=0.8, capsize=2, zorder=4)
+                label_at = max(b.value, b.ci[1])
+            ax.text(x, label_at + top * 0.01, f"{b.value:.3g}", ha="center", va="bottom", fontsize=6)
+            if b.docs is not None:
+                ax.text(x, label_at + top * 0.045, f"n={b.docs}", ha="center", va="bottom", fontsize=5, color="dimgrey")
+        if b.paper is not None:
+            ax.hlines(b.paper, x - width / 2, x + width / 2, colors="black", linewidth=2.5, zorder=3)
+    handles = [Patch(label=r + (f" · {s_}" if len(series) > 1 and s_ else ""), **style(r, s_)) for s_, r in slots]
+    if any(b.paper is not None for b in chart.bars):
+        handles.insert(0, Line2D([], [], color="black", linewidth=2.5, label=chart.paper_label))
+    ax.set_xticks(range(len(groups)))
+    ax.set_xticklabels(groups, rotation=30, ha="right", fontsize=8)
+    ax.set_xlim(-0.6, len(groups) - 0.4)
+    ax.set_ylim(0, top * 1.08)
+    ax.set_ylabel("score (1-5)" if chart.score_scale else "%")
+    ax.set_title(chart.title, fontsize=9)
+    ax.legend(handles=handles, fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def _save(fig, out_dir: str, slug: str) -> str:
+    import matplotlib.pyplot as plt
+
+    path = os.path.join(out_dir, f"{slug}.png")
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def plot(bench: Benchmark, charts: list[Chart], out_dir: str) -> list[str]:
+    """Write the charts that have a number to show; returns their paths."""
+    return [_save(draw_chart(c), out_dir, c.slug) for c in charts if any(b.value is not None for b in c.bars)]
+
+
+def draw_reliability(chart: ReliabilitySpec):
+    """The matplotlib Figure of a reliability diagram (the caller saves and closes it): per bin and run a
+    bar at the bin's accuracy, a black tick across it at the bin's mean confidence and ``n`` over it; the
+    diagonal is perfect calibration; the legend gives each run's ECE and the docs binned."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    fig, ax = plt.subplots(figsize=(8.5, 4.6))
+    ax.plot([0, 1], [0, 1], linestyle="--", color="grey", linewidth=1)
+    k = len(chart.series)
+    handles = [Line2D([], [], linestyle="--", color="grey", label="perfect calibration"), Line2D([], [], color="black", linewidth=2, label="mean confidence in bin")]
+    for i, (run, bins, ece) in enumerate(chart.series):
+        colour = colours[i % len(colours)]
+        for b in bins:
+            if not b["n"]:
+                continue
+            width = (b["hi"] - b["lo"]) * 0.9 / k
+            x = b["lo"] + (b["hi"] - b["lo"]) * 0.05 + width * (i + 0.5)
+            ax.bar(x, b["accuracy"], width, color=colour, edgecolor="white")
+            ax.hlines(b["confidence"], x - width / 2, x + width / 2, colors="black", linewidth=2, zorder=3)
+            ax.text(x, max(b["accuracy"], b["confidence"]) + 0.02, f"n={b['n']}", ha="center", va="bottom", fontsize=5, color="dimgrey")
+        binned = sum(b["n"] for b in bins)
+        handles.append(Patch(color=colour, label=f"{run}: ECE {chart.ece_format(ece)} (n={binned} binned)"))
+    handles.append(Line2D([], [], linestyle="none", label=chart.paper_label))
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1.08)
+    ax.set_xlabel("confidence (the answer's largest normalised probability)")
+    ax.set_ylabel("accuracy in bin")
+    ax.set_title(chart.title, fontsize=8)
+    ax.legend(handles=handles, fontsize=6, loc="upper left", bbox_to_anchor=(1.02, 1.0))  # outside: bars reach every corner
+    fig.tight_layout()
+    return fig
+
+
+def plot_reliability(charts: list[ReliabilitySpec], out_dir: str) -> list[str]:
+    return [_save(draw_reliability(c), out_dir, c.slug) for c in charts]

@@ -1,0 +1,91 @@
+"""Error bars for the report: each metric's 95 % bootstrap interval over a run's docs, recomputing the
+task's own aggregation (read from its task YAML) on every resample (:mod:`lmms_eval_earthsci.core.stats`,
+with every registered benchmark's vectorised kernels)."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from lmms_eval_earthsci import registry
+from lmms_eval_earthsci.core import stats
+from lmms_eval_earthsci.core.stats import DEFAULT_RESAMPLES, DEFAULT_SEED, Interval
+from lmms_eval_earthsci.report.papers import fmt
+from lmms_eval_earthsci.report.runs import MISSING, Run
+from lmms_eval_earthsci.yamlgen import metric_aggregations, task_yaml_paths
+
+BOOTSTRAP = {"resamples": DEFAULT_RESAMPLES, "seed": DEFAULT_SEED}
+_CI_CACHE: dict[tuple, Any] = {}
+BOOTSTRAP_NOTE = (
+    "95% CI: percentile bootstrap over the run's docs (from `--log_samples`), {n} resamples, seed {seed} (`--resamples`, `--seed`); "
+    "a corpus metric (macro F1, flip rate, ECE) is recomputed on every resample, a group's interval pools its tasks' docs. "
+    "–: no samples to resample (a run without `--log_samples`) or no value."
+)
+
+
+def configure(resamples: int, seed: int) -> None:
+    BOOTSTRAP.update(resamples=resamples, seed=seed)
+    _CI_CACHE.clear()
+    _kernels_registered()
+
+
+@functools.lru_cache(maxsize=None)
+def _kernels_registered() -> bool:
+    for b in registry.benchmarks():
+        stats.register_kernels(b.kernel_table())
+    return True
+
+
+def aggregation(run: Run, task: str, metric: str) -> str | None:
+    """``module.function`` aggregating ``metric`` in ``task`` (its YAML; a group: its tasks', if one)."""
+    paths = _yaml_paths(run.include_path)
+    if task in paths:
+        return _metric_aggregations(paths[task]).get(metric)
+    found = {_metric_aggregations(paths[t]).get(metric) for t in leaves(run, task) if t in paths}
+    return found.pop() if len(found) == 1 else None
+
+
+@functools.lru_cache(maxsize=None)
+def _metric_aggregations(path: str) -> dict[str, str]:
+    """A task YAML's aggregations, read once per report process (every interval asks for them)."""
+    return metric_aggregations(path)
+
+
+@functools.lru_cache(maxsize=8)
+def _yaml_paths(include_path: str | None) -> dict[str, str]:
+    return task_yaml_paths([p for p in str(include_path or "").split(",") if p])
+
+
+def leaves(run: Run, task: str) -> list[str]:
+    if task not in run.subtasks:
+        return [task]
+    return [leaf for t in run.subtasks[task] for leaf in leaves(run, t)]
+
+
+def doc_items(run: Run, task: str, metric: str) -> dict[tuple[str, Any], Any] | None:
+    """``{(task, doc_id): per-doc item}`` of a task's (or a group's tasks') samples; None without samples."""
+    ls = leaves(run, task)
+    if not all(t in run.samples for t in ls):
+        return None
+    return {(t, s.get("doc_id", i)): s.get(metric) for t in ls for i, s in enumerate(run.samples[t])}
+
+
+def interval(run: Run, task: str, metric: str) -> Interval | None:
+    """The metric's 95 % bootstrap interval in this run (cached), or None."""
+    if BOOTSTRAP["resamples"] <= 0:
+        return None
+    key = (run.path, run.label, task, metric)
+    if key not in _CI_CACHE:
+        _kernels_registered()
+        items = doc_items(run, task, metric)
+        present, value = run.value(task, metric)
+        ok = items is not None and present and value is not None and any(v is not None for v in items.values())
+        _CI_CACHE[key] = stats.bootstrap_ci(list(items.values()), aggregation(run, task, metric), BOOTSTRAP["resamples"], BOOTSTRAP["seed"]) if ok else None
+    return _CI_CACHE[key]
+
+
+def ci_cell(run: Run, task: str, metric: str) -> str:
+    iv = interval(run, task, metric)
+    if iv is None or iv.low is None:
+        return MISSING
+    return f"{fmt(iv.low, metric)}–{fmt(iv.high, metric)}"

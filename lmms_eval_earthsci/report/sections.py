@@ -1,0 +1,441 @@
+"""The report's Markdown: the headline table (with intervals and the reference model's numbers), task
+versions, paired comparisons, and per benchmark its breakdown tables, charts and counts, each laid out
+by the benchmark's report spec; the paper reference tables last."""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from typing import Any, Iterable
+
+from lmms_eval_earthsci import registry
+from lmms_eval_earthsci.core.benchmark import Benchmark, Family, PaperValue, ReportSpec, RunView
+from lmms_eval_earthsci.core.stats import paired
+from lmms_eval_earthsci.report.charts import build_chart, plot, plot_reliability
+from lmms_eval_earthsci.report.intervals import BOOTSTRAP, BOOTSTRAP_NOTE, aggregation, ci_cell, doc_items
+from lmms_eval_earthsci.report.papers import fmt, footnotes, paper_cell, paper_entries, paper_value
+from lmms_eval_earthsci.report.runs import MISSING, Run, _number
+
+# MSEarth's similarity fallback always picks an option (argmax of all-MiniLM-L6-v2 cosine similarity).
+# On the answers it exists for, a paraphrase of an option scores 0.5-0.9 against it; noise ("boxed{B}",
+# "I don't know", an explanation fragment) scores 0.05-0.3. A pick below this is counted as a
+# low-confidence pick, not as an extracted answer.
+LOW_CONFIDENCE_SIMILARITY = 0.5
+
+
+# --------------------------------------------------------------------------- which numbers go where
+
+
+def bench_tasks(bench: Benchmark, runs: list[Run]) -> list[str]:
+    spec = bench.report_spec()
+    return sorted({t for r in runs for t in r.results if registry.benchmark_of(t) is bench}, key=spec.order)
+
+
+def _has(runs: list[Run], task: str, metric: str) -> bool:
+    return any(r.value(task, metric)[0] for r in runs)
+
+
+def headline_keys(bench: Benchmark, runs: list[Run]) -> list[tuple[str, str]]:
+    spec = bench.report_spec()
+    tasks = bench_tasks(bench, runs)
+    return [(t, m) for t in spec.headline_tasks(tasks) for m in spec.headline_metrics(t) if _has(runs, t, m)]
+
+
+def _aliases(runs: list[Run]) -> dict[str, str]:
+    return {t: a for r in runs for t, a in r.aliases.items()}
+
+
+class BenchView(RunView):
+    """The runs as one benchmark's report spec sees them."""
+
+    def __init__(self, bench: Benchmark, runs: list[Run], paper_model: str):
+        self.bench, self._runs, self.paper_model = bench, runs, paper_model
+        self._alias = _aliases(runs)
+
+    def tasks(self):
+        return bench_tasks(self.bench, self._runs)
+
+    def has(self, task, metric):
+        return _has(self._runs, task, metric)
+
+    def metrics(self, task):
+        return sorted({m for r in self._runs for m in r.results.get(task, {})})
+
+    def alias(self, task):
+        return self._alias.get(task, task)
+
+    def runs(self):
+        return self._runs
+
+    def paper_value(self, task, metric):
+        return paper_value(self.bench, self.paper_model, task, metric)
+
+
+def families(bench: Benchmark, runs: list[Run]) -> list[Family]:
+    alias = _aliases(runs)
+
+    def title(task: str) -> str:  # lmms-eval's display name, when the task has one, and the task
+        return f"{alias[task]} · `{task}`" if alias.get(task, task) != task else f"`{task}`"
+
+    return bench.report_spec().families(bench_tasks(bench, runs), title)
+
+
+def breakdown_rows(bench: Benchmark, fam: Family, runs: list[Run], paper_model: str) -> list[tuple[str, str, str, PaperValue | None]]:
+    """(row label, task, metric, paper value) of a family's table, in order. Left out: what the headline
+    shows (unless the spec keeps it), judge-failure counters (the counts table has them), a *_judge
+    task's rule-based breakdowns when its rules twin ran too, the metrics the spec leaves out of its
+    table, and the rows its :meth:`ReportSpec.skip_row` drops."""
+    spec = bench.report_spec()
+    view = BenchView(bench, runs, paper_model)
+    tasks = set(fam.tasks)
+    headline = set(headline_keys(bench, runs))
+    rows = []
+    for t in fam.tasks:
+        part = "" if t == fam.key else t[len(fam.key) + 1 :] if t.startswith(fam.key + "_") else spec.short_task(t)
+        primary = spec.headline_metrics(t)
+        twin_ran = t.endswith("_judge") and t[: -len("_judge")] in tasks
+        metrics = sorted({m for r in runs for m in r.results.get(t, {})}, key=lambda m: (m not in primary, spec.slice_label(m) == m, m))
+        metrics = spec.table_metrics(t, metrics)
+        for m in metrics:
+            if ((t, m) in headline and not spec.headline_in_table()) or m.endswith("_judge_failed"):
+                continue
+            if twin_ran and m not in spec.judged_metrics:
+                continue
+            is_slice = spec.slice_label(m) != m
+            if spec.skip_row(fam, t, m, view, primary, is_slice):
+                continue
+            label = part if (m in primary and part) else " · ".join(x for x in (part, spec.slice_label(m)) if x)
+            rows.append((label, t, m, paper_value(bench, paper_model, t, m)))
+    return rows
+
+
+# --------------------------------------------------------------------------- counts
+
+# the per-sample field holding a task's answer extraction, and the key naming the rule that fired
+NO_ANSWER_RULES = ("none", "no-answer", "ambiguous")
+
+
+def _extraction(spec: ReportSpec, sample: dict) -> str | None:
+    """What a sample's answer extraction gave: ``answer``, ``none`` or ``weak`` (a similarity pick below
+    LOW_CONFIDENCE_SIMILARITY), read from the task's one extraction field, so a doc counts once
+    (emma_acc_lenient's own rule is not read); None when the task extracts no answer (judged free text)."""
+    for name, key in spec.extraction_fields.items():
+        v = sample.get(name)
+        if not isinstance(v, dict):
+            continue
+        rule = v.get(key)
+        if rule in NO_ANSWER_RULES or spec.no_answer(name, v):
+            return "none"
+        if rule == "similarity":
+            sim = v.get("similarity")
+            if sim is None and v.get("option") is None and v.get("parsed") is None:
+                return "none"  # the fallback had no option to pick from
+            if _number(sim) and sim < LOW_CONFIDENCE_SIMILARITY:
+                return "weak"
+        return "answer"
+    return None
+
+
+def _judge_record(spec: ReportSpec, sample: dict) -> tuple[bool, dict | None]:
+    """(is a judged task, the judge's record): the record travels in the judged metric's value under
+    ``judge``; the value is None when no judge was configured."""
+    for name in spec.judged_metrics:
+        if name in sample:
+            v = sample[name]
+            return True, (v.get("judge") if isinstance(v, dict) and isinstance(v.get("judge"), dict) else None)
+    return False, None
+
+
+def counts(run: Run, tasks: Iterable[str]) -> dict[str, dict[str, Any]]:
+    """Per task with samples: docs scored; docs with no answer extracted and low-confidence similarity
+    picks (None when the task extracts no answer); whether a judge ran (None: not a judged task; False:
+    judged task, no judge configured), judge failures (by cause) and judge cache hits."""
+    out = {}
+    for task in tasks:
+        ss = run.samples.get(task)
+        bench = registry.benchmark_of(task)
+        if ss is None or bench is None:
+            continue
+        spec = bench.report_spec()
+        c: dict[str, Any] = {"docs": len(ss), "no_answer": None, "low_confidence": None, "judged": None, "judge_failed": 0, "judge_failure_causes": {}, "judge_cache_hits": 0}
+        causes: Counter = Counter()
+        for s in ss:
+            ex = _extraction(spec, s)
+            if ex is not None:
+                c["no_answer"] = (c["no_answer"] or 0) + (ex == "none")
+                c["low_confidence"] = (c["low_confidence"] or 0) + (ex == "weak")
+            is_judged, rec = _judge_record(spec, s)
+            if is_judged:
+                c["judged"] = bool(c["judged"]) or rec is not None
+            if rec is not None:
+                if rec.get("status") in ("request_failed", "parse_failed"):
+                    c["judge_failed"] += 1
+                    causes[str(rec.get("cause") or rec.get("status"))] += 1
+                c["judge_cache_hits"] += bool(rec.get("cached"))
+        c["judge_failure_causes"] = dict(causes.most_common())
+        out[task] = c
+    return out
+
+
+def _count_unit(bench: Benchmark, task: str, run: Run) -> str:
+    """A task is counted under its family when the run has it (EMMA's subjects under their variant
+    group: one row, not four)."""
+    unit = bench.report_spec().family_of(task)
+    return unit if unit in run.results else task
+
+
+def _merge(cs: list[dict]) -> dict:
+    def total(key):
+        vals = [c[key] for c in cs if c[key] is not None]
+        return sum(vals) if vals else None
+
+    causes: Counter = Counter()
+    for c in cs:
+        causes.update(c["judge_failure_causes"])
+    judged = [c["judged"] for c in cs if c["judged"] is not None]
+    return {
+        "docs": sum(c["docs"] for c in cs),
+        "no_answer": total("no_answer"),
+        "low_confidence": total("low_confidence"),
+        "judged": any(judged) if judged else None,
+        "judge_failed": sum(c["judge_failed"] for c in cs),
+        "judge_failure_causes": dict(causes.most_common()),
+        "judge_cache_hits": sum(c["judge_cache_hits"] for c in cs),
+    }
+
+
+
+def _cell(run: Run, task: str, metric: str) -> str:
+    present, v = run.value(task, metric)
+    return fmt(v, metric) if present else MISSING
+
+
+def _table(header: list[str], rows: list[list[str]], label_columns: int = 1) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" if i < label_columns else "---:" for i in range(len(header))) + "|"]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def _partial_note(run: Run) -> str:
+    """What a partial run left out: "`--limit 2`, 14 of 22 docs in <the tasks cut>"."""
+    parts = []
+    if run.limit is not None:
+        limit = int(run.limit) if isinstance(run.limit, float) and run.limit.is_integer() else run.limit
+        parts.append(f"`--limit {limit}`")
+    cut = sorted((t for t, (scored, total) in run.n_samples.items() if scored < total), key=lambda t: (getattr(registry.benchmark_of(t), "name", ""), t))
+    if cut:
+        where = ", ".join(cut[:3]) + (f" and {len(cut) - 3} more tasks" if len(cut) > 3 else "")
+        parts.append(f"{sum(run.n_samples[t][0] for t in cut)} of {sum(run.n_samples[t][1] for t in cut)} docs in {where}")
+    return ", ".join(parts)
+
+
+
+def headline_section(runs: list[Run], benches: list[Benchmark], paper_model: str) -> str:
+    rows, refs = [], []
+    for b in benches:
+        for t, m in headline_keys(b, runs):
+            ref = paper_value(b, paper_model, t, m)
+            refs.append(ref)
+            cells = []
+            for r in runs:
+                cells += [_cell(r, t, m), ci_cell(r, t, m)]
+            rows.append([b.title, t, m] + cells + [paper_cell(ref) if ref else MISSING])
+    head = ["benchmark", "task", "metric"]
+    for r in runs:
+        head += [r.column, "95% CI"]
+    text = ["## Headline", "", _table(head + [f"paper: {paper_model}"], rows, 3), ""]
+    text.append(BOOTSTRAP_NOTE.format(n=f"{BOOTSTRAP['resamples']:,}", seed=BOOTSTRAP["seed"]) + "\n")
+    text.append(
+        f"Paper column: the published number of {paper_model} for the same task and metric (`--paper-model` picks another; "
+        "\"Paper reference\" at the end lists them all). n/a: no value (a judged metric without a judge, a slice with no docs); –: not run, or not in the paper."
+    )
+    text += [""] + [n + "  " for n in footnotes(refs)]
+    elsewhere = [f"{t} · {m}" for b in benches for t, m in headline_keys(b, runs) if not paper_value(b, paper_model, t, m) and any(e.task == t and e.metric == m for e in paper_entries(b)[0])]
+    if elsewhere:
+        text += ["", f"{paper_model} has no paper number for {', '.join(elsewhere)}; other paper models do (Paper reference)."]
+    text += ["", "## Runs", ""]
+    for r in runs:
+        note = f" — **partial**: {_partial_note(r)}" if r.partial else ""
+        if r.rescore:
+            src = r.rescore.get("source") or {}
+            note += f" — rescored without the model from {src.get('kind', 'a run')} `{src.get('path', '?')}`" + (" (**forced** over a version change)" if r.rescore.get("version_changes") else "")
+        text.append(f"- `{r.column}`{note}: {r.path}")
+    text += ["", COUNTS_NOTE]
+    return "\n".join(text) + "\n"
+
+
+
+def _version(run: Run, task: str) -> str | None:
+    v = run.versions.get(task)
+    return None if v is None else str(v)
+
+
+def versions_section(runs: list[Run], benches: list[Benchmark]) -> str:
+    """The comparability version of every task run (``metadata.version``), and a warning where runs
+    compared here were scored by different versions of a task."""
+    tasks = [t for b in benches for t in bench_tasks(b, runs)]
+    rows, differ = [], []
+    for t in tasks:
+        vs = [_version(r, t) for r in runs]
+        if all(v is None for v in vs):
+            continue
+        rows.append([t] + [v or MISSING for v in vs])
+        if len({v for v in vs if v is not None}) > 1:
+            differ.append(f"**Warning**: `{t}` was scored by different task versions ({', '.join(f'{r.column}: {v}' for r, v in zip(runs, vs) if v)}); its numbers may not compare.")
+    if not rows:
+        return ""
+    text = ["## Task versions", "", "Each task's comparability version (`metadata.version`, recorded by lmms-eval in `versions`): it moves whenever a change could move the task's scores.", ""]
+    text += differ + ([""] if differ else [])
+    if len(runs) > 1 or differ:
+        text.append(_table(["task"] + [r.column for r in runs], rows))
+    else:
+        text.append(", ".join(f"`{t}` {v}" for t, v in ((row[0], row[1]) for row in rows)))
+    return "\n".join(text) + "\n"
+
+
+def paired_section(runs: list[Run], benches: list[Benchmark]) -> str:
+    """Every later run against the first on each headline metric, doc by doc: the difference on the
+    docs both have, its paired 95 % bootstrap interval, McNemar's exact test for right/wrong metrics;
+    docs in one run only are counted, not compared."""
+    if len(runs) < 2 or BOOTSTRAP["resamples"] <= 0:
+        return ""
+    base = runs[0]
+    rows, skipped = [], []
+    for b in benches:
+        for t, m in headline_keys(b, runs):
+            a_items = doc_items(base, t, m)
+            for r in runs[1:]:
+                if not (base.value(t, m)[0] and r.value(t, m)[0]):
+                    continue
+                b_items = doc_items(r, t, m)
+                if a_items is None or b_items is None:
+                    skipped.append(f"{t} · {m} ({r.column})")
+                    continue
+                res = paired(b_items, a_items, aggregation(r, t, m), BOOTSTRAP["resamples"], BOOTSTRAP["seed"])
+                iv = res.interval
+                ci = MISSING if iv.low is None else f"{fmt(iv.low, m)}–{fmt(iv.high, m)}"
+                flag = "yes" if iv.excludes(0.0) else "no"
+                vers = {_version(base, t), _version(r, t)} - {None}
+                if len(vers) > 1:
+                    flag += " (versions differ)"
+                p = MISSING if res.mcnemar_p is None else f"{res.mcnemar_p:.3g} ({res.discordant[0]}/{res.discordant[1]})"
+                diff = MISSING if res.diff is None else f"{res.diff:+.2f}"
+                rows.append([t, m, f"{r.column} − {base.column}", diff, ci, flag, p, str(res.common), str(res.only_b), str(res.only_a)])
+    if not rows and not skipped:
+        return ""
+    text = [
+        "## Paired comparisons",
+        "",
+        f"Each run minus the first (`{base.column}`), on the docs both scored (matched by task and doc_id): the difference, its paired 95% bootstrap interval "
+        f"(the same resampled docs in both runs; {BOOTSTRAP['resamples']:,} resamples, seed {BOOTSTRAP['seed']}), whether the interval excludes 0, and McNemar's exact "
+        "test where every per-doc value is right or wrong (p; discordant docs: this run right and the first wrong / the reverse). Docs only one run has are counted, not compared.",
+        "",
+    ]
+    if rows:
+        text.append(_table(["task", "metric", "runs", "difference", "95% CI", "excludes 0", "McNemar p", "docs compared", "only in first", "only in this run"], rows, 3))
+    if skipped:
+        text += ["", "Not compared (a run without `--log_samples`): " + ", ".join(skipped) + "."]
+    return "\n".join(text) + "\n"
+
+
+
+def _judge_cells(c: dict) -> list[str]:
+    if c["judged"] is None:
+        return [MISSING, MISSING]
+    if not c["judged"]:
+        return ["no judge", "no judge"]
+    failed = str(c["judge_failed"])
+    if c["judge_failure_causes"]:
+        failed += " (" + ", ".join(f"{k} ×{n}" for k, n in c["judge_failure_causes"].items()) + ")"
+    return [failed, str(c["judge_cache_hits"])]
+
+
+def counts_table(bench: Benchmark, runs: list[Run]) -> str:
+    tasks = bench_tasks(bench, runs)
+    per_unit: dict[tuple[str, int], list[dict]] = {}
+    for i, r in enumerate(runs):
+        for t, c in counts(r, tasks).items():
+            per_unit.setdefault((_count_unit(bench, t, r), i), []).append(c)
+    if not per_unit:
+        return ""
+    rows = []
+    for unit, i in sorted(per_unit, key=lambda k: (bench.report_spec().order(k[0]), k[1])):
+        c = _merge(per_unit[(unit, i)])
+        ex = [MISSING if c[k] is None else str(c[k]) for k in ("no_answer", "low_confidence")]
+        rows.append([unit, runs[i].column, str(c["docs"])] + ex + _judge_cells(c))
+    head = ["task", "run", "docs scored", "no answer extracted", "low-confidence picks", "judge failures", "judge cache hits"]
+    return "\n".join(["### Counts", "", _table(head, rows, 2), ""])
+
+
+COUNTS_NOTE = (
+    "Counts (each benchmark's last table) come from the samples (`--log_samples`): a doc counts once per task; a low-confidence pick "
+    f"is MSEarth's similarity fallback choosing an option at cosine similarity < {LOW_CONFIDENCE_SIMILARITY} (an answer that is "
+    "noise, not counted as extracted); for MuSciClaims, no answer extracted is an INVALID decision; for MAC, an answer the official "
+    "probability parser could not read (wrong in `mac_acc`, left out of ECE / NLL / RMS); judge failures (by cause) are "
+    "scored as each benchmark says (wrong; left out of the mean for MSEarth captions); `no judge`: a judged task run without a judge."
+)
+
+
+def paper_table(bench: Benchmark, runs: list[Run]) -> str:
+    """Every paper model's numbers for the headline metrics of the tasks run (the columns as the
+    benchmark's spec picks them from those keys)."""
+    entries, source = paper_entries(bench)
+    spec = bench.report_spec()
+    have = {(e.task, e.metric) for e in entries}
+    cols = sorted(spec.paper_columns(headline_keys(bench, runs), have), key=lambda k: (spec.order(k[0]), k[1]))
+    if not cols:
+        return ""
+    models = [m for m in dict.fromkeys(e.model for e in entries) if any(paper_value(bench, m, t, k) for t, k in cols)]
+    rows, vals = [], []
+    for m in models:
+        cells = []
+        for t, k in cols:
+            v = paper_value(bench, m, t, k)
+            vals.append(v)
+            cells.append(paper_cell(v) if v else MISSING)
+        rows.append([m] + cells)
+    text = [f"### {bench.title}", "", _table(["paper model"] + [f"{t} · {k}" for t, k in cols], rows), "", f"Source: {source}", ""]
+    return "\n".join(text + [n + "  " for n in footnotes(vals)] + [""])
+
+
+
+def breakdown_tables(bench: Benchmark, runs: list[Run], paper_model: str) -> str:
+    out = []
+    for fam in families(bench, runs):
+        rows = []
+        refs = []
+        for label, t, m, ref in breakdown_rows(bench, fam, runs, paper_model):
+            values = [r.value(t, m) for r in runs]
+            if not any(present and v is not None for present, v in values):
+                continue  # no run has a number here
+            refs.append(ref)
+            rows.append([label] + [fmt(v, m) if present else MISSING for present, v in values] + ([paper_cell(ref) if ref else MISSING]))
+        if not rows:
+            continue
+        with_paper = any(refs)
+        if not with_paper:
+            rows = [r[:-1] for r in rows]
+        header = ["slice"] + [r.column for r in runs] + ([f"paper: {paper_model}"] if with_paper else [])
+        out += [f"### {fam.title}", "", _table(header, rows), ""] + [n + "  " for n in footnotes(refs)]
+        if footnotes(refs):
+            out.append("")
+    return "\n".join(out)
+
+
+
+
+def benchmark_section(bench: Benchmark, runs: list[Run], out_dir: str, paper_model: str) -> str:
+    spec = bench.report_spec()
+    view = BenchView(bench, runs, paper_model)
+    text = [f"## {bench.title}", ""]
+    for paragraph in spec.intro(view):
+        text += [paragraph, ""]
+    text.append(breakdown_tables(bench, runs, paper_model))
+    pngs = plot(bench, [build_chart(bench, c, runs, paper_model) for c in spec.charts(view)], out_dir)
+    diagrams, missing = spec.reliability(view, paper_model)
+    pngs += plot_reliability(diagrams, out_dir)
+    text += [m + "  " for m in missing] + ([""] if missing else [])
+    for png in pngs:
+        text += [f"![{os.path.basename(png)}]({os.path.basename(png)})", ""]
+    text.append(counts_table(bench, runs))
+    return "\n".join(text)
