@@ -320,3 +320,29 @@ def test_built_snapshot_runs_through_lmms_eval_from_a_moved_folder(built, mirror
         total += len(rows)
     assert len(bodies) == total
     assert sorted(len(image_urls(b)) for b in bodies) == sorted([1] * (total // 2) + [4] * (total // 2))
+
+
+def test_a_snapshot_built_before_the_layout_move_still_runs(mirror, hf_home, tmp_path):
+    """tests/data/mac_snapshot_v0_1 was built by `mac build` of 0.1.0 before the one-folder-per-benchmark
+    layout: its YAMLs name `lmms_eval_earthsci.mac.tasks.*`, which must keep resolving (to the module that
+    lives on as lmms_eval_earthsci.evals.mac.tasks) so users' snapshots keep running."""
+    from conftest import cli_env, openai_args, read_outputs, run_cli
+    from lmms_eval_earthsci.testing.openai_server import FakeOpenAIServer
+
+    snapshot = tmp_path / "snapshot"
+    shutil.copytree(os.path.join(os.path.dirname(__file__), "data", "mac_snapshot_v0_1"), snapshot)
+    template = (snapshot / "tasks" / "_template_yaml").read_text()
+    assert "!function lmms_eval_earthsci.mac.tasks.process_results" in template  # the premise: old names
+    with FakeOpenAIServer(responder=lambda body: '{"A": 0.7, "B": 0.1, "C": 0.1, "D": 0.1}') as srv:
+        args = ["--model", "openai", "--model_args", openai_args(srv.base_url, num_concurrent=2), "--include_path", str(snapshot / "tasks"), "--tasks", "mac_legacy", "--output_path", str(tmp_path / "res"), "--log_samples"]
+        run_cli(args, cli_env(mirror, hf_home, OMP_NUM_THREADS="1"), str(tmp_path))
+        bodies = list(srv.requests)
+    res, samples = read_outputs(str(tmp_path / "res"))
+    total = 0
+    for (direction, domain), name in B.CSV_NAMES.items():
+        rows = _rows(snapshot, name)
+        task = f"mac_legacy_{direction}_{domain}"
+        assert len(samples[task]) == len(rows) > 0
+        assert res["results"][task]["mac_acc,none"] == pytest.approx(100.0 * sum(r["answer"] == "A" for r in rows) / len(rows))
+        total += len(rows)
+    assert len(bodies) == total

@@ -656,3 +656,18 @@ def test_chart_bars_carry_their_interval(tmp_path):
     runs = read_runs([run])
     bars = [b for c in chart_specs("emma", runs, "GPT-4o") for b in c.bars if b.metric == "emma_acc"]
     assert bars and all(b.ci is not None and b.ci[0] < 50.0 < b.ci[1] for b in bars)
+
+
+def test_each_section_draws_only_its_own_benchmarks_charts(tmp_path):
+    """MAC beside SciFIBench (the demo, the `earthsci` suite): the MAC section shows MAC's reliability
+    diagrams and nothing of SciFIBench's; SciFIBench's chart sits in its own section."""
+    mac = mac_run(tmp_path)
+    sci = make_run(tmp_path, "sci", "m", {"scifibench_cs_f2c": {"scifibench_acc": 75.4}, "scifibench_cs_c2f": {"scifibench_acc": 60.0}})
+    out = tmp_path / "rep"
+    _, text = write_report([mac, sci], str(out), resamples=0)
+    images = {title: [l for l in section(text, title) if l.startswith("![")] for title in ("MAC", "SciFIBench")}
+    assert images["MAC"] == ["![mac2025_i2t_info_reliability.png](mac2025_i2t_info_reliability.png)", "![mac2025_t2i_option_reliability.png](mac2025_t2i_option_reliability.png)"]
+    assert images["SciFIBench"] == ["![scifibench_by_split.png](scifibench_by_split.png)"]
+    # a benchmark whose spec declares no chart gets none: MAC's spec has bar charts of no kind
+    b = registry.get("mac")
+    assert b.report_spec().charts(S.BenchView(b, read_runs([mac, sci]), "GPT-4o")) == []

@@ -146,3 +146,27 @@ def test_paired_corpus_metric_and_no_mcnemar_for_graded_scores():
 def test_mcnemar_exact_small_case():
     p, disc = mcnemar_exact([True] * 8 + [False] * 2, [False] * 8 + [True] * 2)
     assert disc == (8, 2) and p == pytest.approx(sps.binomtest(8, 10, 0.5).pvalue)
+
+
+def test_every_tasks_interval_uses_its_own_aggregation():
+    """Each metric of each task YAML (ours and every registered benchmark's) is bootstrapped with the very
+    function its YAML names: the name resolves to it, never to a plain mean; every kernel is keyed by an
+    aggregation some task uses (a kernel left under an old path would be dead weight, the interval silently
+    generic)."""
+    import importlib
+
+    from lmms_eval_earthsci.yamlgen import metric_aggregations, task_yaml_paths
+
+    used, pairs = set(), 0
+    for task, path in task_yaml_paths().items():
+        for metric, dotted in metric_aggregations(path).items():
+            module, _, name = dotted.rpartition(".")
+            assert resolve(dotted) is getattr(importlib.import_module(module), name), (task, metric, dotted)
+            used.add(dotted)
+            pairs += 1
+    assert pairs > 700 and len(used) > 30  # the premise: the walk saw every task's metrics
+    assert sorted(k for k in KERNELS if k not in used) == []
+    with pytest.raises(stats.UnknownAggregation, match="lmms_eval_earthsci.evals.nothing.tasks.acc"):
+        resolve("lmms_eval_earthsci.evals.nothing.tasks.acc")
+    with pytest.raises(stats.UnknownAggregation):
+        bootstrap_ci([1.0, 0.0, 1.0], "lmms_eval_earthsci.core.metrics.no_such_mean", 50, 0)

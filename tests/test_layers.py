@@ -1,0 +1,118 @@
+"""The package's layers, read from its own imports (function-local ones included): no import circle; the
+core imports no benchmark and no command; a benchmark imports the core and its own folder, never
+another benchmark or a command."""
+
+import ast
+import os
+
+import lmms_eval_earthsci
+
+PKG = "lmms_eval_earthsci"
+ROOT = os.path.dirname(os.path.abspath(lmms_eval_earthsci.__file__))
+# the layers above the benchmarks: the registry and the commands on it
+COMMANDS = ("registry", "registration", "yamlgen", "report", "rescore", "mirror", "demo", "cli", "testing.fixtures")
+
+
+def modules() -> dict[str, str]:
+    out = {}
+    for base, dirs, files in os.walk(ROOT):
+        dirs[:] = [d for d in dirs if not d.startswith((".", "__")) and d != "sample_mirror"]
+        for name in files:
+            if name.endswith(".py"):
+                rel = os.path.relpath(os.path.join(base, name), ROOT)[: -len(".py")].replace(os.sep, ".")
+                mod = PKG if rel == "__init__" else f"{PKG}.{rel.removesuffix('.__init__')}"
+                out[mod] = os.path.join(base, name)
+    return out
+
+
+def imports(mods: dict[str, str]) -> dict[str, set[str]]:
+    """Each module's imports of our modules (a ``from A import B`` of submodule B counts as A.B)."""
+    graph = {}
+    for mod, path in mods.items():
+        with open(path, encoding="utf-8") as f:
+            tree = ast.parse(f.read(), path)
+        targets = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names = [f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in mods else node.module for a in node.names]
+            else:
+                continue
+            targets |= {n for n in names if n in mods and n != mod}
+        graph[mod] = targets
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    index, low, stack, on, out, counter = {}, {}, [], set(), [], [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def layer(mod: str) -> str:
+    rest = mod[len(PKG) + 1 :]
+    if rest.startswith("core"):
+        return "core"
+    if rest.startswith("evals."):
+        return "bench:" + rest.split(".")[1]
+    if any(rest == c or rest.startswith(c + ".") for c in COMMANDS):
+        return "command"
+    return "base"  # the package root, _legacy, tinyvlm, testing helpers
+
+
+GRAPH = imports(modules())
+
+
+def test_the_walk_sees_the_package():
+    # its own premise: the modules and the edges we know are there
+    assert {f"{PKG}.core.judge.client", f"{PKG}.evals.mac.tasks", f"{PKG}.report.sections", f"{PKG}.registry"} <= set(GRAPH)
+    assert f"{PKG}.core.judge.cache" in GRAPH[f"{PKG}.core.judge.client"]
+    assert f"{PKG}.evals.mac.scoring" in GRAPH[f"{PKG}.evals.mac.tasks"]
+    # a circle in a toy graph is found
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_no_import_circles():
+    assert cycles(GRAPH) == []
+
+
+def test_the_core_imports_no_benchmark_and_no_command():
+    bad = [f"{m} -> {t}" for m, ts in GRAPH.items() if layer(m) == "core" for t in ts if layer(t) not in ("core", "base")]
+    assert bad == []
+
+
+def test_a_benchmark_imports_the_core_and_its_own_folder_only():
+    bad = [f"{m} -> {t}" for m, ts in GRAPH.items() if layer(m).startswith("bench:") for t in ts if layer(t) not in ("core", "base", layer(m))]
+    assert bad == []
+
+
+def test_base_modules_import_nothing_above_them():
+    bad = [f"{m} -> {t}" for m, ts in GRAPH.items() if layer(m) == "base" for t in ts if layer(t) != "base"]
+    assert bad == []
