@@ -15,8 +15,10 @@ CONSTRAINTS := $(VENV)/cpu-constraints.txt
 
 OLDEST_LMMS_EVAL ?= 0.6.1
 OLD_VENV ?= .venv-oldest
-# registration, the CLI, one e2e per benchmark, the fallback routes and the 2-rank run
-SMOKE_TESTS = tests/test_registration.py tests/test_cli.py \
+# registration (ours, a lab's benchmark from outside, a snapshot built before the layout move), the CLI,
+# one e2e per benchmark, the fallback routes and the 2-rank run
+SMOKE_TESTS = tests/test_registration.py tests/test_cli.py tests/test_layers.py tests/test_toy_benchmark.py \
+	tests/test_mac_build.py::test_a_snapshot_built_before_the_layout_move_still_runs \
 	tests/test_judge_e2e.py::test_judge_verdicts_failures_and_samples \
 	tests/test_msearth_e2e.py::test_chat_backend_and_judge_on_reupload_schema \
 	tests/test_scifibench_e2e.py::test_chat_backend_interleaves_and_llm_extractor \

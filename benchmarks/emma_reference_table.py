@@ -4,7 +4,7 @@
 
 For each released run (../shared/reference/emma_mini/<model>_<strategy>.jsonl.gz) it scores every
 response through the task's own ``process_results_full`` and prints a Markdown table: the paper's
-EMMA-mini overall (Table 2, bundled in ``lmms_eval_earthsci/paper_numbers/emma.json``), the accuracy
+EMMA-mini overall (Table 2, bundled in ``lmms_eval_earthsci/evals/emma/paper_numbers.json``), the accuracy
 of the verdicts stored in the released file, ``emma_acc`` and ``emma_acc_lenient``. The README's
 table is this script's output.
 """

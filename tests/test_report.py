@@ -154,7 +154,7 @@ def test_no_answer_is_counted_once_per_doc_and_weak_similarity_picks_apart(tmp_p
     assert (c["emma_mini_math"]["docs"], c["emma_mini_math"]["no_answer"], c["emma_mini_math"]["low_confidence"]) == (3, 2, 0)
     assert (c["msearth_mcq"]["docs"], c["msearth_mcq"]["no_answer"], c["msearth_mcq"]["low_confidence"]) == (6, 3, 1)
     assert (c["scifibench_cs_f2c"]["docs"], c["scifibench_cs_f2c"]["no_answer"]) == (2, 1)
-    assert 0.15 < S.LOW_CONFIDENCE_SIMILARITY < 0.82
+    assert 0.15 < registry.get("msearth").report_spec().low_confidence_similarity < 0.82
     _, text = write_report([run], str(tmp_path / "rep"))
     rows = table_after(section(text, "EMMA"), "task")
     assert rows[0] == "| task | run | docs scored | no answer extracted | low-confidence picks | judge failures | judge cache hits |"

@@ -40,7 +40,7 @@ def _read_release(name):
 
 def readme_table():
     """``{row label: {column header: cell}}`` of the README's reference table."""
-    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
+    with open(os.path.join(ROOT, "lmms_eval_earthsci", "evals", "emma", "README.md"), encoding="utf-8") as f:
         text = f.read()
     assert TABLE_TITLE in text, "README lost the EMMA-mini reference table"
     lines = text[text.index(TABLE_TITLE) :].splitlines()

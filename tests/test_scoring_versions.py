@@ -4,7 +4,7 @@ Every task of ours is loaded through lmms-eval (fixture mirror), and scored on i
 fixed set of responses: ``process_results`` outputs, the aggregation of every metric, and for judged
 tasks the judge request text and the parse of fixed replies. The SHA-256 of all that is recorded per
 task beside its version in ``scoring_fingerprints.json``. The test fails when a fingerprint changes
-while the version stays (bump ``yamlgen.VERSIONS`` / ``TASK_VERSIONS``, regenerate the YAMLs), and when
+while the version stays (bump the benchmark's ``version`` / ``task_versions`` in its ``benchmark.py``, regenerate the YAMLs), and when
 a version moved without the record (then record it):
 
     .venv/bin/python tests/test_scoring_versions.py --update
@@ -117,7 +117,7 @@ def test_scoring_changes_move_the_task_version(fingerprints):
         elif str(was["version"]) != str(now["version"]):
             problems.append(f"{task}: version {was['version']} -> {now['version']}: record the new fingerprint")
         elif was["sha256"] != now["sha256"]:
-            problems.append(f"{task}: its scoring outputs on the fixtures changed but its version ({now['version']}) did not: bump it in yamlgen.VERSIONS / TASK_VERSIONS")
+            problems.append(f"{task}: its scoring outputs on the fixtures changed but its version ({now['version']}) did not: bump it in its benchmark.py (version / task_versions)")
     gone = sorted(set(record) - set(fingerprints))
     problems += [f"{t}: recorded but no longer a task" for t in gone]
     assert not problems, "\n".join(problems) + "\nthen: .venv/bin/python tests/test_scoring_versions.py --update"

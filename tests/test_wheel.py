@@ -24,7 +24,7 @@ def wheel(tmp_path_factory):
 
 def test_wheel_ships_data_files(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
-    assert {f"lmms_eval_earthsci/paper_numbers/{b}.json" for b in ("emma", "msearth", "scifibench", "musciclaims")} <= names
+    assert {f"lmms_eval_earthsci/evals/{b}/{f}" for b in ("emma", "msearth", "scifibench", "musciclaims", "mac") for f in ("paper_numbers.json", "README.md", "benchmark.py")} <= names
     assert {"lmms_eval_earthsci/sample_mirror/StonyBrookNLP/MuSciClaims/test_set.jsonl", "lmms_eval_earthsci/sample_mirror/StonyBrookNLP/MuSciClaims/README.md"} <= names
     assert any(n.startswith("lmms_eval_earthsci/sample_mirror/StonyBrookNLP/MuSciClaims/paper_figures/chem_10.1021_") for n in names)
     assert "lmms_eval_earthsci/sample_mirror/mhjiang0408/MAC_Bench/text2image_option.csv" in names

@@ -144,6 +144,12 @@ class ReportSpec:
     three_decimals: tuple[str, ...] = ()
     #: model spellings in this paper's tables that the model key alone cannot join (core.papers)
     model_spellings: Mapping[str, str] = {}
+    #: a similarity-fallback pick (extraction rule "similarity") below this is a low-confidence pick
+    low_confidence_similarity: float | None = None
+    #: what its counts mean, for the report's note on the counts tables (a clause; "" for none)
+    counts_note: str = ""
+    #: how it scores a doc the judge failed on, where that is not "wrong" (a clause; "" for wrong)
+    judge_failure_note: str = ""
 
     def __init__(self, benchmark: "Benchmark | None" = None):
         self.benchmark = benchmark

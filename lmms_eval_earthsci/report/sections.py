@@ -16,11 +16,6 @@ from lmms_eval_earthsci.report.intervals import BOOTSTRAP, BOOTSTRAP_NOTE, aggre
 from lmms_eval_earthsci.report.papers import fmt, footnotes, paper_cell, paper_entries, paper_value
 from lmms_eval_earthsci.report.runs import MISSING, Run, _number
 
-# MSEarth's similarity fallback always picks an option (argmax of all-MiniLM-L6-v2 cosine similarity).
-# On the answers it exists for, a paraphrase of an option scores 0.5-0.9 against it; noise ("boxed{B}",
-# "I don't know", an explanation fragment) scores 0.05-0.3. A pick below this is counted as a
-# low-confidence pick, not as an extracted answer.
-LOW_CONFIDENCE_SIMILARITY = 0.5
 
 
 # --------------------------------------------------------------------------- which numbers go where
@@ -130,7 +125,7 @@ def _extraction(spec: ReportSpec, sample: dict) -> str | None:
             sim = v.get("similarity")
             if sim is None and v.get("option") is None and v.get("parsed") is None:
                 return "none"  # the fallback had no option to pick from
-            if _number(sim) and sim < LOW_CONFIDENCE_SIMILARITY:
+            if _number(sim) and spec.low_confidence_similarity is not None and sim < spec.low_confidence_similarity:
                 return "weak"
         return "answer"
     return None
@@ -260,7 +255,7 @@ def headline_section(runs: list[Run], benches: list[Benchmark], paper_model: str
             src = r.rescore.get("source") or {}
             note += f" — rescored without the model from {src.get('kind', 'a run')} `{src.get('path', '?')}`" + (" (**forced** over a version change)" if r.rescore.get("version_changes") else "")
         text.append(f"- `{r.column}`{note}: {r.path}")
-    text += ["", COUNTS_NOTE]
+    text += ["", counts_note()]
     return "\n".join(text) + "\n"
 
 
@@ -367,13 +362,16 @@ def counts_table(bench: Benchmark, runs: list[Run]) -> str:
     return "\n".join(["### Counts", "", _table(head, rows, 2), ""])
 
 
-COUNTS_NOTE = (
-    "Counts (each benchmark's last table) come from the samples (`--log_samples`): a doc counts once per task; a low-confidence pick "
-    f"is MSEarth's similarity fallback choosing an option at cosine similarity < {LOW_CONFIDENCE_SIMILARITY} (an answer that is "
-    "noise, not counted as extracted); for MuSciClaims, no answer extracted is an INVALID decision; for MAC, an answer the official "
-    "probability parser could not read (wrong in `mac_acc`, left out of ECE / NLL / RMS); judge failures (by cause) are "
-    "scored as each benchmark says (wrong; left out of the mean for MSEarth captions); `no judge`: a judged task run without a judge."
-)
+def counts_note() -> str:
+    """The note on the counts tables: what every benchmark's counts mean (its report spec's clauses)."""
+    specs = [b.report_spec() for b in registry.benchmarks()]
+    clauses = [s.counts_note for s in specs if s.counts_note]
+    scored = "".join(f"; {s.judge_failure_note}" for s in specs if s.judge_failure_note)
+    return (
+        "Counts (each benchmark's last table) come from the samples (`--log_samples`): a doc counts once per task; "
+        + "".join(c + "; " for c in clauses)
+        + f"judge failures (by cause) are scored as each benchmark says (wrong{scored}); `no judge`: a judged task run without a judge."
+    )
 
 
 def paper_table(bench: Benchmark, runs: list[Run]) -> str:

@@ -24,6 +24,7 @@ class MACReport(ReportSpec):
     headline_metric = RECORD
     extraction_fields = {RECORD: "path"}
     three_decimals = CALIBRATION_METRICS
+    counts_note = "for MAC, an answer the official probability parser could not read (wrong in `mac_acc`, left out of ECE / NLL / RMS)"
     protocol_notes = {
         "calibration": ProtocolNote("°", "the MAC paper's ECE may come from an earlier, unknown script, and the official ECE code normalises each probability dict in place (distorting the NLL and RMS computed after it); ours normalise a copy: `mac_ece` / `mac_nll` / `mac_rms` may differ slightly.", "ECE script unknown"),
         "dad": ProtocolNote("∆", "the MAC paper's DAD (\"+ ours\"): the MLLM describes, a text-only reasoning model decides (QwQ-32B, the code's default, unless the model name adds another reasoner; Table 4 does not name its reasoner).", "DAD"),

@@ -14,8 +14,18 @@ HEADLINE = {
 CHART_ORDER = {"image": ("single", "multi", "cross"), "category": ("discovery", "perception")}
 
 
+# The similarity fallback always picks an option (argmax of all-MiniLM-L6-v2 cosine similarity). On the
+# answers it exists for, a paraphrase of an option scores 0.5-0.9 against it; noise ("boxed{B}", "I don't
+# know", an explanation fragment) scores 0.05-0.3. A pick below this is counted as a low-confidence pick,
+# not as an extracted answer.
+LOW_CONFIDENCE_SIMILARITY = 0.5
+
+
 class MSEarthReport(ReportSpec):
     judged_metrics = ("msearth_oe_acc", "msearth_cap_score")
+    low_confidence_similarity = LOW_CONFIDENCE_SIMILARITY
+    counts_note = f"a low-confidence pick is MSEarth's similarity fallback choosing an option at cosine similarity < {LOW_CONFIDENCE_SIMILARITY} (an answer that is noise, not counted as extracted)"
+    judge_failure_note = "left out of the mean for MSEarth captions"
     extraction_fields = {"msearth_acc": "rule"}
     model_spellings = {
         "gemini2.5flash": "Gemini-2.5-Flash",  # MSEarth Table 4 "Gemini2.5-Flash"
