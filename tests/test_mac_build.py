@@ -294,55 +294,48 @@ def test_ocr_paths_are_built_from_parts_not_replaced():
 # --------------------------------------------------------------------------- through lmms-eval
 
 
-def test_built_snapshot_runs_through_lmms_eval_from_a_moved_folder(built, mirror, hf_home, tmp_path):
-    """The task folder finds the snapshot next to it: build, move, run `--include_path <moved>/tasks
-    --tasks mac_custom`; every row is a doc, the covers on the wire are the snapshot's, the accuracy is
-    the share of rows whose answer is A (the responder always says A)."""
+def _run_snapshot(snapshot, name, mirror, hf_home, tmp_path):
+    """Run a snapshot's group `name` through the real CLI (`--include_path <snapshot>/tasks`) against a
+    loopback model that always answers A; checks every row is a doc and the accuracy is the share of rows
+    whose answer is A, and returns (results, number of requests, rows)."""
     from conftest import cli_env, openai_args, read_outputs, run_cli
     from lmms_eval_earthsci.testing.openai_server import FakeOpenAIServer, image_urls
 
-    src, tmp, _, _ = built
-    moved = tmp_path / "elsewhere" / "snapshot"
-    shutil.copytree(tmp / "out", moved)
     with FakeOpenAIServer(responder=lambda body: '{"A": 0.7, "B": 0.1, "C": 0.1, "D": 0.1}') as srv:
-        args = ["--model", "openai", "--model_args", openai_args(srv.base_url, num_concurrent=2), "--include_path", str(moved / "tasks"), "--tasks", "mac_custom", "--output_path", str(tmp_path / "res"), "--log_samples"]
+        args = ["--model", "openai", "--model_args", openai_args(srv.base_url, num_concurrent=2), "--include_path", str(snapshot / "tasks"), "--tasks", name, "--output_path", str(tmp_path / "res"), "--log_samples"]
         run_cli(args, cli_env(mirror, hf_home, OMP_NUM_THREADS="1"), str(tmp_path))
         bodies = list(srv.requests)
     res, samples = read_outputs(str(tmp_path / "res"))
     total = 0
-    for (direction, domain), name in B.CSV_NAMES.items():
-        rows = _rows(moved, name)
-        task = f"mac_custom_{direction}_{domain}"
+    for (direction, domain), csv_name in B.CSV_NAMES.items():
+        rows = _rows(snapshot, csv_name)
+        task = f"{name}_{direction}_{domain}"
         assert len(samples[task]) == len(rows) > 0
-        share_a = 100.0 * sum(r["answer"] == "A" for r in rows) / len(rows)
-        assert res["results"][task]["mac_acc,none"] == pytest.approx(share_a)
-        assert res["configs"][task]["metadata"]["earthsci_data"]["repo_files"]["root"] == str(moved)
+        assert res["results"][task]["mac_acc,none"] == pytest.approx(100.0 * sum(r["answer"] == "A" for r in rows) / len(rows))
         total += len(rows)
     assert len(bodies) == total
     assert sorted(len(image_urls(b)) for b in bodies) == sorted([1] * (total // 2) + [4] * (total // 2))
+    return res
+
+
+def test_built_snapshot_runs_through_lmms_eval_from_a_moved_folder(built, mirror, hf_home, tmp_path):
+    """The task folder finds the snapshot next to it: build, move, run `--include_path <moved>/tasks
+    --tasks mac_custom`; every row is a doc, the covers on the wire are the snapshot's, the accuracy is
+    the share of rows whose answer is A (the responder always says A)."""
+    src, tmp, _, _ = built
+    moved = tmp_path / "elsewhere" / "snapshot"
+    shutil.copytree(tmp / "out", moved)
+    res = _run_snapshot(moved, "mac_custom", mirror, hf_home, tmp_path)
+    for task in (f"mac_custom_{d}_{m}" for d, m in B.CSV_NAMES):
+        assert res["configs"][task]["metadata"]["earthsci_data"]["repo_files"]["root"] == str(moved)
 
 
 def test_a_snapshot_built_before_the_layout_move_still_runs(mirror, hf_home, tmp_path):
     """tests/data/mac_snapshot_v0_1 was built by `mac build` of 0.1.0 before the one-folder-per-benchmark
     layout: its YAMLs name `lmms_eval_earthsci.mac.tasks.*`, which must keep resolving (to the module that
     lives on as lmms_eval_earthsci.evals.mac.tasks) so users' snapshots keep running."""
-    from conftest import cli_env, openai_args, read_outputs, run_cli
-    from lmms_eval_earthsci.testing.openai_server import FakeOpenAIServer
-
     snapshot = tmp_path / "snapshot"
     shutil.copytree(os.path.join(os.path.dirname(__file__), "data", "mac_snapshot_v0_1"), snapshot)
     template = (snapshot / "tasks" / "_template_yaml").read_text()
     assert "!function lmms_eval_earthsci.mac.tasks.process_results" in template  # the premise: old names
-    with FakeOpenAIServer(responder=lambda body: '{"A": 0.7, "B": 0.1, "C": 0.1, "D": 0.1}') as srv:
-        args = ["--model", "openai", "--model_args", openai_args(srv.base_url, num_concurrent=2), "--include_path", str(snapshot / "tasks"), "--tasks", "mac_legacy", "--output_path", str(tmp_path / "res"), "--log_samples"]
-        run_cli(args, cli_env(mirror, hf_home, OMP_NUM_THREADS="1"), str(tmp_path))
-        bodies = list(srv.requests)
-    res, samples = read_outputs(str(tmp_path / "res"))
-    total = 0
-    for (direction, domain), name in B.CSV_NAMES.items():
-        rows = _rows(snapshot, name)
-        task = f"mac_legacy_{direction}_{domain}"
-        assert len(samples[task]) == len(rows) > 0
-        assert res["results"][task]["mac_acc,none"] == pytest.approx(100.0 * sum(r["answer"] == "A" for r in rows) / len(rows))
-        total += len(rows)
-    assert len(bodies) == total
+    _run_snapshot(snapshot, "mac_legacy", mirror, hf_home, tmp_path)

@@ -5,7 +5,6 @@ tables; and the number formatting every table shares."""
 from __future__ import annotations
 
 import functools
-import json
 import os
 from typing import Any, Iterable
 
@@ -13,7 +12,7 @@ from lmms_eval_earthsci import registry
 from lmms_eval_earthsci.core.benchmark import Benchmark, PaperValue, ProtocolNote
 from lmms_eval_earthsci.core import papers as _names
 from lmms_eval_earthsci.core.papers import add_spellings, model_key
-from lmms_eval_earthsci.report.runs import UNAVAILABLE, ReportError
+from lmms_eval_earthsci.report.runs import UNAVAILABLE, ReportError, load_json
 
 # the one model all five papers evaluated, so one paper column covers every benchmark
 DEFAULT_PAPER_MODEL = "GPT-4o"
@@ -62,14 +61,6 @@ def footnotes(values: Iterable[PaperValue | None]) -> list[str]:
     return [f"{note.mark} {note.footnote}" for key, note in protocol_notes().items() if key in used]
 
 
-def _load_json(path: str) -> Any:
-    try:
-        with open(path) as f:
-            return json.load(f)
-    except (OSError, ValueError) as exc:
-        raise ReportError(f"{path}: not a readable paper-numbers JSON ({exc})") from exc
-
-
 @functools.lru_cache(maxsize=None)
 def paper_entries(bench: Benchmark) -> tuple[tuple[PaperValue, ...], str]:
     """The paper's values for a benchmark, each keyed by the (task, metric) of ours computed the same
@@ -77,7 +68,7 @@ def paper_entries(bench: Benchmark) -> tuple[tuple[PaperValue, ...], str]:
     if not os.path.exists(bench.paper_numbers):
         return (), ""
     _prepared()
-    entries, source = bench.report_spec().paper_entries(_load_json(bench.paper_numbers))
+    entries, source = bench.report_spec().paper_entries(load_json(bench.paper_numbers, "paper-numbers JSON"))
     return tuple(entries), source
 
 

@@ -54,12 +54,12 @@ class Run:
         return True, metrics[metric]
 
 
-def _load_json(path: str) -> Any:
+def load_json(path: str, what: str = "lmms-eval results JSON") -> Any:
     try:
         with open(path) as f:
             return json.load(f)
     except (OSError, ValueError) as exc:
-        raise ReportError(f"{path}: not a readable lmms-eval results JSON ({exc})") from exc
+        raise ReportError(f"{path}: not a readable {what} ({exc})") from exc
 
 
 def _load_samples(path: str) -> list[dict]:
@@ -107,7 +107,7 @@ def read_runs(paths: Sequence[str]) -> list[Run]:
         if not found:
             raise ReportError(f"{base}: no *_results.json inside (was lmms-eval given --output_path {base}, and did it finish?)")
         for path in found:
-            data = _load_json(path)
+            data = load_json(path)
             if not isinstance(data, dict) or not isinstance(data.get("results"), dict):
                 raise ReportError(f"{path}: has no 'results' table; not an lmms-eval results file")
             results, aliases = {}, {}

@@ -1,8 +1,4 @@
-"""Judge settings and results: the one LLM-judge client talks to any OpenAI-compatible chat-completions endpoint (vLLM, SGLang, OpenAI,
-Azure OpenAI).
-
-Never constructed at import and never needed to load a task or compute rule-based metrics:
-:func:`get_judge` returns ``None`` (after one warning) when no judge is configured.
+"""Judge settings (:class:`JudgeConfig`) and the result of one request (:class:`JudgeResult`).
 
 Configuration (environment; a task's ``metadata.judge`` dict overrides per task):
 
@@ -23,16 +19,6 @@ variable                        meaning                                         
 
 Azure: ``API_TYPE=azure`` with ``AZURE_ENDPOINT``, ``AZURE_API_KEY``, ``API_VERSION``; the model is
 the deployment name.
-
-Every request is retried on timeouts, connection errors, 429 (``Retry-After`` honoured), 5xx and
-malformed replies, with exponential backoff, up to the bound. What still fails comes back as a
-:class:`JudgeResult` with ``error`` (and a short ``cause`` such as ``HTTP 401``) set: nothing raises.
-
-A circuit breaker guards each :meth:`JudgeClient.complete_many` call (one task's pass): an
-authentication or not-found reply (401/403/404) stops it at once, and so do ``EARTHSCI_JUDGE_BREAKER``
-consecutive docs that failed after all their retries (a dead or misconfigured endpoint); the docs not
-yet judged are then failed with the same cause without a request, and requests waiting to retry are
-woken. A dead endpoint so costs one retry chain (at most ~16 s at the defaults) per task, not one per doc.
 """
 
 from __future__ import annotations
