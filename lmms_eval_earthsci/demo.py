@@ -1,8 +1,8 @@
 """``lmms-eval-earthsci demo``: the real pipeline, offline, in a few minutes on a CPU.
 
 It builds (or reuses) the tiny random VLM of :mod:`lmms_eval_earthsci.tinyvlm`, points
-``EARTHSCI_DATA_MIRROR`` at the sample mirror shipped in the package (a few synthetic docs per task in
-each benchmark's exact upstream schema), runs every task group through the real ``lmms-eval`` CLI
+``EARTHSCI_DATA_MIRROR`` at the sample mirror (a few synthetic docs per task in each benchmark's exact
+upstream schema, shipped in each benchmark's folder: :mod:`lmms_eval_earthsci.sample_mirror`), runs every task group through the real ``lmms-eval`` CLI
 (``llava_hf`` backend, ``--log_samples``, ``--verbosity DEBUG``: an lmms-eval error fails the demo),
 then writes the report. The tiny model's answers are noise: the point is the pipeline. So that the
 report still shows what a real model's report looks like, it opens with a short "What you are looking
@@ -22,9 +22,9 @@ import subprocess
 import sys
 import time
 
-from lmms_eval_earthsci import PACKAGE_DIR, cache_dir, registry
+from lmms_eval_earthsci import cache_dir, registry
+from lmms_eval_earthsci.sample_mirror import sample_mirror_root
 
-SAMPLE_MIRROR = os.path.join(PACKAGE_DIR, "sample_mirror")
 # every benchmark's demo tasks (its declaration's demo_tasks), in registry order
 DEFAULT_TASKS = ",".join(t for b in registry.builtin() for t in b.demo_tasks)
 CACHE = cache_dir()
@@ -87,7 +87,7 @@ def main(argv=None) -> int:
         max_new = max_new or 32
         env.setdefault("HF_HUB_OFFLINE", "1")
     if args.data == "sample":
-        env["EARTHSCI_DATA_MIRROR"] = SAMPLE_MIRROR
+        env["EARTHSCI_DATA_MIRROR"] = sample_mirror_root()
         env.setdefault("HF_DATASETS_OFFLINE", "1")
     cmd = [sys.executable, "-m", "lmms_eval", "--model", model, "--tasks", args.tasks, "--output_path", os.path.join(out, "runs"), "--log_samples", "--verbosity", "DEBUG"]
     if model_args:

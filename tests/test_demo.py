@@ -10,13 +10,20 @@ import subprocess
 import pytest
 
 from conftest import VENV_BIN, cli_env
-from lmms_eval_earthsci.demo import SAMPLE_MIRROR
+from lmms_eval_earthsci.sample_mirror import sample_mirror_root, sample_repos
 
 pytestmark = pytest.mark.e2e
 
 
-def test_bundled_mirror_is_the_fixture_writer_output():
+def test_bundled_mirror_is_the_fixture_writer_output(tmp_path):
     import datasets
+
+    SAMPLE_MIRROR = sample_mirror_root(str(tmp_path / "sample"))
+    # one tree of every benchmark's sample repos, each a link to the data in its benchmark's folder
+    assert sorted(f"{o}/{n}" for o in os.listdir(SAMPLE_MIRROR) for n in os.listdir(os.path.join(SAMPLE_MIRROR, o))) == sorted(sample_repos())
+    assert {"luckychao/EMMA-mini", "MSEarth/MSEarth_MCQ", "jonathan-roberts1/SciFIBench", "StonyBrookNLP/MuSciClaims", "mhjiang0408/MAC_Bench"} <= set(sample_repos())
+    assert sample_repos()["luckychao/EMMA-mini"].endswith(os.path.join("evals", "emma", "sample_mirror", "luckychao", "EMMA-mini"))
+    assert sample_mirror_root(SAMPLE_MIRROR) == SAMPLE_MIRROR  # again: links kept as they are
 
     from lmms_eval_earthsci.evals.emma import fixtures as emma
     from lmms_eval_earthsci.evals.mac import fixtures as mac_fx
@@ -58,7 +65,7 @@ def test_bundled_mirror_is_the_fixture_writer_output():
 
 def test_demo_subset_writes_report(hf_home, tmp_path):
     out = tmp_path / "demo"
-    env = cli_env(SAMPLE_MIRROR, hf_home, EARTHSCI_CACHE_DIR=str(tmp_path / "cache"))
+    env = cli_env(str(tmp_path / "unused"), hf_home, EARTHSCI_CACHE_DIR=str(tmp_path / "cache"))
     env.pop("EARTHSCI_DATA_MIRROR")  # the demo sets it itself
     cmd = [os.path.join(VENV_BIN, "lmms-eval-earthsci"), "demo", "--out", str(out), "--tasks", "emma_mini_math,msearth_mcq,scifibench_cs_c2f,musciclaims_d"]
     proc = subprocess.run(cmd, env=env, cwd=str(tmp_path), capture_output=True, text=True, timeout=900)

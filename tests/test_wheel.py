@@ -25,11 +25,11 @@ def wheel(tmp_path_factory):
 def test_wheel_ships_data_files(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
     assert {f"lmms_eval_earthsci/evals/{b}/{f}" for b in ("emma", "msearth", "scifibench", "musciclaims", "mac") for f in ("paper_numbers.json", "README.md", "benchmark.py")} <= names
-    assert {"lmms_eval_earthsci/sample_mirror/StonyBrookNLP/MuSciClaims/test_set.jsonl", "lmms_eval_earthsci/sample_mirror/StonyBrookNLP/MuSciClaims/README.md"} <= names
-    assert any(n.startswith("lmms_eval_earthsci/sample_mirror/StonyBrookNLP/MuSciClaims/paper_figures/chem_10.1021_") for n in names)
-    assert "lmms_eval_earthsci/sample_mirror/mhjiang0408/MAC_Bench/text2image_option.csv" in names
-    assert "lmms_eval_earthsci/sample_mirror/mhjiang0408/MAC_Bench/ACS/Cover/ACS Fake Materials & Interfaces/2024_1.png" in names
-    mirror = {n for n in names if n.startswith("lmms_eval_earthsci/sample_mirror/") and n.endswith(".parquet")}
+    assert {"lmms_eval_earthsci/evals/musciclaims/sample_mirror/StonyBrookNLP/MuSciClaims/test_set.jsonl", "lmms_eval_earthsci/evals/musciclaims/sample_mirror/StonyBrookNLP/MuSciClaims/README.md"} <= names
+    assert any(n.startswith("lmms_eval_earthsci/evals/musciclaims/sample_mirror/StonyBrookNLP/MuSciClaims/paper_figures/chem_10.1021_") for n in names)
+    assert "lmms_eval_earthsci/evals/mac/sample_mirror/mhjiang0408/MAC_Bench/text2image_option.csv" in names
+    assert "lmms_eval_earthsci/evals/mac/sample_mirror/mhjiang0408/MAC_Bench/ACS/Cover/ACS Fake Materials & Interfaces/2024_1.png" in names
+    mirror = {n for n in names if "/sample_mirror/" in n and n.endswith(".parquet")}
     assert any("luckychao/EMMA-mini/Math" in n for n in mirror) and any("MSEarth/MSEarth_MCQ" in n for n in mirror)
     assert any("SciFIBench/data/CS_Caption2Figure" in n for n in mirror)
 
