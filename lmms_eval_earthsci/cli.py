@@ -6,6 +6,7 @@ import argparse
 import sys
 from typing import Sequence
 
+from lmms_eval_earthsci import TASKS_DIR
 from lmms_eval_earthsci.core.harness import run_lmms_eval
 
 COMMANDS = {
@@ -54,7 +55,7 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:2] == ["mac", "build"]:
-        from lmms_eval_earthsci.evals.mac.builder import main as build_main
+        from lmms_eval_earthsci.evals.mac.builder import main as build_main  # lazy: each command imports only what it runs
 
         return build_main(argv[2:])
     if argv[:1] == ["rescore"]:
@@ -67,13 +68,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         a = _parser().parse_args(argv)
     if a.command == "tasks-dir":
-        from lmms_eval_earthsci import TASKS_DIR
-
         print(TASKS_DIR)
         return 0
     if a.command == "run":
-        from lmms_eval_earthsci import TASKS_DIR
-
         rest = list(a.args)
         if "--include_path" not in rest:
             rest = ["--include_path", TASKS_DIR, *rest]

@@ -23,6 +23,7 @@ import sys
 import time
 
 from lmms_eval_earthsci import cache_dir, registry
+from lmms_eval_earthsci.core.judge import JudgeConfig
 from lmms_eval_earthsci.sample_mirror import sample_mirror_root
 
 # every benchmark's demo tasks (its declaration's demo_tasks), in registry order
@@ -78,7 +79,7 @@ def main(argv=None) -> int:
     model, model_args = args.model, args.model_args
     max_new = args.max_new_tokens
     if model is None:
-        from lmms_eval_earthsci import tinyvlm
+        from lmms_eval_earthsci import tinyvlm  # lazy: torch and transformers, only for the tiny model
 
         t0 = time.time()
         path = tinyvlm.build(os.path.join(CACHE, "tiny-llava"))
@@ -109,9 +110,7 @@ def main(argv=None) -> int:
         print(f"demo FAILED: lmms-eval exited with {proc.returncode}; full log: {log_path}", file=sys.stderr)
         return proc.returncode or 1
     print(f"lmms-eval finished in {time.time() - t0:.0f} s (log: {log_path})")
-    from lmms_eval_earthsci.report import write_report
-
-    from lmms_eval_earthsci.core.judge import JudgeConfig
+    from lmms_eval_earthsci.report import write_report  # lazy: matplotlib and scipy, after the run
 
     intro = report_intro(tiny_model=args.model is None, sample_data=args.data == "sample", judge_configured=JudgeConfig.from_env().configured)
     path, text = write_report([os.path.join(out, "runs")], os.path.join(out, "report"), intro=intro)

@@ -38,7 +38,14 @@ from typing import Any, Sequence
 from lmms_eval_earthsci import registry
 from lmms_eval_earthsci.core.benchmark import resolve_ref
 from lmms_eval_earthsci.core.harness import run_lmms_eval
-from lmms_eval_earthsci.core.releases import RescoreError, read_jsonl, read_records, release_name, release_plan_dict
+from lmms_eval_earthsci.core.messages import note_chat
+from lmms_eval_earthsci.core.releases import (
+    RescoreError,
+    read_jsonl,
+    read_records,
+    release_name,
+    release_plan_dict,
+)
 from lmms_eval_earthsci.yamlgen import task_yaml_paths
 
 __all__ = ["RescoreError", "read_jsonl", "read_records", "release_name", "release_plan_dict", "rescore", "main"]
@@ -160,7 +167,9 @@ def plan_from_release(fmt: str, path: str, options: dict) -> dict:
 def current_versions(tasks: Sequence[str], include_path: str | None = None) -> dict[str, Any]:
     """The installed ``metadata.version`` of each task: read from its YAML (includes resolved, nothing
     imported) under our task folder and the run's ``--include_path`` (a built MAC snapshot)."""
-    from lmms_eval.utils import load_yaml_config  # lmms-eval: imported only when a rescore runs
+    from lmms_eval.utils import (
+        load_yaml_config,  # lmms-eval: imported only when a rescore runs
+    )
 
     where = task_yaml_paths([p for p in str(include_path or "").split(",") if p])
     out = {}
@@ -227,8 +236,6 @@ def _make_replay():
                     else:
                         problems.append(f"{where}: the logged prompt differs from the one the task builds now (another dataset revision or doc order?): logged {entry['input'][:60]!r}, now {ctx[:60]!r}")
                 if (entry.get("route") or self.plan.get("route")) == "chat":
-                    from lmms_eval_earthsci.core.messages import note_chat
-
                     note_chat(self.task_dict[task][split][doc_id] if doc is None else doc)
                 i = seen[(task, key)]
                 seen[(task, key)] += 1

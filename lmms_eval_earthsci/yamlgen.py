@@ -16,8 +16,7 @@ import re
 import sys
 from typing import Sequence
 
-from lmms_eval_earthsci import TASKS_DIR
-from lmms_eval_earthsci import registry
+from lmms_eval_earthsci import TASKS_DIR, registry
 from lmms_eval_earthsci.core.benchmark import Benchmark
 from lmms_eval_earthsci.core.yamls import HEADER, versioned, yaml_name
 

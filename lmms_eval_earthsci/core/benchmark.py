@@ -20,6 +20,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from lmms_eval_earthsci.core.papers import canonical_model
+
 
 def resolve_ref(ref: str) -> Any:
     """The object a ``"module:attribute"`` reference names."""
@@ -37,7 +39,6 @@ def resolve_ref(ref: str) -> Any:
 class ProtocolNote:
     """Where our protocol differs from a paper's for a paper value: the mark beside it, the footnote,
     and the short form a chart legend uses."""
-
     mark: str
     footnote: str
     short: str
@@ -71,7 +72,6 @@ def setting_cells(data: Mapping[str, Any]) -> Iterable[tuple[dict, str, str, flo
 @dataclass
 class Family:
     """One breakdown table: a task and the tasks folded under it (EMMA's subjects)."""
-
     key: str
     title: str
     tasks: list[str]
@@ -81,7 +81,6 @@ class Family:
 class ChartSpec:
     """A bar chart: ``groups`` are (x label, [(series, task, metric)]); the report draws one bar per run
     that has the value, with its interval, its doc count and the reference model's mark."""
-
     slug: str
     title: str
     groups: tuple[tuple[str, tuple[tuple[str, str, str], ...]], ...]
@@ -92,7 +91,6 @@ class ChartSpec:
 class ReliabilitySpec:
     """A reliability diagram: per run, confidence bins (``{"lo", "hi", "n", "accuracy", "confidence"}``)
     and the calibration error they give; the report draws it."""
-
     slug: str
     title: str
     series: tuple[tuple[str, tuple[dict, ...], float | None], ...]  # (run column, bins, ECE)
@@ -102,7 +100,6 @@ class ReliabilitySpec:
 
 class RunView:
     """What a report spec may ask of the runs being reported (implemented by the report)."""
-
     def tasks(self) -> list[str]:  # this benchmark's tasks any run has, in the spec's order
         raise NotImplementedError
 
@@ -129,7 +126,6 @@ class ReportSpec:
     """A benchmark's section of ``report``: which numbers lead, how its tasks are ordered and grouped
     into tables, its charts, how its samples are counted, its paper numbers. The defaults suit a
     benchmark whose every task leads with one metric; override what differs."""
-
     #: the metric every task leads with (when :meth:`headline_metrics` is not overridden)
     headline_metric: str = ""
     #: metrics that only an LLM judge gives (a run without a judge reads "no judge" in the counts)
@@ -231,8 +227,6 @@ class ReportSpec:
     def paper_entries(self, data: Mapping[str, Any]) -> tuple[list[PaperValue], str]:
         """The paper's values, each keyed by the (task, metric) of ours computed the same way, and the
         source note. Default: ``rows`` of ``{"model", "task", <metric>: value}``."""
-        from lmms_eval_earthsci.core.papers import canonical_model
-
         out = []
         for row in data.get("rows", []):
             for k, v in row.items():
@@ -251,7 +245,6 @@ class ReportSpec:
 @dataclass(eq=False)  # one object per benchmark: hashed by identity (caches key on it)
 class Benchmark:
     """One benchmark, declared once in its folder's ``benchmark.py``."""
-
     name: str  # folder name, task-name prefix (``emma`` -> ``emma_mini_math``), version key
     title: str  # as the report heads its section ("EMMA")
     folder: str  # the benchmark's folder: README.md, paper_numbers.json

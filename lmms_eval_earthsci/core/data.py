@@ -31,6 +31,8 @@ import os
 import threading
 from typing import Any, Mapping
 
+from lmms_eval_earthsci.core.patching import wrap_task_method
+
 logger = logging.getLogger("lmms_eval_earthsci")
 
 MIRROR_ENV = "EARTHSCI_DATA_MIRROR"
@@ -57,7 +59,6 @@ _HUB_ONLY_KWARGS = ("revision", "token", "force_download")
 
 class RecordError(ValueError):
     """A dataset record (or its image) is missing or malformed."""
-
     def __init__(self, dataset: str, record_id: Any, field: str, problem: str):
         self.dataset, self.record_id, self.field, self.problem = dataset, record_id, field, problem
         super().__init__(f"{dataset}: record {record_id!r}, field {field!r}: {problem}")
@@ -69,7 +70,6 @@ class MirrorError(FileNotFoundError):
 
 class BadRecordsError(ValueError):
     """Records of a task's dataset that cannot be scored; raised before inference, listing them all."""
-
 
 def mirror_root() -> str | None:
     root = os.environ.get(MIRROR_ENV, "").strip()
@@ -165,8 +165,6 @@ def prepare_load(dataset_path: str, dataset_kwargs: Mapping[str, Any] | None) ->
 def install_mirror_hook() -> bool:
     """Route ``ConfigurableTask.download`` through :func:`prepare_load`, validate every record and record
     what was loaded. Idempotent; False if the lmms-eval internals it relies on are gone."""
-    from lmms_eval_earthsci.core.patching import wrap_task_method
-
     install_record_gate()
 
     def make(original):
@@ -294,7 +292,6 @@ def install_record_gate() -> bool:
     """Raise the run's bad-record report when lmms-eval first builds a task's requests (after every task
     was loaded, before inference), so that all tasks' problems are reported at once."""
     global _GATE_INSTALLED
-    from lmms_eval_earthsci.core.patching import wrap_task_method
 
     def make(original):
         def build_all_requests(self, *args, **kwargs):
@@ -316,7 +313,6 @@ def record_check(check, prepare=None, describe=None):
     ``prepare(dataset, kwargs)``, when given, runs once over the whole split before the records are
     checked (e.g. fetch every file the rows name, in parallel, once); ``describe(kwargs)`` returns what
     it served, recorded in the task's ``metadata.earthsci_data.repo_files``."""
-
     if prepare is not None:
         check.prepare = prepare
     if describe is not None:

@@ -55,6 +55,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 from lmms_eval_earthsci.core.data import undecoded
 from lmms_eval_earthsci.core.judge import JudgeClient, JudgeResult, get_judge
+from lmms_eval_earthsci.core.metrics import mean_present
+from lmms_eval_earthsci.core.patching import wrap_task_method
 
 logger = logging.getLogger("lmms_eval_earthsci")
 
@@ -74,7 +76,6 @@ class JudgeSpec:
     the text the judge sees (e.g. the JSON ``answer`` field); ``process_results`` looks outcomes up
     with that same text. ``env_prefix`` names the endpoint's variables (``EARTHSCI_JUDGE_*``; e.g.
     ``EARTHSCI_DAD_*`` for MAC's stage-2 reasoner, falling back to the judge's)."""
-
     name: str
     build: Builder
     parse: Callable[[str], Any]
@@ -90,7 +91,6 @@ class JudgeSpec:
 
 def judged(spec: JudgeSpec):
     """Decorator: mark a ``process_results`` function as judged by ``spec`` (the hook finds it)."""
-
     def deco(fn):
         fn.judge_spec = spec
         return fn
@@ -103,7 +103,6 @@ def batched(prepare: Callable[[list[tuple[Mapping[str, Any], str]]], None]):
     every (doc, response) of the rank, so work that batches well (e.g. sentence embeddings) is done in
     one go; ``prepare`` stores what ``process_results`` will look up (and ``process_results`` must
     still work alone, one doc at a time, if the hook did not run)."""
-
     def deco(fn):
         fn.batch_prepare = prepare
         return fn
@@ -212,7 +211,6 @@ def request_summary(messages: Messages) -> dict:
 
 def _recording(build: Callable[[], Messages], into: dict) -> Callable[[], Messages]:
     """``build`` that also notes its request's summary in ``into`` (inside the worker that sends it)."""
-
     def wrapped():
         msgs = build()
         into["request"] = request_summary(msgs)
@@ -225,8 +223,6 @@ def judged_mean(items: Sequence[Any]) -> float | None:
     """Aggregation of a judged metric: the mean over docs (failures scored as each benchmark says),
     or None (unavailable) when no doc got a verdict: no judge configured, or the judge failed on every
     doc. A 0.0 there would read as a terrible model."""
-    from lmms_eval_earthsci.core.metrics import mean_present
-
     if not any(isinstance(i, Mapping) and (i.get("judge") or {}).get("status") == JUDGED for i in items):
         return None
     return mean_present(items)
@@ -519,8 +515,6 @@ def run_task_pass(task) -> list[Outcome] | None:
 def install_judge_hook() -> bool:
     """Run :func:`run_task_pass` right after ``ConfigurableTask.apply_filters``. Idempotent; False if
     the lmms-eval internals it relies on are gone."""
-    from lmms_eval_earthsci.core.patching import wrap_task_method
-
     def make(original):
         def apply_filters(self, *args, **kwargs):
             out = original(self, *args, **kwargs)
@@ -543,7 +537,6 @@ ON_FAILURE_ENV = "EARTHSCI_JUDGE_ON_FAILURE"
 
 class JudgeFailedError(RuntimeError):
     """Raised from a task's aggregation when ``EARTHSCI_JUDGE_ON_FAILURE=raise`` and a doc's judging failed."""
-
 
 def _on_failure() -> str:
     value = (os.environ.get(ON_FAILURE_ENV) or "wrong").strip().lower()

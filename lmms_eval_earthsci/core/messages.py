@@ -19,6 +19,8 @@ import re
 import threading
 from typing import Any, Callable, Iterable, Sequence
 
+from lmms_eval_earthsci.core.judge_pass import doc_key
+
 PLACEHOLDER_RE = re.compile(r"<image_(\d+)>|<image>")
 
 Resolver = Callable[[int], Any]
@@ -144,8 +146,6 @@ _CHAT_LOCK = threading.Lock()
 
 def note_chat(doc) -> None:
     """Record that ``doc`` was prompted through ``doc_to_messages`` (a chat backend) in this process."""
-    from lmms_eval_earthsci.core.judge_pass import doc_key
-
     key = doc_key(doc)
     with _CHAT_LOCK:
         _CHAT_DOCS.add(key)
@@ -154,7 +154,5 @@ def note_chat(doc) -> None:
 def route_of(doc) -> str:
     """``chat`` if this process prompted ``doc`` through ``doc_to_messages``, else ``simple``
     (``doc_to_visual`` + ``doc_to_text``), for the logged sample."""
-    from lmms_eval_earthsci.core.judge_pass import doc_key
-
     with _CHAT_LOCK:
         return "chat" if doc_key(doc) in _CHAT_DOCS else "simple"

@@ -31,6 +31,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
+from lmms_eval_earthsci.core.data import RecordError, mirror_path, mirror_root
+
 logger = logging.getLogger("lmms_eval_earthsci")
 
 FETCH_WORKERS = 8
@@ -38,7 +40,6 @@ FETCH_WORKERS = 8
 
 class RepoFileError(FileNotFoundError):
     """A file named by a row is not in the repo (nor after the fallbacks), or cannot be fetched."""
-
     def __init__(self, rel: str, tried: Sequence[str], root: str, problem: str = "not found"):
         self.rel, self.tried, self.root = rel, list(tried), root
         super().__init__(f"{problem}: tried {', '.join(repr(t) for t in self.tried)} in {root}")
@@ -48,7 +49,6 @@ class RepoFileError(FileNotFoundError):
 class Located:
     """Where a path named by a row is: ``repo_path`` inside the repo, found ``how`` (given, rewritten,
     basename), and the local file once fetched."""
-
     rel: str
     repo_path: str
     how: str
@@ -96,7 +96,6 @@ def _machine_lock(name: str):
 class RepoFiles:
     """The files of one dataset repo at one revision (see the module docstring). Thread-safe; one per
     (repo, revision) per process via :func:`repo_files`."""
-
     def __init__(self, repo_id: str, revision: str | None = None, rewrites: Sequence[tuple[str, str]] = (), strip_prefixes: Sequence[str] = ()):
         self.repo_id, self.revision, self.rewrites = repo_id, revision, tuple(rewrites)
         self.strip_prefixes = tuple(strip_prefixes)
@@ -118,7 +117,6 @@ class RepoFiles:
             return self._listing
 
     def _list(self) -> _Listing:
-        from lmms_eval_earthsci.core.data import mirror_path
 
         if os.path.isabs(self.repo_id):  # a local folder laid out as the repo (a built MAC snapshot)
             return _Listing("local", self.repo_id, None, _walk(self.repo_id))
@@ -279,8 +277,6 @@ def fetch_columns(store: RepoFiles, dataset, columns: Sequence[str]) -> None:
 def record_path(store: RepoFiles, doc, field: str, *, dataset: str, record_id: str, what: str) -> str:
     """The local file of the repo path in ``doc[field]``, or one ``RecordError`` naming the record, the
     field, the paths tried and the root (``what``: "figure", "image")."""
-    from lmms_eval_earthsci.core.data import RecordError
-
     rel = doc.get(field)
     if not isinstance(rel, str) or not rel.strip():
         raise RecordError(dataset, record_id, field, f"expected a path in the dataset repo, got {rel!r:.60}")
@@ -293,8 +289,6 @@ def record_path(store: RepoFiles, doc, field: str, *, dataset: str, record_id: s
 def record_image(store: RepoFiles, cache: "DecodedCache", doc, field: str, *, dataset: str, record_id: str, what: str, max_pixels: int | None = None, max_side: int | None = None):
     """The decoded image of ``doc[field]`` (:func:`record_path`, then ``cache``); a file that cannot be
     decoded is one ``RecordError`` naming the record, the field and the file."""
-    from lmms_eval_earthsci.core.data import RecordError
-
     path = record_path(store, doc, field, dataset=dataset, record_id=record_id, what=what)
     try:
         return cache.get(path, max_pixels, max_side)
@@ -308,8 +302,6 @@ _STORES_LOCK = threading.Lock()
 
 def repo_files(repo_id: str, revision: str | None = None, rewrites: Sequence[tuple[str, str]] = (), strip_prefixes: Sequence[str] = ()) -> RepoFiles:
     """The process-wide :class:`RepoFiles` for this repo, revision and mirror setting."""
-    from lmms_eval_earthsci.core.data import mirror_root
-
     key = (repo_id, revision, tuple(rewrites), tuple(strip_prefixes), mirror_root(), os.environ.get("HF_ENDPOINT"))
     with _STORES_LOCK:
         store = _STORES.get(key)
@@ -325,7 +317,6 @@ class DecodedCache:
     """A small LRU of decoded images keyed by (file, its size and mtime, max_pixels). Rows that show the
     same figure (MuSciClaims' SUPPORT and CONTRADICT variants) decode it once while it stays in the
     cache; ``maxsize`` bounds memory (a 300 ppi figure is ~30-100 MB decoded)."""
-
     def __init__(self, maxsize: int = 4):
         self.maxsize = maxsize
         self._items: collections.OrderedDict = collections.OrderedDict()

@@ -24,6 +24,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+from lmms_eval_earthsci.core.metrics import mean_present
+
 DEFAULT_RESAMPLES = 10_000
 DEFAULT_SEED = 0
 CONFIDENCE = 0.95
@@ -101,7 +103,6 @@ def register_kernels(kernels: Mapping[str, tuple[Callable, Callable]]) -> None:
 class UnknownAggregation(LookupError):
     """An aggregation named in a task YAML that cannot be imported: its interval would be another metric's."""
 
-
 def resolve(dotted: str | None) -> Callable[[Sequence[Any]], Any]:
     """The aggregation function named ``module.function``; ``mean_present`` only when the task names none
     (a group pooling tasks of different aggregations). A name that does not import is an error, never a
@@ -112,7 +113,6 @@ def resolve(dotted: str | None) -> Callable[[Sequence[Any]], Any]:
             return getattr(importlib.import_module(module), name)
         except (ImportError, AttributeError) as exc:
             raise UnknownAggregation(f"aggregation {dotted!r} cannot be imported ({exc})") from exc
-    from lmms_eval_earthsci.core.metrics import mean_present
 
     return mean_present
 

@@ -33,6 +33,8 @@ import warnings
 from collections import Counter
 from typing import Sequence
 
+from lmms_eval_earthsci import cache_dir
+
 logger = logging.getLogger("lmms_eval_earthsci")
 
 WORDNET_ENV = "EARTHSCI_WORDNET"
@@ -148,8 +150,6 @@ def _stage_wordnet(src: str) -> str | None:
     Built in a temporary folder and renamed into place, so concurrent processes never read a
     half-copied file."""
     import tempfile
-
-    from lmms_eval_earthsci import cache_dir
 
     dst = cache_dir("wordnet-3.0")  # $EARTHSCI_CACHE_DIR/wordnet-3.0
     if os.path.isfile(os.path.join(dst, "lexnames")):

@@ -9,8 +9,8 @@ import os
 from typing import Any, Iterable
 
 from lmms_eval_earthsci import registry
-from lmms_eval_earthsci.core.benchmark import Benchmark, PaperValue, ProtocolNote
 from lmms_eval_earthsci.core import papers as _names
+from lmms_eval_earthsci.core.benchmark import Benchmark, PaperValue, ProtocolNote
 from lmms_eval_earthsci.core.papers import add_spellings, model_key
 from lmms_eval_earthsci.report.runs import UNAVAILABLE, ReportError, load_json
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import atexit
 import base64
 import hashlib
+import http.client
 import io
 import json
 import logging
@@ -27,7 +28,6 @@ import sqlite3
 import sys
 import threading
 import time
-import http.client
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence

@@ -27,9 +27,10 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-def default_cache_dir() -> str:
-    from lmms_eval_earthsci import cache_dir
+from lmms_eval_earthsci import cache_dir
 
+
+def default_cache_dir() -> str:
     return cache_dir("judge")
 
 

@@ -9,6 +9,7 @@ import urllib.parse
 import urllib.request
 from typing import Mapping
 
+
 class Retryable(Exception):
     def __init__(self, msg: str, retry_after: float | None = None, cause: str | None = None):
         super().__init__(msg)

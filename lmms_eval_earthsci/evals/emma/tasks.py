@@ -40,6 +40,12 @@ from lmms_eval_earthsci.core.judge_pass import (
     outcome_for,
 )
 from lmms_eval_earthsci.core.metrics import breakdown_scores, percent, split_labels
+from lmms_eval_earthsci.core.releases import (
+    RescoreError,
+    read_records,
+    release_name,
+    release_plan_dict,
+)
 from lmms_eval_earthsci.evals.emma.benchmark import BENCHMARK
 
 logger = logging.getLogger("lmms_eval_earthsci")
@@ -374,7 +380,7 @@ def lenient_verdict(doc, response: Any, official: dict) -> dict:
             return {"correct": got.value == answer, "rule": got.rule, "letter": got.value}
     free = official["extraction"].strip()
     if free and opts and len(free) <= 500:
-        from lmms_eval_earthsci.core.similarity import get_matcher
+        from lmms_eval_earthsci.core.similarity import get_matcher  # lazy: sentence-transformers, only when a lenient match is needed
 
         m = get_matcher().best_match(free, opts)
         if m is not None and m.score >= LENIENT_MIN_SIMILARITY and m.margin >= LENIENT_MIN_MARGIN:
@@ -504,12 +510,6 @@ def release_plan(path: str, options: dict) -> dict:
     tasks, matched by ``pid``. The strategy is the file name's suffix (else the prompt's CoT sentence); the
     subjects are those present (all four: the group). A record without ``response`` has no answer and is
     an error when its doc is asked for, never a silent skip."""
-    from lmms_eval_earthsci.core.releases import (
-        RescoreError,
-        read_records,
-        release_name,
-        release_plan_dict,
-    )
 
     rows = read_records(path)
     name = release_name(path)

