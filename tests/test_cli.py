@@ -84,6 +84,7 @@ def test_no_command_is_an_error(capsys):
     assert e.value.code == 2 and "usage:" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_check_mirror(mirror, tmp_path, capsys):
     assert cli.main(["check-mirror", mirror]) == 0
     out = capsys.readouterr().out

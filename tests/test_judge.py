@@ -161,6 +161,7 @@ print("ok 50 trials")
 """
 
 
+@pytest.mark.slow
 def test_eight_processes_open_one_new_cache_fifty_times(tmp_path):
     # run from a fresh interpreter: forking this test process (hundreds of threads by this point of a
     # full run, some holding locks) can deadlock the children

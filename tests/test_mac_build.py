@@ -318,6 +318,7 @@ def _run_snapshot(snapshot, name, mirror, hf_home, tmp_path):
     return res
 
 
+@pytest.mark.e2e
 def test_built_snapshot_runs_through_lmms_eval_from_a_moved_folder(built, mirror, hf_home, tmp_path):
     """The task folder finds the snapshot next to it: build, move, run `--include_path <moved>/tasks
     --tasks mac_custom`; every row is a doc, the covers on the wire are the snapshot's, the accuracy is
@@ -330,6 +331,7 @@ def test_built_snapshot_runs_through_lmms_eval_from_a_moved_folder(built, mirror
         assert res["configs"][task]["metadata"]["earthsci_data"]["repo_files"]["root"] == str(moved)
 
 
+@pytest.mark.e2e
 def test_a_snapshot_built_before_the_layout_move_still_runs(mirror, hf_home, tmp_path):
     """tests/data/mac_snapshot_v0_1 was built by `mac build` of 0.1.0 before the one-folder-per-benchmark
     layout: its YAMLs name `lmms_eval_earthsci.mac.tasks.*`, which must keep resolving (to the module that

@@ -85,10 +85,21 @@ def _run_openai(mirror, hf_home, tmp_path, name, tasks, extra=(), launcher=None,
     return proc.stdout + proc.stderr, res, samples, bodies
 
 
+BACKEND_TASKS = "musciclaims_d,musciclaims_ird,musciclaims_caption_only_d,musciclaims_rd_kv"
+
+
+@pytest.fixture(scope="module")
+def chat_run(mirror, hf_home, tmp_path_factory):
+    """One chat-backend run, shared by the tests that assert on it."""
+    return _run_openai(mirror, hf_home, tmp_path_factory.mktemp("musciclaims_chat"), "chat", BACKEND_TASKS)
+
+
 @pytest.mark.parametrize("route", ["chat", "simple"])
-def test_backends_send_the_figure_then_the_exact_prompt_and_score_by_hand(route, mirror, hf_home, tmp_path):
-    tasks = "musciclaims_d,musciclaims_ird,musciclaims_caption_only_d,musciclaims_rd_kv"
-    log, res, samples, bodies = _run_openai(mirror, hf_home, tmp_path, route, tasks, extra=["--force_simple"] if route == "simple" else [])
+def test_backends_send_the_figure_then_the_exact_prompt_and_score_by_hand(route, mirror, hf_home, tmp_path, request):
+    if route == "chat":
+        log, res, samples, bodies = request.getfixturevalue("chat_run")
+    else:
+        log, res, samples, bodies = _run_openai(mirror, hf_home, tmp_path, route, BACKEND_TASKS, extra=["--force_simple"])
     r = res["results"]
     for task in ("musciclaims_d", "musciclaims_ird", "musciclaims_rd_kv"):
         for key, want in HAND.items():
@@ -129,12 +140,14 @@ def test_backends_send_the_figure_then_the_exact_prompt_and_score_by_hand(route,
 TWO_RANKS_PORT = "29543"
 
 
-def test_two_real_ranks_equal_one_flip_rate_included(mirror, hf_home, tmp_path):
+def test_two_real_ranks_equal_one_flip_rate_included(chat_run, mirror, hf_home, tmp_path):
+    """Two ranks against the one-rank chat run (same backend, responder and settings)."""
     from test_multirank_e2e import TWO_RANKS
 
     launcher = [a if a != "29541" else TWO_RANKS_PORT for a in TWO_RANKS]
     tasks = "musciclaims_d,musciclaims_ird"
-    log1, r1, s1, _ = _run_openai(mirror, hf_home, tmp_path, "one", tasks)
+    log1, r1, s1, _ = chat_run
+    assert "world_size2" not in log1
     log2, r2, s2, _ = _run_openai(mirror, hf_home, tmp_path, "two", tasks, launcher=launcher)
     assert "Running on rank 1 (local rank 1)" in log2 and "world_size2" in log2, "the launcher started one process"
     for task in tasks.split(","):

@@ -31,6 +31,7 @@ def _yaml_task_names():
     return names
 
 
+@pytest.mark.slow
 def test_every_yaml_is_registered(indexes):
     _, ours, tm = indexes
     expected = _yaml_task_names()
@@ -39,6 +40,7 @@ def test_every_yaml_is_registered(indexes):
     assert expected <= set(tm.all_tasks)
 
 
+@pytest.mark.slow
 def test_no_name_shadowed_by_upstream(indexes):
     upstream, ours, _ = indexes
     reserved = {"emma", "emma-mini"}  # upstream's EMMA tasks: names we must never reuse
@@ -51,6 +53,7 @@ def test_no_name_shadowed_by_upstream(indexes):
     assert not [name for name in ours if "macbench" in name.lower()]
 
 
+@pytest.mark.slow
 def test_register_is_idempotent_and_returns_no_models(indexes):
     import lmms_eval.tasks as lt
 
@@ -101,6 +104,7 @@ def test_generated_yamls_are_current():
     assert yamlgen.main(["--check"]) == 0
 
 
+@pytest.mark.slow
 def test_sweep_groups_hold_each_benchmarks_headline_task(indexes):
     """`earthsci` = the headline task of every benchmark; `earthsci_nojudge` = those needing no judge;
     neither averages across benchmarks (no aggregate_metric_list)."""

@@ -106,6 +106,7 @@ def fingerprints(mirror, hf_home):
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_scoring_changes_move_the_task_version(fingerprints):
     with open(RECORD) as f:
         record = json.load(f)
@@ -124,6 +125,7 @@ def test_scoring_changes_move_the_task_version(fingerprints):
     assert len(fingerprints) > 50  # premise: every task was fingerprinted
 
 
+@pytest.mark.slow
 def test_fingerprint_is_stable_and_sensitive(mirror, hf_home, monkeypatch):
     """The same scoring twice gives the same fingerprint; one changed extraction rule changes it."""
     from lmms_eval.tasks import TaskManager, get_task_dict
