@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Sequence
 
@@ -62,7 +63,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         from lmms_eval_earthsci.rescore import main as rescore_main
 
         return rescore_main(argv[1:])
-    if argv[:1] in (["run"], ["demo"]) and argv[1:2] not in (["-h"], ["--help"]):
+    if argv[:1] == ["demo"]:
+        from lmms_eval_earthsci.demo import main as demo_main
+
+        return demo_main(argv[1:])  # its own parser: `demo --help` is its help
+    if argv[:1] == ["run"] and argv[1:2] in (["-h"], ["--help"]):
+        print(f"usage: lmms-eval-earthsci run LMMS_EVAL_ARGS...\n\n{COMMANDS['run']}: every argument is passed to lmms-eval, with\n--include_path {TASKS_DIR}\nadded unless given. `lmms-eval --help` lists lmms-eval's options.")
+        return 0
+    if argv[:1] == ["run"]:
         # passed on verbatim: argparse's REMAINDER would reject a leading --option
         a = argparse.Namespace(command=argv[0], args=argv[1:])
     else:
@@ -75,10 +83,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         if "--include_path" not in rest:
             rest = ["--include_path", TASKS_DIR, *rest]
         return run_lmms_eval(rest)
-    if a.command == "demo":
-        from lmms_eval_earthsci.demo import main as demo_main
-
-        return demo_main(a.args)
     if a.command == "report":
         from lmms_eval_earthsci.report import ReportError, write_report
 
@@ -93,8 +97,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if a.command == "check-mirror":
         from lmms_eval_earthsci.mirror import check_mirror
 
+        if not os.path.isdir(a.mirror):
+            print(f"lmms-eval-earthsci check-mirror: {a.mirror}: no such folder", file=sys.stderr)
+            return 2
         status, text = check_mirror(a.mirror, a.tasks.split(",") if a.tasks else None)
-        print(text, file=sys.stdout if status == 0 else sys.stderr)
+        print(text if status != 2 else f"lmms-eval-earthsci check-mirror: {text}", file=sys.stdout if status == 0 else sys.stderr)
         return status
     if a.command == "write-fixtures":
         from lmms_eval_earthsci.testing.fixtures import write_mirror

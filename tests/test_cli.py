@@ -31,6 +31,30 @@ def test_subcommand_help_writes_nothing(command, capsys, tmp_path, monkeypatch):
     assert list(tmp_path.iterdir()) == []  # `write-fixtures --help` no longer writes a folder named --help
 
 
+@pytest.mark.parametrize("flag", ["--help", "-h"])
+def test_demo_run_and_mac_build_help_exit_zero(flag, capsys, tmp_path, monkeypatch):
+    """`demo`, `run` and `mac build` take their arguments verbatim, yet their help is help (exit 0)."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as e:
+        cli.main(["demo", flag])
+    assert e.value.code == 0 and capsys.readouterr().out.startswith("usage: lmms-eval-earthsci demo")
+    assert cli.main(["run", flag]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: lmms-eval-earthsci run") and "lmms-eval --help" in out
+    with pytest.raises(SystemExit) as e:
+        cli.main(["mac", "build", flag])
+    assert e.value.code == 0 and capsys.readouterr().out.startswith("usage: lmms-eval-earthsci mac build")
+    assert list(tmp_path.iterdir()) == []  # nothing ran: no demo_output/, no snapshot
+
+
+def test_check_mirror_on_a_missing_or_foreign_folder_says_so(tmp_path, capsys):
+    assert cli.main(["check-mirror", str(tmp_path / "nowhere")]) == 2
+    assert capsys.readouterr().err.strip() == f"lmms-eval-earthsci check-mirror: {tmp_path / 'nowhere'}: no such folder"
+    assert cli.main(["check-mirror", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"lmms-eval-earthsci check-mirror: {tmp_path} holds none of our repos") and "\n" not in err
+
+
 def test_rescore_errors_are_one_line(tmp_path, capsys):
     assert cli.main(["rescore", str(tmp_path / "nowhere"), "--out", str(tmp_path / "o")]) == 2
     assert capsys.readouterr().err.strip() == f"lmms-eval-earthsci rescore: {tmp_path / 'nowhere'}: no such folder"
