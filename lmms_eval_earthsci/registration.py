@@ -22,11 +22,7 @@ import functools
 import inspect
 
 from lmms_eval_earthsci import TASKS_DIR, registry
-from lmms_eval_earthsci.core.hooks import (
-    RegistrationWarning,
-    install_runtime_hooks,
-    warn_registration,
-)
+from lmms_eval_earthsci.core.hooks import RegistrationWarning, install_runtime_hooks, warn_registration
 
 __all__ = ["RegistrationWarning", "install_runtime_hooks", "patch_task_manager", "register", "is_registered"]
 

@@ -39,13 +39,7 @@ from lmms_eval_earthsci import registry
 from lmms_eval_earthsci.core.benchmark import resolve_ref
 from lmms_eval_earthsci.core.harness import run_lmms_eval
 from lmms_eval_earthsci.core.messages import note_chat
-from lmms_eval_earthsci.core.releases import (
-    RescoreError,
-    read_jsonl,
-    read_records,
-    release_name,
-    release_plan_dict,
-)
+from lmms_eval_earthsci.core.releases import RescoreError, read_jsonl, read_records, release_name, release_plan_dict
 from lmms_eval_earthsci.yamlgen import task_yaml_paths
 
 __all__ = ["RescoreError", "read_jsonl", "read_records", "release_name", "release_plan_dict", "rescore", "main"]

@@ -41,15 +41,7 @@ def build(out_dir: str, seed: int = 0, std: float = 0.2) -> str:
         return out_dir
     import torch
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import (
-        CLIPImageProcessor,
-        CLIPVisionConfig,
-        LlamaConfig,
-        LlavaConfig,
-        LlavaForConditionalGeneration,
-        LlavaProcessor,
-        PreTrainedTokenizerFast,
-    )
+    from transformers import CLIPImageProcessor, CLIPVisionConfig, LlamaConfig, LlavaConfig, LlavaForConditionalGeneration, LlavaProcessor, PreTrainedTokenizerFast
 
     os.makedirs(out_dir, exist_ok=True)
     specials = ["<unk>", "<s>", "</s>", "<pad>", "<image>"]

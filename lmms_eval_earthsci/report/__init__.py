@@ -39,14 +39,7 @@ from lmms_eval_earthsci.core.stats import DEFAULT_RESAMPLES, DEFAULT_SEED
 from lmms_eval_earthsci.report.intervals import configure
 from lmms_eval_earthsci.report.papers import DEFAULT_PAPER_MODEL, resolve_paper_model
 from lmms_eval_earthsci.report.runs import ReportError, Run, read_runs
-from lmms_eval_earthsci.report.sections import (
-    benchmark_section,
-    counts,
-    headline_section,
-    paired_section,
-    paper_table,
-    versions_section,
-)
+from lmms_eval_earthsci.report.sections import benchmark_section, counts, headline_section, paired_section, paper_table, versions_section
 
 __all__ = ["DEFAULT_PAPER_MODEL", "ReportError", "Run", "counts", "read_runs", "write_report"]
 

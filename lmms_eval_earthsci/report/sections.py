@@ -9,29 +9,11 @@ from collections import Counter
 from typing import Any, Iterable
 
 from lmms_eval_earthsci import registry
-from lmms_eval_earthsci.core.benchmark import (
-    Benchmark,
-    Family,
-    PaperValue,
-    ReportSpec,
-    RunView,
-)
+from lmms_eval_earthsci.core.benchmark import Benchmark, Family, PaperValue, ReportSpec, RunView
 from lmms_eval_earthsci.core.stats import paired
 from lmms_eval_earthsci.report.charts import build_chart, plot, plot_reliability
-from lmms_eval_earthsci.report.intervals import (
-    BOOTSTRAP,
-    BOOTSTRAP_NOTE,
-    aggregation,
-    ci_cell,
-    doc_items,
-)
-from lmms_eval_earthsci.report.papers import (
-    fmt,
-    footnotes,
-    paper_cell,
-    paper_entries,
-    paper_value,
-)
+from lmms_eval_earthsci.report.intervals import BOOTSTRAP, BOOTSTRAP_NOTE, aggregation, ci_cell, doc_items
+from lmms_eval_earthsci.report.papers import fmt, footnotes, paper_cell, paper_entries, paper_value
 from lmms_eval_earthsci.report.runs import MISSING, Run, _number
 
 # --------------------------------------------------------------------------- which numbers go where

@@ -59,11 +59,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlencode, urlsplit
 
-from lmms_eval_earthsci.testing.loopback import (
-    LoopbackServer,
-    QuietHandler,
-    drop_connection,
-)
+from lmms_eval_earthsci.testing.loopback import LoopbackServer, QuietHandler, drop_connection
 
 FAKE_DATE = "2024-01-01T00:00:00.000Z"
 

@@ -20,11 +20,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from lmms_eval_earthsci.testing.loopback import (
-    LoopbackServer,
-    QuietHandler,
-    drop_connection,
-)
+from lmms_eval_earthsci.testing.loopback import LoopbackServer, QuietHandler, drop_connection
 
 
 def prompt_field(text: str, label: str) -> str:

@@ -10,20 +10,8 @@ Never constructed at import and never needed to load a task or compute rule-base
 :func:`get_judge` returns ``None`` (after one warning) when no judge is configured.
 """
 
-from lmms_eval_earthsci.core.judge.cache import (
-    VerdictCache,
-    filesystem_type,
-    journal_mode_for,
-)
-from lmms_eval_earthsci.core.judge.client import (
-    JudgeClient,
-    JudgeStats,
-    close_all,
-    encode_payload,
-    get_judge,
-    request_key,
-    to_openai_messages,
-)
+from lmms_eval_earthsci.core.judge.cache import VerdictCache, filesystem_type, journal_mode_for
+from lmms_eval_earthsci.core.judge.client import JudgeClient, JudgeStats, close_all, encode_payload, get_judge, request_key, to_openai_messages
 from lmms_eval_earthsci.core.judge.config import JUDGE_ENV, JudgeConfig, JudgeResult
 
 __all__ = [

@@ -3,13 +3,7 @@ its subjects folded under it; the paper's Table 2 beside ``emma_acc`` (rule-base
 
 from __future__ import annotations
 
-from lmms_eval_earthsci.core.benchmark import (
-    ChartSpec,
-    Family,
-    PaperValue,
-    ProtocolNote,
-    ReportSpec,
-)
+from lmms_eval_earthsci.core.benchmark import ChartSpec, Family, PaperValue, ProtocolNote, ReportSpec
 from lmms_eval_earthsci.core.papers import canonical_model
 
 SUBJECTS = ("math", "physics", "chemistry", "coding")

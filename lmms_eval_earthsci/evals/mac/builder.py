@@ -36,15 +36,7 @@ from lmms_eval_earthsci.core.yamls import versioned
 from lmms_eval_earthsci.evals.mac import distractors as D
 from lmms_eval_earthsci.evals.mac import embedders as E
 from lmms_eval_earthsci.evals.mac.benchmark import BENCHMARK
-from lmms_eval_earthsci.evals.mac.collection import (
-    BuildInputError,
-    Issue,
-    clean,
-    in_window,
-    parse_month,
-    publisher_counts,
-    read_input,
-)
+from lmms_eval_earthsci.evals.mac.collection import BuildInputError, Issue, clean, in_window, parse_month, publisher_counts, read_input
 from lmms_eval_earthsci.evals.mac.yamls import MAC_DIRECTIONS, mac_task_yaml
 
 QUESTIONS = {

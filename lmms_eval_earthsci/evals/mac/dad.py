@@ -15,12 +15,7 @@ from __future__ import annotations
 
 from lmms_eval_earthsci.core.data import record_check
 from lmms_eval_earthsci.core.hooks import ensure_runtime_hooks
-from lmms_eval_earthsci.core.judge_pass import (
-    UNAVAILABLE,
-    JudgeSpec,
-    judged,
-    outcome_for,
-)
+from lmms_eval_earthsci.core.judge_pass import UNAVAILABLE, JudgeSpec, judged, outcome_for
 from lmms_eval_earthsci.core.messages import fill_fields, note_chat
 from lmms_eval_earthsci.core.metrics import breakdown_keys
 from lmms_eval_earthsci.evals.mac import scoring

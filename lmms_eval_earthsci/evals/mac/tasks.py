@@ -15,23 +15,11 @@ import os
 from collections import Counter
 from typing import Mapping
 
-from lmms_eval_earthsci.core.data import (
-    RecordError,
-    check_image,
-    declare_datasets,
-    record_check,
-    require_columns,
-)
+from lmms_eval_earthsci.core.data import RecordError, check_image, declare_datasets, record_check, require_columns
 from lmms_eval_earthsci.core.hooks import ensure_runtime_hooks
 from lmms_eval_earthsci.core.messages import fill_fields, note_chat, route_of
 from lmms_eval_earthsci.core.metrics import breakdown_scores, percent
-from lmms_eval_earthsci.core.repo_files import (
-    DecodedCache,
-    fetch_columns,
-    record_image,
-    record_path,
-    repo_files,
-)
+from lmms_eval_earthsci.core.repo_files import DecodedCache, fetch_columns, record_image, record_path, repo_files
 from lmms_eval_earthsci.evals.mac import scoring
 from lmms_eval_earthsci.evals.mac.benchmark import BENCHMARK
 

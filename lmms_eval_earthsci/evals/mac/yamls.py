@@ -3,12 +3,7 @@ snapshot built by ``lmms-eval-earthsci mac build``."""
 
 from __future__ import annotations
 
-from lmms_eval_earthsci.core.yamls import (
-    HEADER,
-    JUDGE_FAILED,
-    MEAN_PRESENT,
-    metric_list,
-)
+from lmms_eval_earthsci.core.yamls import HEADER, JUDGE_FAILED, MEAN_PRESENT, metric_list
 from lmms_eval_earthsci.evals.mac import tasks as T
 
 MAC_DIRECTIONS = {"i2t": "Image2Text", "t2i": "Text2Image"}

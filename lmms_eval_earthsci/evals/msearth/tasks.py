@@ -18,32 +18,13 @@ import threading
 from typing import Any, Mapping
 
 from lmms_eval_earthsci.core import textmetrics
-from lmms_eval_earthsci.core.data import (
-    RecordError,
-    check_image,
-    declare_datasets,
-    load_image,
-    record_check,
-)
+from lmms_eval_earthsci.core.data import RecordError, check_image, declare_datasets, load_image, record_check
 from lmms_eval_earthsci.core.extraction import as_text
 from lmms_eval_earthsci.core.hooks import ensure_runtime_hooks
-from lmms_eval_earthsci.core.judge_pass import (
-    UNAVAILABLE,
-    JudgeSpec,
-    batched,
-    doc_key,
-    judged,
-    judged_fields,
-    outcome_for,
-)
+from lmms_eval_earthsci.core.judge_pass import UNAVAILABLE, JudgeSpec, batched, doc_key, judged, judged_fields, outcome_for
 from lmms_eval_earthsci.core.messages import note_chat, route_of
 from lmms_eval_earthsci.core.metrics import breakdown_scores, percent
-from lmms_eval_earthsci.core.releases import (
-    RescoreError,
-    read_records,
-    release_name,
-    release_plan_dict,
-)
+from lmms_eval_earthsci.core.releases import RescoreError, read_records, release_name, release_plan_dict
 from lmms_eval_earthsci.evals.msearth.benchmark import BENCHMARK
 
 logger = logging.getLogger("lmms_eval_earthsci")

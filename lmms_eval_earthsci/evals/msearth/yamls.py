@@ -2,13 +2,7 @@
 
 from __future__ import annotations
 
-from lmms_eval_earthsci.core.yamls import (
-    HEADER,
-    JUDGE_FAILED,
-    JUDGED_MEAN,
-    MEAN_PRESENT,
-    metric_list,
-)
+from lmms_eval_earthsci.core.yamls import HEADER, JUDGE_FAILED, JUDGED_MEAN, MEAN_PRESENT, metric_list
 from lmms_eval_earthsci.evals.msearth import tasks as msearth
 
 

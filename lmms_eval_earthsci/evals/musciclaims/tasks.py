@@ -19,28 +19,12 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
-from lmms_eval_earthsci.core.data import (
-    RecordError,
-    check_image,
-    declare_datasets,
-    record_check,
-    require_columns,
-)
-from lmms_eval_earthsci.core.extraction import (
-    as_text,
-    extract_json_object,
-    strip_reasoning,
-)
+from lmms_eval_earthsci.core.data import RecordError, check_image, declare_datasets, record_check, require_columns
+from lmms_eval_earthsci.core.extraction import as_text, extract_json_object, strip_reasoning
 from lmms_eval_earthsci.core.hooks import ensure_runtime_hooks
 from lmms_eval_earthsci.core.messages import fill_fields, note_chat, route_of
 from lmms_eval_earthsci.core.metrics import precision_recall_f1, set_precision_recall_f1
-from lmms_eval_earthsci.core.repo_files import (
-    DecodedCache,
-    fetch_columns,
-    record_image,
-    record_path,
-    repo_files,
-)
+from lmms_eval_earthsci.core.repo_files import DecodedCache, fetch_columns, record_image, record_path, repo_files
 from lmms_eval_earthsci.evals.musciclaims.benchmark import BENCHMARK
 
 logger = logging.getLogger("lmms_eval_earthsci")

@@ -14,27 +14,10 @@ import random
 import re
 from typing import Any
 
-from lmms_eval_earthsci.core.data import (
-    RecordError,
-    check_image,
-    declare_datasets,
-    load_image,
-    record_check,
-)
-from lmms_eval_earthsci.core.extraction import (
-    Extracted,
-    as_text,
-    extract_boxed_answer,
-    extract_option_letter,
-)
+from lmms_eval_earthsci.core.data import RecordError, check_image, declare_datasets, load_image, record_check
+from lmms_eval_earthsci.core.extraction import Extracted, as_text, extract_boxed_answer, extract_option_letter
 from lmms_eval_earthsci.core.hooks import ensure_runtime_hooks
-from lmms_eval_earthsci.core.judge_pass import (
-    UNAVAILABLE,
-    JudgeSpec,
-    judged,
-    judged_fields,
-    outcome_for,
-)
+from lmms_eval_earthsci.core.judge_pass import UNAVAILABLE, JudgeSpec, judged, judged_fields, outcome_for
 from lmms_eval_earthsci.core.messages import note_chat, route_of
 from lmms_eval_earthsci.core.metrics import breakdown_scores, percent
 from lmms_eval_earthsci.evals.scifibench.benchmark import BENCHMARK

@@ -3,14 +3,7 @@ groups."""
 
 from __future__ import annotations
 
-from lmms_eval_earthsci.core.yamls import (
-    HEADER,
-    JUDGE_FAILED,
-    JUDGED_MEAN,
-    MEAN_PRESENT,
-    group_yaml,
-    metric_list,
-)
+from lmms_eval_earthsci.core.yamls import HEADER, JUDGE_FAILED, JUDGED_MEAN, MEAN_PRESENT, group_yaml, metric_list
 from lmms_eval_earthsci.evals.scifibench import tasks as S
 
 
