@@ -37,6 +37,7 @@ from typing import Any, Sequence
 
 from lmms_eval_earthsci import registry
 from lmms_eval_earthsci.core.benchmark import resolve_ref
+from lmms_eval_earthsci.core.data import MIRROR_ENV, fingerprint
 from lmms_eval_earthsci.core.harness import run_lmms_eval
 from lmms_eval_earthsci.core.messages import note_chat
 from lmms_eval_earthsci.core.releases import RescoreError, read_jsonl, read_records, release_name, release_plan_dict
@@ -93,14 +94,21 @@ def plan_from_run(run: str, tasks: Sequence[str] | None = None) -> dict:
     configs = results.get("configs") or {}
     if not configs:
         raise RescoreError(f"{path}: records no task configs; not an lmms-eval results file")
-    leaf = [t for t in configs if registry.benchmark_of(t) is not None or _is_ours(configs[t])]
-    wanted = list(tasks) if tasks else leaf
-    unknown = [t for t in wanted if t not in configs]
+    ours = {t for t in configs if registry.benchmark_of(t) is not None or _is_ours(configs[t])}
+    groups = {g: list(ts) for g, ts in (results.get("group_subtasks") or {}).items() if ts}
+    wanted = list(tasks) if tasks else _run_tasks(results, groups, configs)
+    unknown = [t for t in wanted if t not in configs and t not in groups]
     if unknown:
-        raise RescoreError(f"{path}: the run has no task {', '.join(unknown)} (it ran {', '.join(sorted(configs))})")
+        raise RescoreError(f"{path}: the run has no task or group {', '.join(unknown)} (it ran {', '.join(sorted(set(configs) | set(groups)))})")
+    # what lmms-eval is asked for again: the run's own task and group names, ours only, so that its groups
+    # are aggregated again as it aggregated them; the replay answers for their leaf tasks
+    wanted = [t for t in wanted if set(_leaves(t, groups)) <= ours]
+    if not wanted:
+        raise RescoreError(f"{path}: none of the tasks asked for are ours (ours in the run: {', '.join(sorted(ours)) or 'none'})")
+    leaf = list(dict.fromkeys(leaf for t in wanted for leaf in _leaves(t, groups)))
     stamp = os.path.basename(path)[: -len("_results.json")]
     entries, versions = {}, {}
-    for task in wanted:
+    for task in leaf:
         sp = os.path.join(os.path.dirname(path), f"{stamp}_samples_{task}.jsonl")
         if not os.path.exists(sp):
             raise RescoreError(f"{task}: no samples file {sp} (rescore needs a run made with --log_samples or --predict_only)")
@@ -123,10 +131,30 @@ def plan_from_run(run: str, tasks: Sequence[str] | None = None) -> dict:
         "offset": cfg.get("offset") or 0,
         "repeats": cli.get("repeats") or 1,
         "include_path": cli.get("include_path"),
+        "data": {t: (configs[t].get("metadata") or {}).get("earthsci_data") for t in leaf},
         # a --predict_only run logs no per-doc records: the backend says how every doc was prompted
         "route": "chat" if "(chat)" in str(cfg.get("model_backend") or "") else "simple",
         "model": {"model": cfg.get("model"), "model_args": cfg.get("model_args"), "model_name": results.get("model_name") or "rescored"},
     }
+
+
+def _leaves(task: str, groups: dict[str, list[str]]) -> list[str]:
+    """A task's leaf tasks through the run's groups (a leaf is its own)."""
+    if task not in groups:
+        return [task]
+    return [leaf for t in groups[task] for leaf in _leaves(t, groups)]
+
+
+def _run_tasks(results: dict, groups: dict[str, list[str]], configs: dict) -> list[str]:
+    """The task and group names the run was started with (``--tasks``); where lmms-eval did not record
+    them, the outermost groups and the tasks in no group."""
+    cli = ((results.get("config") or {}).get("resolved_cli_args") or {}).get("tasks")
+    if isinstance(cli, str) and cli.strip():
+        names = [t.strip() for t in cli.split(",") if t.strip()]
+        if all(t in configs or t in groups for t in names):
+            return names
+    inner = {t for ts in groups.values() for t in ts}
+    return [g for g in groups if g not in inner] + [t for t in configs if t not in inner and t not in groups]
 
 
 def _route(sample: dict) -> str | None:
@@ -153,6 +181,78 @@ def plan_from_release(fmt: str, path: str, options: dict) -> dict:
     plan["source"] = {"kind": fmt, "path": os.path.abspath(path)}
     plan.setdefault("versions", {})
     return plan
+
+
+# --------------------------------------------------------------------------- the data the run used
+
+HUB_PROBE_SECONDS = 3.0
+
+
+def recorded_mirror(plan: dict) -> tuple[str | None, str]:
+    """(the local mirror the run read every task of ours from, if it is still there and unchanged; why
+    not otherwise). A run's tasks record what they loaded in ``metadata.earthsci_data`` (source, path,
+    fingerprint)."""
+    records = [r for r in (plan.get("data") or {}).values() if isinstance(r, dict)]
+    mirrored = [r for r in records if r.get("source") == "mirror" and r.get("path") and r.get("dataset_path")]
+    if not records or len(mirrored) != len(records):
+        return None, "the run did not read all its data from a local mirror"
+    roots = set()
+    for r in mirrored:
+        suffix = os.path.join(*str(r["dataset_path"]).split("/"))
+        path = os.path.normpath(str(r["path"]))
+        if not path.endswith(os.sep + suffix):
+            return None, f"the run's record of {r['dataset_path']} names no mirror root ({path})"
+        roots.add(path[: -len(suffix) - 1])
+    if len(roots) != 1:
+        return None, f"the run read its data from several mirrors ({', '.join(sorted(roots))})"
+    root = roots.pop()
+    for r in mirrored:
+        if not os.path.isdir(r["path"]):
+            return None, f"the run's mirror {root} no longer holds {r['dataset_path']}"
+        if r.get("fingerprint") and fingerprint(r["path"])["fingerprint"] != r["fingerprint"]:
+            return None, f"the run's copy of {r['dataset_path']} in {root} changed since the run (its files' names, sizes or times)"
+    return root, ""
+
+
+def hub_reachable(timeout: float = HUB_PROBE_SECONDS) -> bool:
+    """Whether the Hub (``HF_ENDPOINT``) accepts a TCP connection within ``timeout`` seconds (DNS included)."""
+    import socket
+    import threading
+    import urllib.parse
+
+    url = urllib.parse.urlsplit(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
+    host, port = url.hostname or "huggingface.co", url.port or (443 if url.scheme == "https" else 80)
+    ok = []
+
+    def probe():
+        try:
+            socket.create_connection((host, port), timeout=timeout).close()
+            ok.append(True)
+        except OSError:
+            pass
+
+    t = threading.Thread(target=probe, daemon=True)
+    t.start()
+    t.join(timeout)
+    return bool(ok)
+
+
+def data_route(plan: dict) -> dict:
+    """Where the rescore reads the tasks' data: ``EARTHSCI_DATA_MIRROR`` when set; else the mirror the run
+    recorded, when it is still there and unchanged; else the Hub, unless it cannot be reached (then a
+    one-line error naming the variable to set, in seconds, instead of lmms-eval's Hub retries)."""
+    if os.environ.get(MIRROR_ENV, "").strip():
+        return {"route": "environment", MIRROR_ENV: os.environ[MIRROR_ENV]}
+    root, why = recorded_mirror(plan)
+    if root:
+        return {"route": "the run's mirror", MIRROR_ENV: root}
+    if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
+        return {"route": "hub cache (HF_HUB_OFFLINE)", "why_not_the_runs_mirror": why}
+    if not hub_reachable():
+        repos = sorted({str(r.get("dataset_path")) for r in (plan.get("data") or {}).values() if isinstance(r, dict) and r.get("dataset_path")})
+        holding = ", ".join(repos) or "the tasks' datasets"
+        raise RescoreError(f"the Hugging Face Hub cannot be reached and {why}: set {MIRROR_ENV} to a mirror holding {holding} (or HF_HUB_OFFLINE=1 to read the Hub cache)")
+    return {"route": "hub", "why_not_the_runs_mirror": why}
 
 
 # --------------------------------------------------------------------------- versions
@@ -299,6 +399,7 @@ def rescore(plan: dict, out: str, force: bool = False, extra: Sequence[str] = ()
     if changes and not force:
         lines = [f"{t}: run {c['run']}, installed {c['installed']}" for t, c in changes.items()]
         raise RescoreError("the run was scored by another version of these tasks (their scores may not compare):\n  " + "\n  ".join(lines) + "\n--force rescores anyway and records the change")
+    route = data_route(plan)
     os.makedirs(out, exist_ok=True)
     plan_path = os.path.join(out, PLAN_FILE)
     with open(plan_path, "w", encoding="utf-8") as f:
@@ -318,7 +419,16 @@ def rescore(plan: dict, out: str, force: bool = False, extra: Sequence[str] = ()
         argv += ["--include_path", plan["include_path"]]
     argv += list(extra)
     started = time.time()
-    run_lmms_eval(argv)
+    saved = os.environ.get(MIRROR_ENV)
+    if route.get(MIRROR_ENV):
+        os.environ[MIRROR_ENV] = route[MIRROR_ENV]
+    try:
+        run_lmms_eval(argv)
+    finally:
+        if saved is None:
+            os.environ.pop(MIRROR_ENV, None)
+        else:
+            os.environ[MIRROR_ENV] = saved
     if STATE["problems"]:
         raise RescoreError(f"{len(STATE['problems'])} doc(s) do not match the {plan['source']['kind']}, nothing scored:\n  " + "\n  ".join(STATE["problems"][:20]))
     path = _new_results(out, before)
@@ -338,6 +448,7 @@ def rescore(plan: dict, out: str, force: bool = False, extra: Sequence[str] = ()
         "not_in_tasks": unserved,
         "target_mismatches": mismatched,
         "seconds": round(time.time() - started, 1),
+        "data": route,
     }
     results["rescore"] = record
     model = plan["model"]
@@ -370,7 +481,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     ap.add_argument("run", nargs="?", metavar="RUN_DIR", help="an lmms-eval --output_path of a --log_samples or --predict_only run (or one *_results.json)")
     ap.add_argument("--out", required=True, metavar="NEW_DIR", help="where the rescored results and samples go (lmms-eval's layout)")
-    ap.add_argument("--tasks", default=None, help="comma-separated tasks of the run to rescore (default: every task of ours in it); with --from msearth-release, the task the file is for (default: from its records)")
+    ap.add_argument("--tasks", default=None, help="comma-separated tasks or groups of the run to rescore (default: the tasks and groups the run was started with, ours); with --from msearth-release, the task the file is for (default: from its records)")
     ap.add_argument("--force", action="store_true", help="rescore a run of another task version (or whose prompts changed), recording it")
     ap.add_argument("--from", dest="fmt", default=None, choices=sorted(importers()), help="import the authors' released outputs from FILE instead of a run")
     ap.add_argument("--set", dest="subset", default="mini", choices=["mini", "full"], help="--from emma-release: EMMA-mini or full EMMA (default mini)")

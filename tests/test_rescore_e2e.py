@@ -166,3 +166,67 @@ def test_another_task_version_is_refused_unless_forced(runs, mirror, hf_home):
     assert res["rescore"]["forced"] and res["rescore"]["version_changes"] == {"musciclaims_rd": {"run": 0.5, "installed": 1.0}}
     direct, _ = read_outputs(str(tmp / "direct"))
     assert res["results"]["musciclaims_rd"] == direct["results"]["musciclaims_rd"] and list(res["results"]) == ["musciclaims_rd"]
+
+
+def test_rescore_rebuilds_the_runs_groups_and_takes_group_names(mirror, hf_home, tmp_path):
+    """A run of groups (as the demo runs them) rescored: the same groups, aggregated again as lmms-eval
+    aggregated them (results, group_subtasks), and `report` shows them in both columns; `--tasks` takes a
+    group name (its leaves only are rescored) and an unknown name is refused naming tasks and groups."""
+    from lmms_eval_earthsci.report import write_report
+
+    out = tmp_path / "run"
+    run_cli(["--model", "dummy", "--model_args", "response=So the answer is \\boxed{B}", "--tasks", "emma_mini,scifibench_f2c", "--limit", "3", "--output_path", str(out), "--log_samples"], cli_env(mirror, hf_home), str(tmp_path))
+    first, _ = read_outputs(str(out))
+    groups = {"emma_mini": [f"emma_mini_{s}" for s in ("math", "physics", "chemistry", "coding")], "scifibench_f2c": ["scifibench_cs_f2c", "scifibench_general_f2c"]}
+    assert {g: sorted(first["group_subtasks"][g]) for g in groups} == {g: sorted(ts) for g, ts in groups.items()}  # the premise
+    env = cli_env(mirror, hf_home)
+    proc = rescore([str(out), "--out", str(tmp_path / "re")], env, str(tmp_path))
+    assert proc.returncode == 0, proc.stderr[-5000:]
+    again, _ = read_outputs(str(tmp_path / "re"))
+    for name in [*groups, *(t for ts in groups.values() for t in ts)]:
+        assert {k: v for k, v in again["results"][name].items() if k != "alias"} == {k: v for k, v in first["results"][name].items() if k != "alias"}, name
+    assert {g: sorted(again["group_subtasks"][g]) for g in groups} == {g: sorted(ts) for g, ts in groups.items()}
+    assert again["results"]["emma_mini"]["emma_acc,none"] is not None
+    _, text = write_report([str(out), str(tmp_path / "re")], str(tmp_path / "rep"), resamples=0)
+    row = next(line for line in text.splitlines() if line.startswith("| EMMA | emma_mini | emma_acc |"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[3] == cells[5] != "–"  # the group's number in both columns (cells 4 and 6: the intervals)
+    # --tasks with a group name: that group only
+    proc = rescore([str(out), "--out", str(tmp_path / "re_emma"), "--tasks", "emma_mini"], env, str(tmp_path))
+    assert proc.returncode == 0, proc.stderr[-5000:]
+    only, samples = read_outputs(str(tmp_path / "re_emma"))
+    assert set(only["group_subtasks"]) == {"emma_mini"} and set(samples) == set(groups["emma_mini"])
+    assert only["results"]["emma_mini"] == again["results"]["emma_mini"]
+    proc = rescore([str(out), "--out", str(tmp_path / "re_x"), "--tasks", "emma_full"], env, str(tmp_path))
+    assert proc.returncode == 2 and "no task or group emma_full" in proc.stderr and "scifibench_f2c" in proc.stderr
+
+
+def test_rescore_reads_the_runs_recorded_mirror_and_fails_fast_offline(mirror, hf_home, tmp_path):
+    """Rescore without EARTHSCI_DATA_MIRROR (as on the demo's own output): it reads the mirror the run
+    recorded, when unchanged; once that copy changed and the Hub cannot be reached, one line in seconds
+    names the variable to set, instead of waiting on Hub retries."""
+    import time
+
+    copy = tmp_path / "mirror"
+    shutil.copytree(os.path.join(mirror, "luckychao"), copy / "luckychao")
+    out = tmp_path / "run"
+    run_cli(["--model", "dummy", "--model_args", "response=\\boxed{B}", "--tasks", "emma_mini_math", "--limit", "2", "--output_path", str(out), "--log_samples"], cli_env(str(copy), hf_home), str(tmp_path))
+    first, _ = read_outputs(str(out))
+    env = cli_env(str(copy), hf_home)
+    env.pop("EARTHSCI_DATA_MIRROR")  # the premise: nothing but the run's own record points at the mirror
+    proc = rescore([str(out), "--out", str(tmp_path / "re")], env, str(tmp_path))
+    assert proc.returncode == 0, proc.stderr[-5000:]
+    again, _ = read_outputs(str(tmp_path / "re"))
+    assert again["results"]["emma_mini_math"] == first["results"]["emma_mini_math"]
+    assert again["rescore"]["data"] == {"route": "the run's mirror", "EARTHSCI_DATA_MIRROR": str(copy)}
+    # the copy changes; no mirror variable, no offline flag, a Hub that refuses connections
+    target = next((copy / "luckychao" / "EMMA-mini" / "Math").glob("*.parquet"))
+    os.utime(target, (1, 1))
+    env.pop("HF_HUB_OFFLINE")
+    env.update(HF_ENDPOINT="http://127.0.0.1:9", HF_DATASETS_OFFLINE="0")
+    t0 = time.time()
+    proc = rescore([str(out), "--out", str(tmp_path / "re2")], env, str(tmp_path))
+    assert proc.returncode == 2 and time.time() - t0 < 60
+    err = proc.stderr.strip()
+    assert "\n" not in err and "EARTHSCI_DATA_MIRROR" in err and "changed since the run" in err and "luckychao/EMMA-mini" in err, err
+    assert not (tmp_path / "re2").exists() or not list((tmp_path / "re2").rglob("*_results.json"))
