@@ -37,6 +37,7 @@ from typing import Any, Sequence
 
 from lmms_eval_earthsci import registry
 from lmms_eval_earthsci.core.benchmark import resolve_ref
+from lmms_eval_earthsci.core import hub
 from lmms_eval_earthsci.core.data import MIRROR_ENV, fingerprint
 from lmms_eval_earthsci.core.harness import run_lmms_eval
 from lmms_eval_earthsci.core.messages import note_chat
@@ -185,9 +186,6 @@ def plan_from_release(fmt: str, path: str, options: dict) -> dict:
 
 # --------------------------------------------------------------------------- the data the run used
 
-HUB_PROBE_SECONDS = 3.0
-
-
 def recorded_mirror(plan: dict) -> tuple[str | None, str]:
     """(the local mirror the run read every task of ours from, if it is still there and unchanged; why
     not otherwise). A run's tasks record what they loaded in ``metadata.earthsci_data`` (source, path,
@@ -214,29 +212,6 @@ def recorded_mirror(plan: dict) -> tuple[str | None, str]:
     return root, ""
 
 
-def hub_reachable(timeout: float = HUB_PROBE_SECONDS) -> bool:
-    """Whether the Hub (``HF_ENDPOINT``) accepts a TCP connection within ``timeout`` seconds (DNS included)."""
-    import socket
-    import threading
-    import urllib.parse
-
-    url = urllib.parse.urlsplit(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
-    host, port = url.hostname or "huggingface.co", url.port or (443 if url.scheme == "https" else 80)
-    ok = []
-
-    def probe():
-        try:
-            socket.create_connection((host, port), timeout=timeout).close()
-            ok.append(True)
-        except OSError:
-            pass
-
-    t = threading.Thread(target=probe, daemon=True)
-    t.start()
-    t.join(timeout)
-    return bool(ok)
-
-
 def data_route(plan: dict) -> dict:
     """Where the rescore reads the tasks' data: ``EARTHSCI_DATA_MIRROR`` when set; else the mirror the run
     recorded, when it is still there and unchanged; else the Hub, unless it cannot be reached (then a
@@ -246,12 +221,13 @@ def data_route(plan: dict) -> dict:
     root, why = recorded_mirror(plan)
     if root:
         return {"route": "the run's mirror", MIRROR_ENV: root}
-    if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
+    hub_state, seen = hub.state()
+    if hub_state == "offline":
         return {"route": "hub cache (HF_HUB_OFFLINE)", "why_not_the_runs_mirror": why}
-    if not hub_reachable():
+    if hub_state != "up":
         repos = sorted({str(r.get("dataset_path")) for r in (plan.get("data") or {}).values() if isinstance(r, dict) and r.get("dataset_path")})
         holding = ", ".join(repos) or "the tasks' datasets"
-        raise RescoreError(f"the Hugging Face Hub cannot be reached and {why}: set {MIRROR_ENV} to a mirror holding {holding} (or HF_HUB_OFFLINE=1 to read the Hub cache)")
+        raise RescoreError(f"the Hugging Face Hub is {hub_state} ({seen}) and {why}: set {MIRROR_ENV} to a mirror holding {holding} (or HF_HUB_OFFLINE=1 to read the Hub cache)")
     return {"route": "hub", "why_not_the_runs_mirror": why}
 
 

@@ -59,3 +59,45 @@ def test_missing_resources_are_unavailable_not_errors(monkeypatch, tmp_path, cap
     # no stemmer: only "tang" matches (P 1/2, R 1/4)
     assert scores["rouge1"] == pytest.approx(100 / 3) and scores["bleu"] == 0.0
     assert T.sample_scores("ref", "   ") is None
+
+
+@pytest.mark.parametrize("hub_is", ["offline", "absent", "slow"])
+def test_bertscore_is_unavailable_in_seconds_when_the_hub_is_not_there(hub_is, monkeypatch, tmp_path):
+    """No wait on Hub retries: HF_HUB_OFFLINE, a Hub that refuses connections, and one that does not answer
+    in time (the network is replaced by a timeout) each make BERTScore unavailable at once when its model
+    is not cached, and the reason says which it was and the variable that points at a local model."""
+    import socket
+    import time
+
+    from lmms_eval_earthsci.core import hub
+
+    from huggingface_hub import constants
+
+    monkeypatch.delenv(T.BERTSCORE_MODEL_ENV, raising=False)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))  # an empty cache, whatever this machine holds
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # nothing listens on the discard port here
+    if hub_is == "offline":
+        monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    else:
+        monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    if hub_is == "slow":
+        def no_answer(*args, **kwargs):
+            raise socket.timeout("timed out")
+
+        monkeypatch.setattr(hub.socket, "create_connection", no_answer)
+    T._bertscorer.cache_clear()
+    hub._probe.cache_clear()
+    T._warned.discard("bertscore")
+    try:
+        t0 = time.time()
+        assert T.bertscore_f1(["a b"], ["a b"]) is None
+        assert time.time() - t0 < 10
+        reason = T.UNAVAILABLE_REASON["bertscore"]
+        assert f"is {hub_is}" in reason and T.BERTSCORE_MODEL_ENV in reason and "'roberta-large' is not in the Hugging Face cache" in reason
+        if hub_is == "absent":
+            assert "127.0.0.1:9 cannot be reached" in reason
+        if hub_is == "slow":
+            assert "did not answer within" in reason
+    finally:
+        T._bertscorer.cache_clear()
+        hub._probe.cache_clear()

@@ -34,6 +34,7 @@ from collections import Counter
 from typing import Sequence
 
 from lmms_eval_earthsci import cache_dir
+from lmms_eval_earthsci.core import hub
 
 logger = logging.getLogger("lmms_eval_earthsci")
 
@@ -236,16 +237,43 @@ def meteor(reference: str, candidate: str) -> float | None:
 # --------------------------------------------------------------------------- BERTScore
 
 
+# why BERTScore is unavailable in this process (None: available, or not asked yet)
+UNAVAILABLE_REASON: dict[str, str | None] = {"bertscore": None}
+
+
+def _local_model(model: str) -> tuple[str | None, str]:
+    """(a folder to load ``model`` from without waiting on the Hub, or None; why not). A folder is itself;
+    a Hub name is its Hugging Face cache snapshot when the Hub is offline, absent or slow (then nothing is
+    asked of it), and the name itself when the Hub answers."""
+    if os.path.isdir(model):
+        return model, ""
+    hub_state, seen = hub.state()
+    if hub_state == "up":
+        return model, ""
+    try:
+        from huggingface_hub import snapshot_download
+
+        return snapshot_download(model, local_files_only=True), ""
+    except Exception:
+        return None, f"the Hugging Face Hub is {hub_state} ({seen}) and {model!r} is not in the Hugging Face cache"
+
+
 @functools.lru_cache(maxsize=1)
 def _bertscorer():
     model = os.environ.get(BERTSCORE_MODEL_ENV, "").strip() or "roberta-large"
+    path, why = _local_model(model)
+    if path is None:
+        UNAVAILABLE_REASON["bertscore"] = f"{why}; set {BERTSCORE_MODEL_ENV} to a local copy of roberta-large"
+        _warn_once("bertscore", f"BERTScore is unavailable: {UNAVAILABLE_REASON['bertscore']}")
+        return None
     try:
         layers = int(os.environ.get(BERTSCORE_LAYERS_ENV, "17"))
         from bert_score import BERTScorer
 
-        return BERTScorer(model_type=model, num_layers=layers, idf=False, rescale_with_baseline=False, lang="en")
+        return BERTScorer(model_type=path, num_layers=layers, idf=False, rescale_with_baseline=False, lang="en")
     except Exception as exc:  # model not downloadable here, package missing, bad layer count
-        _warn_once("bertscore", f"BERTScore is unavailable: cannot load {model!r} ({type(exc).__name__}: {str(exc)[:160]}); set {BERTSCORE_MODEL_ENV} to a local copy of roberta-large")
+        UNAVAILABLE_REASON["bertscore"] = f"cannot load {model!r} ({type(exc).__name__}: {str(exc)[:160]}); set {BERTSCORE_MODEL_ENV} to a local copy of roberta-large"
+        _warn_once("bertscore", f"BERTScore is unavailable: {UNAVAILABLE_REASON['bertscore']}")
         return None
 
 

@@ -1,0 +1,50 @@
+"""Is the Hugging Face Hub there? Asked once per process before anything would wait on Hub retries
+(rescore's data, BERTScore's model): ``HF_HUB_OFFLINE`` is respected, and otherwise a TCP connection to
+``HF_ENDPOINT`` within a few seconds tells an absent Hub (refused, unresolvable) from a slow one (no
+answer in time), so that each can be said as it is."""
+
+from __future__ import annotations
+
+import functools
+import os
+import socket
+import threading
+import urllib.parse
+
+PROBE_SECONDS = 3.0
+
+
+def offline() -> bool:
+    return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def endpoint() -> tuple[str, int]:
+    url = urllib.parse.urlsplit(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
+    return url.hostname or "huggingface.co", url.port or (443 if url.scheme == "https" else 80)
+
+
+@functools.lru_cache(maxsize=8)
+def _probe(host: str, port: int, timeout: float) -> tuple[str, str]:
+    result: list[tuple[str, str]] = []
+
+    def connect():
+        try:
+            socket.create_connection((host, port), timeout=timeout).close()
+            result.append(("up", f"{host}:{port} answers"))
+        except socket.timeout:
+            result.append(("slow", f"{host}:{port} did not answer within {timeout:g} s"))
+        except OSError as exc:
+            result.append(("absent", f"{host}:{port} cannot be reached ({type(exc).__name__}: {exc})"))
+
+    t = threading.Thread(target=connect, daemon=True)
+    t.start()
+    t.join(timeout + 0.5)
+    return result[0] if result else ("slow", f"{host}:{port} did not answer within {timeout:g} s (name resolution included)")
+
+
+def state(timeout: float = PROBE_SECONDS) -> tuple[str, str]:
+    """("offline" | "up" | "absent" | "slow", what was found), the probe made once per endpoint."""
+    if offline():
+        return "offline", "HF_HUB_OFFLINE is set"
+    host, port = endpoint()
+    return _probe(host, port, timeout)
