@@ -200,3 +200,22 @@ def test_hf_token_is_sent_and_never_logged(mirror, tmp_path):
     leaked = [line for line in (proc.stdout + proc.stderr).splitlines() if SECRET in line]
     assert leaked == [], "the token is in the CLI's output:\n" + "\n".join(leaked)
     assert "'token': '***'" in proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("status", ["401", "403", "404"])
+def test_hub_refusing_a_data_file_is_one_line_naming_repo_file_revision_and_fix(status, mirror, tmp_path):
+    """A data file the Hub refuses (a gated repo, a token without access, a moved file or a wrong pin):
+    instead of `datasets`' "check your connection", one line names the repo, the file, the revision and
+    what to do; the run fails and writes no results."""
+    out = tmp_path / "out"
+    with FakeHubServer({EMMA_MINI: _repos(mirror)[EMMA_MINI]}) as hub:
+        fault = hub.add_fault(EMMA_MATH_PARQUET, status, methods=("GET", "HEAD"))
+        cmd = [os.path.join(VENV_BIN, "lmms-eval")] + MODEL_ARGS + ["--tasks", "emma_mini_math", "--output_path", str(out), "--verbosity", "DEBUG"]
+        proc = subprocess.run(cmd, env=hub_env(hub, mirror, str(tmp_path / "hf_home")), cwd=str(tmp_path), capture_output=True, text=True, timeout=300)
+    output = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and fault.hits >= 1
+    (line,) = [l for l in output.splitlines() if "HubRefusedError:" in l]
+    assert f"answered {status} for {EMMA_MINI} file {EMMA_MATH_PARQUET} at revision {emma.REVISION_MINI}" in line
+    fix = {"401": "HF_TOKEN", "403": "accept the dataset's terms", "404": "check the pin"}[status]
+    assert fix in line and "EARTHSCI_DATA_MIRROR" in line
+    assert not glob.glob(str(out / "**" / "*_results.json"), recursive=True)

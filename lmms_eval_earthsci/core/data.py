@@ -162,6 +162,39 @@ def prepare_load(dataset_path: str, dataset_kwargs: Mapping[str, Any] | None) ->
     return path, kwargs, record
 
 
+class HubRefusedError(RuntimeError):
+    """The Hub refused a file of a task's dataset (401, 403, 404); the message names the repo, the file,
+    the revision and the likely fix, in one line."""
+
+
+_HUB_FIXES = {
+    401: "the repo needs a token (gated or private): set HF_TOKEN (or run `hf auth login`), or use a local mirror (EARTHSCI_DATA_MIRROR)",
+    403: "the token may not read it: accept the dataset's terms on its Hub page with the account of HF_TOKEN, or check the token's scope; or use a local mirror (EARTHSCI_DATA_MIRROR)",
+    404: "no such file at that revision: check the pin (dataset_kwargs.revision in the task YAML) against the repo, or use a local mirror (EARTHSCI_DATA_MIRROR)",
+}
+
+
+def hub_refusal(exc: BaseException, repo: str | None, revision: str | None) -> HubRefusedError | None:
+    """A one-line :class:`HubRefusedError` for a 401/403/404 the Hub answered while ``datasets`` loaded
+    ``repo`` (found anywhere in the exception's chain: ``datasets`` re-raises it as a bare
+    ``FileNotFoundError("404 Client Error.")``), or None for any other error."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        response = getattr(exc, "response", None)
+        status = getattr(response, "status_code", None)
+        if status in _HUB_FIXES:
+            url = str(getattr(response, "url", "") or getattr(getattr(response, "request", None), "url", "") or "")
+            file, rev = None, revision
+            if "/resolve/" in url:
+                rev_and_file = url.split("/resolve/", 1)[1].split("?", 1)[0]
+                rev, _, file = rev_and_file.partition("/")
+            where = f"{repo}" + (f" file {file}" if file else "") + f" at revision {rev or 'main'}"
+            return HubRefusedError(f"the Hugging Face Hub answered {status} for {where} ({url}): {_HUB_FIXES[status]}")
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
 def install_mirror_hook() -> bool:
     """Route ``ConfigurableTask.download`` through :func:`prepare_load`, validate every record and record
     what was loaded. Idempotent; False if the lmms-eval internals it relies on are gone."""
@@ -180,6 +213,9 @@ def install_mirror_hook() -> bool:
                 out = original(self, dataset_kwargs, *args, **kwargs)
             except Exception as exc:  # lmms-eval retries the load (tenacity): surface the real error, URL and all
                 last = getattr(getattr(exc, "last_attempt", None), "exception", lambda: None)()
+                refused = hub_refusal(last or exc, path, (record or {}).get("revision"))
+                if refused is not None:
+                    raise refused from (last or exc)
                 if last is not None:
                     raise last from exc
                 raise
