@@ -53,3 +53,28 @@ def test_load_image_forms(tmp_path):
         data.load_image(None, dataset="d", record_id=7, field="image_2")
     with pytest.raises(data.RecordError, match="cannot be decoded"):
         data.load_image(b"not a png", dataset="d", record_id=7, field="image")
+
+
+@pytest.mark.parametrize("status, fix", [(401, "set HF_TOKEN"), (403, "accept the dataset's terms"), (404, "check the pin")])
+def test_a_hub_refusal_deep_in_the_chain_is_named_in_one_line(status, fix):
+    """`datasets` re-raises the Hub's error as a bare FileNotFoundError("404 Client Error."), the real one
+    (with its response) in the chain; lmms-eval wraps that again. The refusal is found and named."""
+
+    class Response:  # what huggingface_hub's HTTP errors carry
+        status_code = status
+        url = "https://hub.example/datasets/org/name/resolve/abc123/data/test-00000.parquet"
+
+    class HubError(Exception):
+        response = Response()
+
+    try:
+        try:
+            raise HubError("Client Error")
+        except HubError as e:
+            raise FileNotFoundError(f"{status} Client Error.") from e
+    except FileNotFoundError as exc:
+        refused = data.hub_refusal(exc, "org/name", None)
+    assert isinstance(refused, data.HubRefusedError) and "\n" not in str(refused)
+    assert str(refused).startswith(f"the Hugging Face Hub answered {status} for org/name file data/test-00000.parquet at revision abc123 (")
+    assert fix in str(refused) and "EARTHSCI_DATA_MIRROR" in str(refused)
+    assert data.hub_refusal(FileNotFoundError("no such file"), "org/name", None) is None  # anything else is left as it is
