@@ -79,15 +79,8 @@ def check_mirror(root: str, tasks: list[str] | None = None) -> tuple[int, str]:
     datasets.disable_progress_bars()
     root = os.path.abspath(root)
     # files the rows name (MuSciClaims figures) are looked up in this mirror, as a run would
-    previous = os.environ.get(data.MIRROR_ENV)
-    os.environ[data.MIRROR_ENV] = root
-    try:
+    with data.mirror_env(root):
         return _check_mirror(root, tasks)
-    finally:
-        if previous is None:
-            os.environ.pop(data.MIRROR_ENV, None)
-        else:
-            os.environ[data.MIRROR_ENV] = previous
 
 
 def _check_mirror(root: str, tasks: list[str] | None) -> tuple[int, str]:

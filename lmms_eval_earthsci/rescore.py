@@ -38,8 +38,8 @@ from typing import Any, Sequence
 from lmms_eval_earthsci import registry
 from lmms_eval_earthsci.core.benchmark import resolve_ref
 from lmms_eval_earthsci.core import hub
-from lmms_eval_earthsci.core.data import MIRROR_ENV, fingerprint
-from lmms_eval_earthsci.core.harness import run_lmms_eval
+from lmms_eval_earthsci.core.data import MIRROR_ENV, fingerprint, mirror_env
+from lmms_eval_earthsci.core.harness import group_leaves, run_lmms_eval
 from lmms_eval_earthsci.core.messages import note_chat
 from lmms_eval_earthsci.core.releases import RescoreError, read_jsonl, read_records, release_name, release_plan_dict
 from lmms_eval_earthsci.yamlgen import task_yaml_paths
@@ -103,10 +103,10 @@ def plan_from_run(run: str, tasks: Sequence[str] | None = None) -> dict:
         raise RescoreError(f"{path}: the run has no task or group {', '.join(unknown)} (it ran {', '.join(sorted(set(configs) | set(groups)))})")
     # what lmms-eval is asked for again: the run's own task and group names, ours only, so that its groups
     # are aggregated again as it aggregated them; the replay answers for their leaf tasks
-    wanted = [t for t in wanted if set(_leaves(t, groups)) <= ours]
+    wanted = [t for t in wanted if set(group_leaves(t, groups)) <= ours]
     if not wanted:
         raise RescoreError(f"{path}: none of the tasks asked for are ours (ours in the run: {', '.join(sorted(ours)) or 'none'})")
-    leaf = list(dict.fromkeys(leaf for t in wanted for leaf in _leaves(t, groups)))
+    leaf = list(dict.fromkeys(leaf for t in wanted for leaf in group_leaves(t, groups)))
     stamp = os.path.basename(path)[: -len("_results.json")]
     entries, versions = {}, {}
     for task in leaf:
@@ -137,13 +137,6 @@ def plan_from_run(run: str, tasks: Sequence[str] | None = None) -> dict:
         "route": "chat" if "(chat)" in str(cfg.get("model_backend") or "") else "simple",
         "model": {"model": cfg.get("model"), "model_args": cfg.get("model_args"), "model_name": results.get("model_name") or "rescored"},
     }
-
-
-def _leaves(task: str, groups: dict[str, list[str]]) -> list[str]:
-    """A task's leaf tasks through the run's groups (a leaf is its own)."""
-    if task not in groups:
-        return [task]
-    return [leaf for t in groups[task] for leaf in _leaves(t, groups)]
 
 
 def _run_tasks(results: dict, groups: dict[str, list[str]], configs: dict) -> list[str]:
@@ -395,16 +388,8 @@ def rescore(plan: dict, out: str, force: bool = False, extra: Sequence[str] = ()
         argv += ["--include_path", plan["include_path"]]
     argv += list(extra)
     started = time.time()
-    saved = os.environ.get(MIRROR_ENV)
-    if route.get(MIRROR_ENV):
-        os.environ[MIRROR_ENV] = route[MIRROR_ENV]
-    try:
+    with mirror_env(route.get(MIRROR_ENV)):
         run_lmms_eval(argv)
-    finally:
-        if saved is None:
-            os.environ.pop(MIRROR_ENV, None)
-        else:
-            os.environ[MIRROR_ENV] = saved
     if STATE["problems"]:
         raise RescoreError(f"{len(STATE['problems'])} doc(s) do not match the {plan['source']['kind']}, nothing scored:\n  " + "\n  ".join(STATE["problems"][:20]))
     path = _new_results(out, before)

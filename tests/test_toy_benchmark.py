@@ -76,8 +76,8 @@ FILES = {
 
         DOCS = %s
 
-        def write(root):
-            d = os.path.join(root, "toylab", "ToyBench", "data")
+        def write(root, repo):
+            d = os.path.join(root, *repo.split("/"), "data")
             os.makedirs(d, exist_ok=True)
             with open(os.path.join(d, "test.jsonl"), "w") as f:
                 f.write("".join(json.dumps(r) + "\\n" for r in DOCS))

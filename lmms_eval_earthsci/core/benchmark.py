@@ -258,7 +258,7 @@ class Benchmark:
     yaml_files: str | None = None
     # where its task YAMLs live; None: our task_yamls/<name>/ (a lab's benchmark names its own folder)
     task_dir: str | None = None
-    # the Hub repos its tasks read, and the writer of each repo's fixture copy ("module:function(root)")
+    # the Hub repos its tasks read, and the writer of each repo's fixture copy ("module:function(root, repo)")
     datasets: tuple[str, ...] = ()
     fixtures: Mapping[str, str] = field(default_factory=dict)
     # --from FORMAT of `rescore` -> "module:function(path, options) -> replay plan"

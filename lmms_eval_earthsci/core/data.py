@@ -24,6 +24,7 @@ the task's ``metadata.earthsci_data.bad_records`` (results JSON) and in the log.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import logging
@@ -70,6 +71,22 @@ class MirrorError(FileNotFoundError):
 
 class BadRecordsError(ValueError):
     """Records of a task's dataset that cannot be scored; raised before inference, listing them all."""
+
+@contextlib.contextmanager
+def mirror_env(root: str | None):
+    """``EARTHSCI_DATA_MIRROR`` set to ``root`` for the block (left as it is when ``root`` is None), then
+    restored: commands that run a load in this process (check-mirror, rescore) read a chosen mirror."""
+    previous = os.environ.get(MIRROR_ENV)
+    if root is not None:
+        os.environ[MIRROR_ENV] = root
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop(MIRROR_ENV, None)
+        else:
+            os.environ[MIRROR_ENV] = previous
+
 
 def mirror_root() -> str | None:
     root = os.environ.get(MIRROR_ENV, "").strip()

@@ -1,9 +1,10 @@
-"""lmms-eval's own CLI, run in this process (``rescore`` and the ``run`` wrapper)."""
+"""lmms-eval's own CLI, run in this process (``rescore`` and the ``run`` wrapper), and the shape of the
+results it writes."""
 
 from __future__ import annotations
 
 import sys
-from typing import Sequence
+from typing import Mapping, Sequence
 
 
 def run_lmms_eval(args: Sequence[str]) -> int:
@@ -19,3 +20,10 @@ def run_lmms_eval(args: Sequence[str]) -> int:
         return lmms_main() or 0
     finally:
         sys.argv = saved
+
+
+def group_leaves(task: str, groups: Mapping[str, Sequence[str]]) -> list[str]:
+    """A task's leaf tasks through a results file's ``group_subtasks`` (a leaf task is its own)."""
+    if task not in groups:
+        return [task]
+    return [leaf for t in groups[task] for leaf in group_leaves(t, groups)]

@@ -9,6 +9,7 @@ from typing import Any
 
 from lmms_eval_earthsci import registry
 from lmms_eval_earthsci.core import stats
+from lmms_eval_earthsci.core.harness import group_leaves
 from lmms_eval_earthsci.core.stats import DEFAULT_RESAMPLES, DEFAULT_SEED, Interval
 from lmms_eval_earthsci.report.papers import fmt
 from lmms_eval_earthsci.report.runs import MISSING, Run
@@ -26,7 +27,7 @@ BOOTSTRAP_NOTE = (
 def configure(resamples: int, seed: int) -> None:
     BOOTSTRAP.update(resamples=resamples, seed=seed)
     _CI_CACHE.clear()
-    _kernels_registered()
+    _kernels_registered()  # paired comparisons resolve kernels too, not only intervals
 
 
 @functools.lru_cache(maxsize=None)
@@ -57,9 +58,7 @@ def _yaml_paths(include_path: str | None) -> dict[str, str]:
 
 
 def leaves(run: Run, task: str) -> list[str]:
-    if task not in run.subtasks:
-        return [task]
-    return [leaf for t in run.subtasks[task] for leaf in leaves(run, t)]
+    return group_leaves(task, run.subtasks)
 
 
 def doc_items(run: Run, task: str, metric: str) -> dict[tuple[str, Any], Any] | None:

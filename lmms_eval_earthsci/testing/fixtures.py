@@ -13,7 +13,7 @@ from lmms_eval_earthsci.core.benchmark import resolve_ref
 
 
 def writers() -> dict[str, Callable[[str], str]]:
-    """``{Hub repo: writer(root)}`` of every registered benchmark."""
+    """``{Hub repo: writer(root, repo)}`` of every registered benchmark."""
     return {repo: resolve_ref(ref) for b in registry.benchmarks() for repo, ref in b.fixtures.items()}
 
 
@@ -24,7 +24,7 @@ def write_mirror(root: str, repos: Sequence[str] | None = None) -> str:
     if unknown:
         raise KeyError(f"no fixture writer for {', '.join(unknown)} (known: {', '.join(sorted(table))})")
     for repo in repos or list(table):
-        table[repo](root)
+        table[repo](root, repo)
     return root
 
 

@@ -129,10 +129,3 @@ def write_emma(root: str, repo_id: str = "luckychao/EMMA-mini") -> str:
     write_hf_repo(repo_dir, {s: {"test": r} for s, r in rows.items()}, emma_features(), lambda c, s: f"{c}/{s}-00000-of-00001.parquet")
     return repo_dir
 
-
-def write_emma_mini(root: str) -> str:
-    return write_emma(root, "luckychao/EMMA-mini")
-
-
-def write_emma_full(root: str) -> str:
-    return write_emma(root, "luckychao/EMMA")

@@ -127,26 +127,3 @@ def write_msearth(root: str, repo_id: str, variant: str | None = None) -> str:
     write_hf_repo(repo_dir, {"default": {"train": msearth_rows(kind, variant)}}, msearth_features(kind, variant), lambda c, s: f"data/{s}-00000-of-00001.parquet")
     return repo_dir
 
-
-def write_mcq(root: str) -> str:
-    return write_msearth(root, "MSEarth/MSEarth_MCQ")
-
-
-def write_open(root: str) -> str:
-    return write_msearth(root, "MSEarth/MSEarth_Open_Ended")
-
-
-def write_caption(root: str) -> str:
-    return write_msearth(root, "MSEarth/MSEarth_Captioning")
-
-
-def write_mcq_reupload(root: str) -> str:
-    return write_msearth(root, "MSEarth-Data/MSEarth-Benchmark-MCQ")
-
-
-def write_open_reupload(root: str) -> str:
-    return write_msearth(root, "MSEarth-Data/MSEarth-Benchmark-OpenQA")
-
-
-def write_caption_reupload(root: str) -> str:
-    return write_msearth(root, "MSEarth-Data/MSEarth-Benchmark-Captioning")
