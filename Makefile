@@ -3,16 +3,21 @@
 #   make test   - run the whole test suite (what CI runs from the main venv; two workers)
 #   make test-fast  - the fast tier: unit and in-process tests, before every commit (< 90 s)
 #   make test-times - the suite's time per file and its slowest tests
+#   make test-install - `make setup` with no pip settings, torch from a loopback CPU index (CI runs it)
 #   make test-oldest - a smoke run against the oldest lmms-eval we support (its own venv; CI runs it)
 #   make test-vision - the MAC builder with OpenCLIP and EasyOCR (their own venv; CI runs it)
 # Both install into the project's own virtual environment at .venv.
 VENV ?= .venv
 PY := $(VENV)/bin/python
-# CPU machines: the local CPU build of torch, held by a pip constraint for every install step so
-# that no dependency (lmms-eval -> torchvision) can swap it for a CUDA build and the nvidia-* wheels.
-# PyPI's torchvision is built against CUDA torch and breaks `import lmms_eval.tasks` next to CPU
-# torch, so it is removed after the install (see README, "Install").
+# CPU machines: a CPU build of torch, held by a pip constraint for every install step so that no
+# dependency (lmms-eval -> torchvision) can swap it for a CUDA build and the nvidia-* wheels. It comes
+# from a local CPU wheel when pip is configured with one (find-links, as on our machines), else from
+# PyTorch's CPU wheel index below. PyPI's torchvision is built against CUDA torch and breaks
+# `import lmms_eval.tasks` next to CPU torch, so it is removed after the install (see README, "Install").
 TORCH_VERSION ?= 2.13.0
+TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
+# extra options for every pip call (make test-install passes --isolated: no pip config, no PIP_* variables)
+PIP_OPTS ?=
 CONSTRAINTS := $(VENV)/cpu-constraints.txt
 
 OLDEST_LMMS_EVAL ?= 0.6.1
@@ -35,15 +40,22 @@ PARALLEL ?= -n 2 --dist loadscope
 # a test of the fast tier (neither e2e nor slow) that takes longer than this fails it: mark it or speed it up
 FAST_TIER_LIMIT ?= 5
 
-.PHONY: setup test test-fast test-times test-oldest test-vision demo clean-venv
+# $(call cpu_torch,VENV): the local CPU wheel if pip finds one without an index, else PyTorch's CPU index
+# (torch alone: its dependencies come with the package from the ordinary index, under the constraint)
+define cpu_torch
+$(1)/bin/python -m pip $(PIP_OPTS) install -q --no-index --no-deps "torch==$(TORCH_VERSION)" 2>/dev/null \
+	|| $(1)/bin/python -m pip $(PIP_OPTS) install -q --no-deps --index-url $(TORCH_CPU_INDEX) "torch==$(TORCH_VERSION)"
+endef
+
+.PHONY: setup test test-fast test-install test-times test-oldest test-vision demo clean-venv
 
 $(VENV)/.installed: pyproject.toml Makefile
 	python3 -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip $(PIP_OPTS) install -q --upgrade pip
 	echo "torch==$(TORCH_VERSION)" > $(CONSTRAINTS)
-	$(PY) -m pip install -q -c $(CONSTRAINTS) "torch==$(TORCH_VERSION)"
-	$(PY) -m pip install -q -c $(CONSTRAINTS) -e '.[test]'
-	$(PY) -m pip uninstall -y -q torchvision || true
+	$(call cpu_torch,$(VENV))
+	$(PY) -m pip $(PIP_OPTS) install -q -c $(CONSTRAINTS) -e '.[test]'
+	$(PY) -m pip $(PIP_OPTS) uninstall -y -q torchvision || true
 	@# fail the set-up, not a test hours later, if a CUDA torch or NVIDIA wheel slipped in
 	@! $(PY) -m pip list 2>/dev/null | grep -i -E '^nvidia-|^triton ' || (echo "CUDA packages in $(VENV)" >&2; exit 1)
 	@$(PY) -c "import torch, sys; v = torch.__version__; print('torch', v); sys.exit(0 if v.startswith('$(TORCH_VERSION)') else 1)"
@@ -61,15 +73,19 @@ test: setup
 test-fast: setup
 	$(PY) -m pytest -q -ra -m "not e2e and not slow" --fast-tier-limit $(FAST_TIER_LIMIT) tests
 
+# `make setup` with every pip setting of this machine off, torch from a loopback CPU wheel index (a full venv)
+test-install: setup
+	$(PY) -m pytest -q -ra --run-install tests/test_install.py
+
 test-times: setup
 	$(PY) benchmarks/test_times.py $(PARALLEL)
 
 $(OLD_VENV)/.installed: pyproject.toml Makefile
 	python3 -m venv $(OLD_VENV)
-	$(OLD_VENV)/bin/python -m pip install -q --upgrade pip
+	$(OLD_VENV)/bin/python -m pip $(PIP_OPTS) install -q --upgrade pip
 	echo "torch==$(TORCH_VERSION)" > $(OLD_VENV)/cpu-constraints.txt
-	$(OLD_VENV)/bin/python -m pip install -q -c $(OLD_VENV)/cpu-constraints.txt "torch==$(TORCH_VERSION)"
-	$(OLD_VENV)/bin/python -m pip install -q -c $(OLD_VENV)/cpu-constraints.txt "lmms-eval==$(OLDEST_LMMS_EVAL)" -e '.[test]'
+	$(call cpu_torch,$(OLD_VENV))
+	$(OLD_VENV)/bin/python -m pip $(PIP_OPTS) install -q -c $(OLD_VENV)/cpu-constraints.txt "lmms-eval==$(OLDEST_LMMS_EVAL)" -e '.[test]'
 	$(OLD_VENV)/bin/python -m pip uninstall -y -q torchvision || true
 	@$(OLD_VENV)/bin/python -c "from importlib.metadata import version; v = version('lmms-eval'); print('lmms-eval', v); assert v == '$(OLDEST_LMMS_EVAL)'"
 	touch $@

@@ -36,7 +36,7 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("demo", help=COMMANDS["demo"], add_help=False).add_argument("args", nargs=argparse.REMAINDER)
     p = sub.add_parser("report", help=COMMANDS["report"], description=COMMANDS["report"])
     p.add_argument("paths", nargs="+", metavar="OUTPUT_PATH", help="lmms-eval --output_path folders (one column per run)")
-    p.add_argument("--out", default=None, help="where report.md and the charts go (default: report/ beside the first run)")
+    p.add_argument("--out", default=None, help="where report.md and the charts go (default: OUTPUT_PATH-report/ beside the first run folder)")
     p.add_argument("--paper-model", default=None, help="the paper model whose numbers sit beside ours (any spelling; default GPT-4o)")
     p.add_argument("--resamples", type=int, default=10_000, help="bootstrap resamples for the 95%% intervals and paired comparisons (default 10000; 0: none)")
     p.add_argument("--seed", type=int, default=0, help="the bootstrap's seed (default 0)")

@@ -31,9 +31,17 @@ DEFAULT_TASKS = ",".join(t for b in registry.builtin() for t in b.demo_tasks)
 CACHE = cache_dir()
 
 
-def report_intro(tiny_model: bool, sample_data: bool, judge_configured: bool = False) -> str | None:
+def judged_metrics_run(runs) -> list[str]:
+    """The judged metrics (each benchmark's report spec's) that the runs have, in registry order."""
+    have = {m for r in runs for metrics in r.results.values() for m in metrics}
+    return [m for b in registry.benchmarks() for m in b.report_spec().judged_metrics if m in have]
+
+
+def report_intro(tiny_model: bool, sample_data: bool, judge_configured: bool = False, judged: list[str] | None = None) -> str | None:
     """The paragraph the demo report opens with: what the numbers below are, and what they are not
-    (None for a real model on the real data: nothing to explain)."""
+    (None for a real model on the real data: nothing to explain). ``judged``: the judged metrics the
+    run has (:func:`judged_metrics_run`); the judge paragraph names only those, and is left out when
+    the run has none."""
     parts = []
     if tiny_model:
         parts.append(
@@ -44,10 +52,9 @@ def report_intro(tiny_model: bool, sample_data: bool, judge_configured: bool = F
         parts.append("It ran on the sample mirror bundled with the package: a few synthetic docs per task, so each number averages a handful of docs.")
     if not parts:
         return None
-    if not judge_configured:
-        judged = ", ".join(f"`{m}`" for b in registry.builtin() for m in b.report_spec().judged_metrics)
+    if not judge_configured and judged:
         parts.append(
-            f"Judged metrics ({judged}) read n/a: no LLM "
+            f"Judged metrics ({', '.join(f'`{m}`' for m in judged)}) read n/a: no LLM "
             "judge is configured (set `EARTHSCI_JUDGE_BASE_URL` and `EARTHSCI_JUDGE_MODEL` to add one)."
         )
     parts.append(
@@ -110,12 +117,15 @@ def main(argv=None) -> int:
         print(f"demo FAILED: lmms-eval exited with {proc.returncode}; full log: {log_path}", file=sys.stderr)
         return proc.returncode or 1
     print(f"lmms-eval finished in {time.time() - t0:.0f} s (log: {log_path})")
-    from lmms_eval_earthsci.report import write_report  # lazy: matplotlib and scipy, after the run
+    from lmms_eval_earthsci.report import read_runs, write_report  # lazy: matplotlib and scipy, after the run
 
-    intro = report_intro(tiny_model=args.model is None, sample_data=args.data == "sample", judge_configured=JudgeConfig.from_env().configured)
-    path, text = write_report([os.path.join(out, "runs")], os.path.join(out, "report"), intro=intro)
+    runs_dir = os.path.join(out, "runs")
+    judged = judged_metrics_run(read_runs([runs_dir]))
+    intro = report_intro(tiny_model=args.model is None, sample_data=args.data == "sample", judge_configured=JudgeConfig.from_env().configured, judged=judged)
+    path, text = write_report([runs_dir], os.path.join(out, "report"), intro=intro)
     print(text)
-    print(f"\nreport: {path} (PNG charts beside it)")
+    print(f"\nlmms-eval's outputs (results JSON, samples JSONL): {runs_dir}")
+    print(f"report: {path} (PNG charts beside it)")
     return 0
 
 

@@ -42,6 +42,13 @@ def test_simple_backend_all_tasks_without_judge(mirror, hf_home, tmp_path):
     assert r["msearth_open"]["msearth_oe_rouge1,none"] == 0.0
     assert len(samples["msearth_mcq"]) == 6 and len(samples["msearth_open"]) == 4 and len(samples["msearth_caption"]) == 3
     assert "no LLM judge configured" in proc.stdout + proc.stderr
+    # offline (HF_HUB_OFFLINE, an empty HF cache): BERTScore is null and the results JSON says why beside it
+    for task, prefix in (("msearth_open", "msearth_oe"), ("msearth_caption", "msearth_cap")):
+        assert r[task][f"{prefix}_bertscore,none"] is None
+        why = res["configs"][task]["metadata"]["earthsci_unavailable"]
+        assert list(why) == [f"{prefix}_bertscore"], why
+        assert "offline" in why[f"{prefix}_bertscore"] and "EARTHSCI_BERTSCORE_MODEL" in why[f"{prefix}_bertscore"], why
+    assert "earthsci_unavailable" not in res["configs"]["msearth_mcq"]["metadata"]
 
 
 def _decode(url):

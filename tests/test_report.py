@@ -158,8 +158,8 @@ def test_no_answer_is_counted_once_per_doc_and_weak_similarity_picks_apart(tmp_p
     _, text = write_report([run], str(tmp_path / "rep"))
     rows = table_after(section(text, "EMMA"), "task")
     assert rows[0] == "| task | run | docs scored | no answer extracted | low-confidence picks | judge failures | judge cache hits |"
-    assert "| emma_mini_math | r: fake m | 3 | 2 | 0 | – | – |" in rows
-    assert "| msearth_mcq | r: fake m | 6 | 3 | 1 | – | – |" in section(text, "MSEarth")
+    assert "| emma_mini_math | m (r) | 3 | 2 | 0 | – | – |" in rows
+    assert "| msearth_mcq | m (r) | 6 | 3 | 1 | – | – |" in section(text, "MSEarth")
 
 
 def test_judge_failures_and_cache_hits_come_from_the_judged_metric(tmp_path):
@@ -197,9 +197,9 @@ def test_judge_failures_and_cache_hits_come_from_the_judged_metric(tmp_path):
     assert c["msearth_caption"]["judge_failed"] == 1 and c["msearth_caption"]["judge_cache_hits"] == 0
     assert c["scifibench_cs_f2c_judge"]["judged"] is False  # no judge configured
     _, text = write_report([run], str(tmp_path / "rep"))
-    assert "| emma_mini_judge_math | r: fake m | 4 | 0 | 0 | 3 (HTTP 401 ×2, unparseable reply ×1) | 2 |" in section(text, "EMMA")
-    assert "| msearth_caption | r: fake m | 2 | – | – | 1 (unparseable reply ×1) | 0 |" in section(text, "MSEarth")
-    assert "| scifibench_cs_f2c_judge | r: fake m | 1 | 0 | 0 | no judge | no judge |" in section(text, "SciFIBench")
+    assert "| emma_mini_judge_math | m (r) | 4 | 0 | 0 | 3 (HTTP 401 ×2, unparseable reply ×1) | 2 |" in section(text, "EMMA")
+    assert "| msearth_caption | m (r) | 2 | – | – | 1 (unparseable reply ×1) | 0 |" in section(text, "MSEarth")
+    assert "| scifibench_cs_f2c_judge | m (r) | 1 | 0 | 0 | no judge | no judge |" in section(text, "SciFIBench")
 
 
 def test_report_leads_with_one_headline_table_and_compact_breakdowns(tmp_path):
@@ -211,7 +211,7 @@ def test_report_leads_with_one_headline_table_and_compact_breakdowns(tmp_path):
     first_section = next(l for l in lines if l.startswith("## "))
     assert first_section == "## Headline"
     headline = table_after(section(text, "Headline"), "benchmark")
-    assert headline[0] == "| benchmark | task | metric | run_a: fake model-a | run_b: fake model-b | paper: GPT-4o |"
+    assert headline[0] == "| benchmark | task | metric | model-a (run_a) | model-b (run_b) | paper: GPT-4o |"
     # one row per benchmark task's headline metric; subjects and breakdowns are not in it
     assert [r.split(" | ")[1:3] for r in headline[2:]] == [["emma_mini", "emma_acc"], ["msearth_open", "msearth_oe_acc"], ["scifibench_cs_f2c", "scifibench_acc"]]
     assert "[]" not in text
@@ -227,6 +227,56 @@ def test_report_leads_with_one_headline_table_and_compact_breakdowns(tmp_path):
         "| physics · category path tracing | 40.00 | – | – |",
     ]  # k = 1: maj@k / pass@k equal emma_acc and are not repeated; math's path tracing is null in every run
     assert len(lines[: lines.index("## Paper reference")]) < 80
+
+
+def test_run_columns_name_the_model_and_the_run_folder_or_date(tmp_path):
+    """A column is ``model (run folder)``; two runs in one folder (the demo run twice) are told apart by
+    lmms-eval's date stamp, not by ``#1``/``#2``; the model is the checkpoint's last path part."""
+    res = {"emma_mini": {"emma_acc": 50.0}}
+    a = make_run(str(tmp_path / "a"), "sweep_1", "org/Qwen2.5-VL-7B", res)
+    b = make_run(str(tmp_path / "b"), "sweep_2", "org/Qwen2.5-VL-7B", res)
+    two = make_run(str(tmp_path / "c"), "demo", "tiny", res, stamp="20261123_101500")
+    make_run(str(tmp_path / "c"), "demo", "tiny", res, stamp="20261123_114501")
+    assert [r.column for r in read_runs([a, b])] == ["Qwen2.5-VL-7B (sweep_1)", "Qwen2.5-VL-7B (sweep_2)"]
+    assert [r.column for r in read_runs([two])] == ["tiny (2026-11-23 10:15:00)", "tiny (2026-11-23 11:45:01)"]
+    # --model only (no checkpoint argument): the backend's name
+    plain = make_run(str(tmp_path / "d"), "r", "x", res, config={"model_args": ""})
+    assert read_runs([plain])[0].column == "fake (r)"
+
+
+def test_default_out_is_beside_the_first_run_as_help_says(tmp_path, capsys):
+    run = make_run(str(tmp_path / "logs"), "run_a", "m", {"emma_mini": {"emma_acc": 50.0}})
+    assert cli_main(["report", run, "--resamples", "0"]) == 0
+    assert os.path.isfile(tmp_path / "logs" / "run_a-report" / "report.md")
+    assert not os.path.exists(os.path.join(run, "report")) and not os.path.exists(os.path.join(run, "run_a-report"))
+    assert "OUTPUT_PATH-report/ beside the first run folder" in " ".join(_help("report").split())
+
+
+def _help(command):
+    import contextlib
+    import io
+
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf), pytest.raises(SystemExit):
+        cli_main([command, "--help"])
+    return buf.getvalue()
+
+
+def test_a_metric_that_could_not_be_computed_reads_na_with_its_reason(tmp_path):
+    """BERTScore offline: null in the results JSON, the reason beside it (configs.<task>.metadata.
+    earthsci_unavailable): its row reads n/a with the reason under the table instead of vanishing."""
+    why = "the Hugging Face Hub is offline (HF_HUB_OFFLINE=1) and 'roberta-large' is not in the Hugging Face cache; set EARTHSCI_BERTSCORE_MODEL to a local copy of roberta-large"
+    run = make_run(str(tmp_path), "r", "m", {"msearth_open": {"msearth_oe_acc": 50.0, "msearth_oe_rouge1": 38.07, "msearth_oe_bertscore": None, "msearth_oe_meteor": None}})
+    path = next(p for p in (tmp_path / "r" / "m").iterdir() if p.name.endswith("_results.json"))
+    data = json.loads(path.read_text())
+    data["configs"] = {"msearth_open": {"metadata": {"version": 1, "earthsci_unavailable": {"msearth_oe_bertscore": why}}}}
+    path.write_text(json.dumps(data))
+    _, text = write_report([run], str(tmp_path / "rep"), resamples=0)
+    ms = section(text, "MSEarth")
+    assert "| msearth_oe_bertscore | n/a | 89.78 |" in ms, ms  # the paper's number stays beside it
+    assert f"`msearth_oe_bertscore` n/a in m (r): {why}." in [l.strip() for l in ms]
+    # a metric with no value and no recorded reason (an empty slice) is still left out
+    assert not any("meteor" in l.lower() for l in ms if l.startswith("|"))
 
 
 def test_paper_numbers_compare_like_with_like(tmp_path):
@@ -310,8 +360,8 @@ def test_partial_runs_are_flagged_and_charts_draw_only_what_exists(tmp_path):
     out = tmp_path / "rep"
     _, text = write_report([full, part], str(out))
     lines = no_ci(text)
-    assert "| benchmark | task | metric | full: fake m | part: fake m (partial) | paper: GPT-4o |" in lines
-    assert any("part: fake m" in l and "--limit 2" in l and "2 of 2784" in l for l in lines)
+    assert "| benchmark | task | metric | m (full) | m (part) (partial) | paper: GPT-4o |" in lines
+    assert any("m (part)" in l and "--limit 2" in l and "2 of 2784" in l for l in lines)
     runs = read_runs([full, part])
     assert runs[1].partial and not runs[0].partial
     (chart,) = [c for c in chart_specs("msearth", runs, R.DEFAULT_PAPER_MODEL) if c.slug == "msearth_mcq_by_image_and_category"]
@@ -328,7 +378,7 @@ def test_partial_runs_are_flagged_and_charts_draw_only_what_exists(tmp_path):
 
 
 def test_demo_report_explains_itself_and_shows_the_paper_reference(tmp_path):
-    from lmms_eval_earthsci.demo import report_intro
+    from lmms_eval_earthsci.demo import judged_metrics_run, report_intro
 
     run = make_run(
         tmp_path,
@@ -336,7 +386,14 @@ def test_demo_report_explains_itself_and_shows_the_paper_reference(tmp_path):
         "tiny-llava",
         {"emma_mini_math": {"emma_acc": 0.0}, "emma_mini_physics": {"emma_acc": 0.0}, "emma_mini_judge_math": {"emma_acc": 0.0, "emma_judge_acc": None}, "scifibench_cs_c2f": {"scifibench_acc": 0.0}},
     )
-    intro = report_intro(tiny_model=True, sample_data=True)
+    # the intro names the judged metrics this run has, not every benchmark's (MSEarth's did not run)
+    judged = judged_metrics_run(read_runs([run]))
+    assert judged == ["emma_judge_acc"]
+    intro = report_intro(tiny_model=True, sample_data=True, judged=judged)
+    assert "`emma_judge_acc`" in intro and "msearth" not in intro and "scifibench" not in intro
+    # a run with no judged task: no judge paragraph at all
+    plain = report_intro(tiny_model=True, sample_data=True, judged=[])
+    assert "judge" not in plain.lower()
     _, text = write_report([run], str(tmp_path / "rep"), intro=intro)
     lines = no_ci(text)
     sections = [l for l in lines if l.startswith("## ")]
@@ -404,7 +461,7 @@ def test_musciclaims_headline_section_and_chart(tmp_path):
     assert any(l.startswith("§") and "918 biology" in l and "musciclaims_macro_f1_biology" in l for l in section(text, "Headline"))
     mc = section(text, "MuSciClaims")
     rows = table_after(mc, "slice")
-    assert rows[0] == "| slice | r: fake m | paper: GPT-4o |"
+    assert rows[0] == "| slice | m (r) | paper: GPT-4o |"
     assert "| musciclaims_d · musciclaims_flip_rate | 12.50 | – |" in rows
     assert "| musciclaims_d · musciclaims_correct_flip_rate | 10.00 | – |" in rows
     assert "| musciclaims_d · musciclaims_invalid_rate | 2.00 | – |" in rows
@@ -414,7 +471,7 @@ def test_musciclaims_headline_section_and_chart(tmp_path):
     assert not any("macro_f1_physics" in r for r in rows)  # no run has a number: no row
     assert "| musciclaims_ird · musciclaims_panel_f1 | 30.00 | 61.00 § ‖ |" in rows  # Table 3, 4o
     assert not any("musciclaims_f1_support" in r or "2class" in r for r in rows)  # charted / not asked for
-    assert "| musciclaims_d | r: fake m | 3 | 1 | 0 | – | – |" in mc  # the INVALID decision: no answer extracted
+    assert "| musciclaims_d | m (r) | 3 | 1 | 0 | – | – |" in mc  # the INVALID decision: no answer extracted
     # the chart: F1 per class and macro per task, GPT-4o's Table 1 D row marked, n = docs scored
     assert (out / "musciclaims_d_f1_by_class.png").stat().st_size > 1000 and (out / "musciclaims_ird_f1_by_class.png").exists()
     assert "![musciclaims_d_f1_by_class.png](musciclaims_d_f1_by_class.png)" in text
@@ -505,7 +562,7 @@ def test_mac_headline_section_and_reliability_diagrams(tmp_path):
     mac = section(text, "MAC")
     # a table per task: accuracy, lenient, calibration (three decimals, the paper's beside ours), unparsable, publishers
     i2t = table_after(mac, "slice")
-    assert i2t[0] == "| slice | r: fake m | paper: GPT-4o |"
+    assert i2t[0] == "| slice | m (r) | paper: GPT-4o |"
     assert i2t[2:] == [
         "| mac_acc | 75.00 | 75.10 |",
         "| mac_acc_lenient | 75.00 | – |",
@@ -520,7 +577,7 @@ def test_mac_headline_section_and_reliability_diagrams(tmp_path):
     t2i = table_after(mac[mac.index(next(l for l in mac if "`mac2025_t2i_option`" in l)) :], "slice")
     assert "| mac_ece | 0.300 | 0.068 ° |" in t2i and "| mac_unparsable | 33.33 | – |" in t2i and "| mac_nll | 17.700 | – |" in t2i
     assert any(l.startswith("°") and "normalises" in l for l in mac)
-    assert "| mac2025_t2i_option | r: fake m | 3 | 1 | 0 | – | – |" in mac  # the unparsed answer: no answer extracted
+    assert "| mac2025_t2i_option | m (r) | 3 | 1 | 0 | – | – |" in mac  # the unparsed answer: no answer extracted
     # a reliability diagram per task, from the samples' records, binned by mac.scoring
     for t in ("mac2025_i2t_info", "mac2025_t2i_option"):
         assert (out / f"{t}_reliability.png").stat().st_size > 1000
@@ -528,7 +585,7 @@ def test_mac_headline_section_and_reliability_diagrams(tmp_path):
     charts, missing = reliability_specs(read_runs([run]), "GPT-4o")
     assert missing == [] and [c.slug for c in charts] == ["mac2025_i2t_info_reliability", "mac2025_t2i_option_reliability"]
     ((column, bins, ece),) = charts[0].series
-    assert column == "r: fake m" and len(bins) == 15 and ece == pytest.approx(0.3125)
+    assert column == "m (r)" and len(bins) == 15 and ece == pytest.approx(0.3125)
     filled = [(b["lo"], b["hi"], b["n"], b["accuracy"]) for b in bins if b["n"]]
     assert filled == [(3 / 15, 4 / 15, 1, 1.0), (10 / 15, 11 / 15, 2, 0.5), (13 / 15, 14 / 15, 1, 1.0)]  # 0.25, 0.7 x2, 0.9
     assert "paper (GPT-4o): ECE 0.053" in charts[0].title and "ECE 0.068" in charts[1].title
@@ -536,7 +593,7 @@ def test_mac_headline_section_and_reliability_diagrams(tmp_path):
     assert sum(b["n"] for b in bins) == 2 and ece == pytest.approx(scoring.ece([s["mac_acc"] for s in read_runs([run])[0].samples["mac2025_t2i_option"]]))
     fig = C.draw_reliability(charts[0])
     legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
-    assert "r: fake m: ECE 0.312 (n=4 binned)" in legend and "paper (GPT-4o): ECE 0.053" in legend
+    assert "m (r): ECE 0.312 (n=4 binned)" in legend and "paper (GPT-4o): ECE 0.053" in legend
     # the paper reference lists every Table 1 model for the tasks run
     papers = section(text, "Paper reference")
     assert "| GPT-4o | 75.10 | 74.30 |" in papers and "| Step-3 | 77.30 | 79.10 |" in papers
@@ -547,7 +604,7 @@ def test_mac_without_samples_says_why_there_is_no_diagram(tmp_path):
     out = tmp_path / "rep"
     _, text = write_report([run], str(out))
     mac = section(text, "MAC")
-    assert any("`mac2025_i2t_info`: no reliability diagram for nosamples: fake m: no samples file" in l and "--log_samples" in l for l in mac)
+    assert any("`mac2025_i2t_info`: no reliability diagram for m (nosamples): no samples file" in l and "--log_samples" in l for l in mac)
     assert not list(out.glob("*_reliability.png"))
     assert "| MAC | mac2025_i2t_info | mac_acc | 75.00 | 75.10 |" in no_ci(text)
 

@@ -26,6 +26,7 @@ import warnings
 
 from lmms_eval_earthsci.core.data import install_mirror_hook
 from lmms_eval_earthsci.core.judge_pass import install_judge_hook
+from lmms_eval_earthsci.core.unavailable import install_unavailable_hook
 
 LOGGER_NAME = "lmms_eval_earthsci"
 
@@ -186,6 +187,7 @@ def install_runtime_hooks() -> None:
         warn_registration("the local-mirror hook could not be installed; EARTHSCI_DATA_MIRROR is ignored.")
     if not install_judge_hook():
         logging.getLogger(LOGGER_NAME).warning("lmms_eval_earthsci: the judge-pass hook could not be installed; judged metrics are computed one doc at a time.")
+    install_unavailable_hook()  # without it a metric with no value is null in the results JSON, reason only in the log
 
 
 def ensure_runtime_hooks() -> None:

@@ -12,18 +12,23 @@ from __future__ import annotations
 import functools
 
 
+def wrap_method(cls: type, name: str, marker: str, make_wrapper, requires: tuple[str, ...] = ()) -> bool:
+    """Replace ``cls.<name>`` by ``make_wrapper(original)`` once (``marker`` records it on the class).
+    False, changing nothing, if the class no longer has the method or the attributes in ``requires``."""
+    if getattr(cls, marker, False):
+        return True
+    original = getattr(cls, name, None)
+    if original is None or not all(hasattr(cls, r) for r in requires):
+        return False
+    setattr(cls, name, functools.wraps(original)(make_wrapper(original)))
+    setattr(cls, marker, True)
+    return True
+
+
 def wrap_task_method(name: str, marker: str, make_wrapper, requires: tuple[str, ...] = ()) -> bool:
-    """Replace ``ConfigurableTask.<name>`` by ``make_wrapper(original)`` once (``marker`` records it).
-    False, changing nothing, if lmms-eval no longer has the method or the attributes in ``requires``."""
+    """:func:`wrap_method` on lmms-eval's ``ConfigurableTask``; False if lmms-eval's layout changed."""
     try:
         from lmms_eval.api.task import ConfigurableTask
     except Exception:  # pragma: no cover - lmms-eval layout changed
         return False
-    if getattr(ConfigurableTask, marker, False):
-        return True
-    original = getattr(ConfigurableTask, name, None)
-    if original is None or not all(hasattr(ConfigurableTask, r) for r in requires):
-        return False
-    setattr(ConfigurableTask, name, functools.wraps(original)(make_wrapper(original)))
-    setattr(ConfigurableTask, marker, True)
-    return True
+    return wrap_method(ConfigurableTask, name, marker, make_wrapper, requires)

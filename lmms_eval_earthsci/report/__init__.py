@@ -44,6 +44,13 @@ from lmms_eval_earthsci.report.sections import benchmark_section, counts, headli
 __all__ = ["DEFAULT_PAPER_MODEL", "ReportError", "Run", "counts", "read_runs", "write_report"]
 
 
+def default_out(first: str) -> str:
+    """Where a report goes without ``--out``: ``<run folder>-report`` beside the first run folder (never
+    inside it: a run folder stays lmms-eval's)."""
+    run = os.path.abspath(first if os.path.isdir(first) else os.path.dirname(first))
+    return os.path.join(os.path.dirname(run), os.path.basename(run) + "-report")
+
+
 def write_report(paths: Sequence[str], out_dir: str | None = None, paper_model: str | None = None, intro: str | None = None, resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED) -> tuple[str, str]:
     """Write ``report.md`` and the PNGs; returns (report path, markdown). ``intro``: a paragraph put
     first, under "What you are looking at" (the demo explains its tiny model there). ``resamples``
@@ -53,7 +60,7 @@ def write_report(paths: Sequence[str], out_dir: str | None = None, paper_model: 
     configure(resamples, seed)
     ref = resolve_paper_model(paper_model)
     runs = read_runs(paths)
-    out_dir = out_dir or os.path.join(paths[0] if os.path.isdir(paths[0]) else os.path.dirname(paths[0]), "report")
+    out_dir = out_dir or default_out(paths[0])
     os.makedirs(out_dir, exist_ok=True)
     benches = [b for b in registry.benchmarks() if any(registry.benchmark_of(t) is b for r in runs for t in r.results)]
     if not benches:

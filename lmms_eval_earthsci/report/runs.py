@@ -33,6 +33,7 @@ class Run:
     subtasks: dict = field(default_factory=dict)  # group -> its tasks (lmms-eval's group_subtasks)
     rescore: dict | None = None  # the record `lmms-eval-earthsci rescore` adds
     include_path: str | None = None  # the run's --include_path (a built MAC snapshot's tasks)
+    unavailable: dict = field(default_factory=dict)  # task -> {metric: why it has no value} (core.unavailable)
 
     @property
     def partial(self) -> bool:
@@ -125,16 +126,16 @@ def read_runs(paths: Sequence[str]) -> list[Run]:
                 if isinstance(n, dict) and _number(n.get("effective")) and _number(n.get("original")):
                     n_samples[task] = (int(n["effective"]), int(n["original"]))
             cfg = data.get("config") or {}
-            model = str(cfg.get("model") or "run")
-            margs = str(cfg.get("model_args") or "")
-            m = re.search(r"(?:pretrained|model)=([^,]+)", margs)
-            label = f"{os.path.basename(os.path.normpath(base))}: {model}" + (f" {os.path.basename(m.group(1))}" if m else "")
-            if len(found) > 1:
-                label += f" [{stamp}]"
+            label = _run_label(cfg, base, stamp, several=len(found) > 1)
             versions = {t: v for t, v in (data.get("versions") or {}).items() if v is not None}
             subtasks = {g: list(ts) for g, ts in (data.get("group_subtasks") or {}).items() if ts}
             include = (cfg.get("resolved_cli_args") or {}).get("include_path")
-            runs.append(Run(label, path, results, samples, aliases, n_samples, cfg.get("limit"), versions, subtasks, data.get("rescore"), include))
+            unavailable = {}
+            for task, tc in (data.get("configs") or {}).items():
+                why = ((tc or {}).get("metadata") or {}).get("earthsci_unavailable") if isinstance(tc, dict) else None
+                if isinstance(why, dict) and why:
+                    unavailable[task] = {str(m): str(r) for m, r in why.items()}
+            runs.append(Run(label, path, results, samples, aliases, n_samples, cfg.get("limit"), versions, subtasks, data.get("rescore"), include, unavailable))
     labels = [r.label for r in runs]
     for i, r in enumerate(runs):  # keep columns distinct
         if labels.count(r.label) > 1:
@@ -142,3 +143,16 @@ def read_runs(paths: Sequence[str]) -> list[Run]:
     return runs
 
 
+def _stamp_date(stamp: str) -> str:
+    """lmms-eval's results stamp ``20261123_223000`` (its clock: UTC+8) as ``2026-11-23 22:30:00``."""
+    m = re.fullmatch(r"(\d{4})(\d{2})(\d{2})_(\d{2})(\d{2})(\d{2})(.*)", stamp)
+    return f"{m[1]}-{m[2]}-{m[3]} {m[4]}:{m[5]}:{m[6]}{m[7]}" if m else stamp
+
+
+def _run_label(cfg: dict, base: str, stamp: str, several: bool) -> str:
+    """A run's column: ``model (run folder)``, or ``model (date)`` when the folder holds several runs.
+    The model is the checkpoint's name (``pretrained=``/``model=`` of ``--model_args``, its last path
+    part), else lmms-eval's ``--model``."""
+    m = re.search(r"(?:pretrained|model_version|model)=([^,]+)", str(cfg.get("model_args") or ""))
+    model = os.path.basename(m.group(1).rstrip("/")) if m else str(cfg.get("model") or "run")
+    return f"{model} ({_stamp_date(stamp) if several else os.path.basename(os.path.normpath(base))})"

@@ -400,20 +400,26 @@ def breakdown_tables(bench: Benchmark, runs: list[Run], paper_model: str) -> str
     for fam in families(bench, runs):
         rows = []
         refs = []
+        why = {}  # a metric that could not be computed here (core.unavailable): n/a, and the reason below
         for label, t, m, ref in breakdown_rows(bench, fam, runs, paper_model):
             values = [r.value(t, m) for r in runs]
-            if not any(present and v is not None for present, v in values):
+            reasons = [(r.column, r.unavailable.get(t, {}).get(m)) for r in runs]
+            if not any(present and v is not None for present, v in values) and not any(text for _, text in reasons):
                 continue  # no run has a number here
             refs.append(ref)
             rows.append([label] + [fmt(v, m) if present else MISSING for present, v in values] + ([paper_cell(ref) if ref else MISSING]))
+            for column, text in reasons:
+                if text:
+                    why.setdefault((m, text), []).append(column)
         if not rows:
             continue
         with_paper = any(refs)
         if not with_paper:
             rows = [r[:-1] for r in rows]
         header = ["slice"] + [r.column for r in runs] + ([f"paper: {paper_model}"] if with_paper else [])
-        out += [f"### {fam.title}", "", _table(header, rows), ""] + [n + "  " for n in footnotes(refs)]
-        if footnotes(refs):
+        notes = footnotes(refs) + [f"`{m}` n/a in {', '.join(dict.fromkeys(cols))}: {text}." for (m, text), cols in why.items()]
+        out += [f"### {fam.title}", "", _table(header, rows), ""] + [n + "  " for n in notes]
+        if notes:
             out.append("")
     return "\n".join(out)
 

@@ -25,6 +25,7 @@ from lmms_eval_earthsci.core.judge_pass import UNAVAILABLE, JudgeSpec, batched, 
 from lmms_eval_earthsci.core.messages import note_chat, route_of
 from lmms_eval_earthsci.core.metrics import breakdown_scores, percent
 from lmms_eval_earthsci.core.releases import RescoreError, read_records, release_name, release_plan_dict
+from lmms_eval_earthsci.core.unavailable import explained_by
 from lmms_eval_earthsci.evals.msearth.benchmark import BENCHMARK
 
 logger = logging.getLogger("lmms_eval_earthsci")
@@ -539,6 +540,7 @@ def process_results_caption(doc, results):
 # ---------------------------------------------------------------------------- aggregations
 
 
+@explained_by(lambda: textmetrics.UNAVAILABLE_REASON["bertscore"])
 def bertscore(items) -> float | None:
     """BERTScore F1 x100, per sample then mean, one batched pass; None if the model is unavailable."""
     pairs = [i for i in items if isinstance(i, Mapping)]

@@ -1,0 +1,71 @@
+"""Why a metric has no value, recorded beside it in the results JSON.
+
+A metric that needs a model or a resource this process does not have (BERTScore without its model, on
+an offline machine) aggregates to ``None``: lmms-eval writes ``null`` and nothing more. An aggregation
+function marked with :func:`explained_by` says why; after lmms-eval aggregates a task, the hook below
+writes every such reason into the task's config, ``configs.<task>.metadata.earthsci_unavailable``
+(``{metric: reason}``) of the results JSON, which ``report`` shows beside the ``n/a``.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Callable
+
+from lmms_eval_earthsci.core.patching import wrap_method
+
+KEY = "earthsci_unavailable"
+
+
+def explained_by(reason: Callable[[], str | None]):
+    """Mark an aggregation function: when it returns None, ``reason()`` (None: no reason known) says why."""
+
+    def deco(fn):
+        fn.earthsci_unavailable_reason = reason
+        return fn
+
+    return deco
+
+
+def reasons(task_output) -> dict[str, str]:
+    """``{metric: reason}`` for the metrics of one aggregated lmms-eval ``TaskOutput`` that have no value
+    and whose aggregation says why."""
+    out = {}
+    aggregations = task_output.task.aggregation()
+    for key, value in task_output.agg_metrics.items():
+        metric = key.split(",", 1)[0]
+        if value is not None or metric.endswith("_stderr"):
+            continue
+        why = getattr(aggregations.get(metric), "earthsci_unavailable_reason", None)
+        text = why() if callable(why) else None
+        if text:
+            out[metric] = text
+    return out
+
+
+def install_unavailable_hook() -> bool:
+    """Wrap lmms-eval's ``TaskOutput.calculate_aggregate_metric`` (rank 0, after the gather) to record
+    :func:`reasons` in the task's config. Idempotent; False when lmms-eval has no such method."""
+    try:
+        from lmms_eval.evaluator_utils import TaskOutput
+    except Exception:  # pragma: no cover - lmms-eval layout changed
+        return False
+
+    def make(original):
+        @functools.wraps(original)
+        def calculate_aggregate_metric(self, *args, **kwargs):
+            result = original(self, *args, **kwargs)
+            try:
+                found = reasons(self)
+                if found and isinstance(self.task_config, dict):
+                    meta = self.task_config.get("metadata")
+                    if not isinstance(meta, dict):
+                        meta = self.task_config["metadata"] = {}
+                    meta.setdefault(KEY, {}).update(found)
+            except Exception:  # a reason is a courtesy: never fail the aggregation over it
+                pass
+            return result
+
+        return calculate_aggregate_metric
+
+    return wrap_method(TaskOutput, "calculate_aggregate_metric", "_earthsci_unavailable", make)
