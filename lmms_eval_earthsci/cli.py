@@ -53,8 +53,34 @@ def _parser() -> argparse.ArgumentParser:
     return ap
 
 
+def _check_settings(argv: list[str]) -> int | None:
+    """The EARTHSCI_* settings the command (and the run it may start) reads, at its start: 2 after one
+    line per wrong value (core.settings), None when all is well. Help never stops on them."""
+    from lmms_eval_earthsci import registry
+    from lmms_eval_earthsci.core.settings import SettingsError
+
+    if not argv or argv[0] not in COMMANDS or {"-h", "--help"} & set(argv):
+        return None
+    scope = argv[0]
+    # the demo's own data (--data sample, its default) replaces EARTHSCI_DATA_MIRROR for its run
+    ignore = ("EARTHSCI_DATA_MIRROR",) if scope == "demo" and not {"hub", "--data=hub"} & set(argv) else ()
+    try:
+        registry.enforce_settings(scope, ignore=ignore, who=f"lmms-eval-earthsci {scope}")
+        if scope not in ("run", "tasks-dir", "mac"):  # the commands that iterate the benchmarks
+            registry.benchmarks()  # one registered from outside that cannot be loaded: one line, here
+    except SettingsError:
+        return 2  # the lines are printed
+    except registry.RegistryError as exc:
+        print(f"lmms-eval-earthsci {scope}: {exc}", file=sys.stderr)
+        return 2
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    status = _check_settings(argv)
+    if status is not None:
+        return status
     if argv[:2] == ["mac", "build"]:
         from lmms_eval_earthsci.evals.mac.builder import main as build_main  # lazy: each command imports only what it runs
 

@@ -78,6 +78,8 @@ def register():
     except Exception as exc:  # lmms-eval import itself failing is not ours to hide, but say so
         warn_registration(f"could not import lmms_eval.tasks ({exc!r}).")
         return []
+    # every EARTHSCI_* setting of a run, before any task is built: a wrong value stops here (exit 2)
+    registry.enforce_settings("run")
     patch_task_manager(TaskManager)
     install_runtime_hooks()
     return []

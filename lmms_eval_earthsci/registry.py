@@ -22,6 +22,7 @@ from typing import Iterable
 
 from lmms_eval_earthsci import TASKS_DIR
 from lmms_eval_earthsci.core.benchmark import Benchmark, resolve_ref
+from lmms_eval_earthsci.core.settings import CORE, Setting, enforce
 
 # ours, in report order: one line per benchmark
 BUILTIN = (
@@ -111,3 +112,22 @@ def benchmark_of(task: str) -> Benchmark | None:
 def external_task_dirs() -> list[str]:
     """The task folders of the benchmarks registered from outside (ours are all under TASKS_DIR)."""
     return [b.task_dir for b in benchmarks()[len(BUILTIN):]]
+
+
+def settings() -> list[Setting]:
+    """Every ``EARTHSCI_*`` setting: the core's, then each benchmark's (ours alone when one registered
+    from outside cannot be loaded: that error is reported where the benchmarks are used)."""
+    try:
+        bs = benchmarks()
+    except RegistryError:
+        bs = tuple(_load(ref, "built in") for ref in BUILTIN)
+    out = list(CORE)
+    for b in bs:
+        out += [s for s in b.settings if s not in out]
+    return out
+
+
+def enforce_settings(scope: str, ignore: Iterable[str] = (), who: str = "lmms-eval-earthsci") -> None:
+    """Check every setting ``scope`` reads (``run``, or a command's name) and warn about unknown
+    ``EARTHSCI_`` names: a wrong value raises ``core.settings.SettingsError`` (exit status 2)."""
+    enforce(settings(), scope, complete=True, ignore=ignore, who=who)

@@ -159,3 +159,41 @@ def test_decoded_cache_and_max_pixels(tmp_path, monkeypatch):
     assert M._settings({"max_pixels": 500000})["max_pixels"] == 500000 and M._settings({})["max_pixels"] is None
     monkeypatch.setenv(M.MAX_PIXELS_ENV, "123456")
     assert M._settings({"max_pixels": 500000})["max_pixels"] == 123456
+
+
+REFUSED = r"""
+import sys
+from lmms_eval_earthsci.evals.musciclaims import tasks as M
+from lmms_eval_earthsci.core.data import HubRefusedError
+from lmms_eval_earthsci.core.repo_files import repo_files
+try:
+    repo_files(M.DATASET, M.REVISION, M.PATH_REWRITES).listing()
+except HubRefusedError as exc:
+    print(exc)
+"""
+
+
+@pytest.mark.parametrize("status, fix", [("401", "set HF_TOKEN"), ("404", "no such repo or revision")])
+def test_a_refused_repo_listing_is_one_line_naming_repo_revision_and_fix(status, fix, repo, tmp_path):
+    with FakeHubServer({REPO: repo}) as hub:
+        hub.add_fault(f"/api/datasets/{REPO}*", status)
+        proc = subprocess.run([sys.executable, "-c", REFUSED], env=_env(hub, tmp_path / "hf"), capture_output=True, text=True, timeout=120)
+    lines = proc.stdout.strip().splitlines()
+    assert proc.returncode == 0 and len(lines) == 1, proc.stdout + proc.stderr[-3000:]
+    assert lines[0].startswith(f"the Hugging Face Hub answered {status} for {REPO} at revision {M.REVISION or 'main'} ("), lines[0]
+    assert fix in lines[0] and "EARTHSCI_DATA_MIRROR" in lines[0]
+
+
+@pytest.mark.parametrize("status, fix", [("403", "accept the dataset's terms"), ("404", "check the pin")])
+def test_a_refused_figure_is_one_line_naming_repo_file_revision_and_fix(status, fix, repo, tmp_path):
+    """A figure the listing has but the Hub refuses (gated file, pulled from the revision): the doc's error
+    names the repo, the file, the commit and the fix, not huggingface_hub's bare status line."""
+    paths = _paths()
+    with FakeHubServer({REPO: repo}) as hub:
+        hub.add_fault(paths[0], status)
+        out = _fetch(_env(hub, tmp_path / "hf"), paths)
+        sha = hub.sha(REPO)
+    err = out["files"][paths[0]]["error"]
+    assert "\n" not in err and f"the Hugging Face Hub answered {status} for {REPO} file {paths[0]} at revision {sha} (" in err, err
+    assert fix in err and "EARTHSCI_DATA_MIRROR" in err
+    assert all("error" not in got for rel, got in out["files"].items() if rel != paths[0])

@@ -269,6 +269,8 @@ class Benchmark:
     suite: tuple[str, ...] = ()
     suite_nojudge: tuple[str, ...] = ()
     demo_tasks: tuple[str, ...] = ()
+    # the EARTHSCI_* settings its code reads (core.settings.Setting), checked before a run or command
+    settings: tuple = ()
 
     def owns(self, task: str) -> bool:
         if task == self.name or task.startswith(self.name + "_"):

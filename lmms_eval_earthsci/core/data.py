@@ -3,7 +3,7 @@
 Every task loads its data from the Hugging Face Hub exactly as the benchmark's authors publish it, at a
 pinned revision (``dataset_kwargs.revision`` in the task YAML). For air-gapped clusters one variable,
 ``EARTHSCI_DATA_MIRROR``, points at a local folder holding copies of those repos in the Hub's own file
-layout (``$EARTHSCI_DATA_MIRROR/<org>/<name>/...``, e.g. made with ``huggingface-cli download --repo-type
+layout (``$EARTHSCI_DATA_MIRROR/<org>/<name>/...``, e.g. made with ``hf download --repo-type
 dataset``). Any task whose ``dataset_path`` has a copy there loads it from disk, through the same
 ``datasets.load_dataset`` call as the Hub path.
 
@@ -104,7 +104,7 @@ def mirror_path(dataset_path: str | None) -> str | None:
     if dataset_path in KNOWN_DATASETS:
         raise MirrorError(
             f"{MIRROR_ENV}={root} is set but holds no copy of {dataset_path!r}: expected the Hub repo's "
-            f"files under {local} (e.g. `huggingface-cli download --repo-type dataset {dataset_path} "
+            f"files under {local} (e.g. `hf download --repo-type dataset {dataset_path} "
             f"--local-dir {local}` on a machine with Hub access)"
         )
     return None
@@ -191,6 +191,9 @@ _HUB_FIXES = {
 }
 
 
+_NO_REPO_FIX = "no such repo or revision: check the repo name and the pin (dataset_kwargs.revision in the task YAML), or use a local mirror (EARTHSCI_DATA_MIRROR)"
+
+
 def hub_refusal(exc: BaseException, repo: str | None, revision: str | None) -> HubRefusedError | None:
     """A one-line :class:`HubRefusedError` for a 401/403/404 the Hub answered while ``datasets`` loaded
     ``repo`` (found anywhere in the exception's chain: ``datasets`` re-raises it as a bare
@@ -204,10 +207,13 @@ def hub_refusal(exc: BaseException, repo: str | None, revision: str | None) -> H
             url = str(getattr(response, "url", "") or getattr(getattr(response, "request", None), "url", "") or "")
             file, rev = None, revision
             if "/resolve/" in url:
+                from urllib.parse import unquote
+
                 rev_and_file = url.split("/resolve/", 1)[1].split("?", 1)[0]
-                rev, _, file = rev_and_file.partition("/")
+                rev, _, file = (unquote(x) for x in rev_and_file.partition("/"))
             where = f"{repo}" + (f" file {file}" if file else "") + f" at revision {rev or 'main'}"
-            return HubRefusedError(f"the Hugging Face Hub answered {status} for {where} ({url}): {_HUB_FIXES[status]}")
+            fix = _HUB_FIXES[status] if file or status != 404 else _NO_REPO_FIX
+            return HubRefusedError(f"the Hugging Face Hub answered {status} for {where} ({url}): {fix}")
         exc = exc.__cause__ or exc.__context__
     return None
 
@@ -440,7 +446,7 @@ def record_problems(dataset, check, kwargs: Mapping[str, Any]) -> list[tuple[int
 
 
 def _bad_records_mode() -> str:
-    mode = (os.environ.get(BAD_RECORDS_ENV) or "raise").strip().lower()
+    mode = (os.environ.get(BAD_RECORDS_ENV) or "").strip().lower() or "raise"
     if mode not in ("raise", "skip"):
         raise ValueError(f"{BAD_RECORDS_ENV} must be raise or skip, not {mode!r}")
     return mode

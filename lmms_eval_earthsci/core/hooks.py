@@ -26,6 +26,7 @@ import warnings
 
 from lmms_eval_earthsci.core.data import install_mirror_hook
 from lmms_eval_earthsci.core.judge_pass import install_judge_hook
+from lmms_eval_earthsci.core.settings import declared, enforce, flag
 from lmms_eval_earthsci.core.unavailable import install_unavailable_hook
 
 LOGGER_NAME = "lmms_eval_earthsci"
@@ -114,7 +115,7 @@ def recover_killed_response_runs() -> bool:
 
     @functools.wraps(original)
     def create(klass, cache_root, *args, **kwargs):
-        if os.environ.get(RECOVER_ENV, "1").strip() != "0":
+        if flag(os.environ.get(RECOVER_ENV), True):
             try:
                 _recover_runs(rc, cache_root)
             except Exception:  # the cache still works as lmms-eval made it
@@ -179,6 +180,8 @@ def install_runtime_hooks() -> None:
     if _RUNTIME_HOOKS:
         return
     _RUNTIME_HOOKS = True
+    # a wrong EARTHSCI_* value stops the process here, before any task is built (SettingsError, exit 2)
+    enforce(declared(), "run")
     forward_logs()
     redact_hf_token()
     release_distributed_at_exit()

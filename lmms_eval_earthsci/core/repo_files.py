@@ -31,7 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
-from lmms_eval_earthsci.core.data import RecordError, mirror_path, mirror_root
+from lmms_eval_earthsci.core.data import RecordError, hub_refusal, mirror_path, mirror_root
 
 logger = logging.getLogger("lmms_eval_earthsci")
 
@@ -128,7 +128,13 @@ class RepoFiles:
         if constants.HF_HUB_OFFLINE:
             folder = snapshot_download(self.repo_id, repo_type="dataset", revision=self.revision, local_files_only=True)
             return _Listing("hub-cache", folder, os.path.basename(folder.rstrip("/")), _walk(folder))
-        info = HfApi().repo_info(self.repo_id, repo_type="dataset", revision=self.revision)
+        try:
+            info = HfApi().repo_info(self.repo_id, repo_type="dataset", revision=self.revision)
+        except Exception as exc:  # 401/403/404: one line naming the repo, the revision and the fix
+            refused = hub_refusal(exc, self.repo_id, self.revision)
+            if refused is not None:
+                raise refused from exc
+            raise
         files = frozenset(s.rfilename for s in (info.siblings or []))
         return _Listing("hub", f"hub:{self.repo_id}@{info.sha}", info.sha, files)
 
@@ -216,7 +222,9 @@ class RepoFiles:
                 with ThreadPoolExecutor(max_workers=FETCH_WORKERS) as pool:
                     for loc, result in zip(todo, pool.map(self._download, todo)):
                         if isinstance(result, Exception):
-                            out[loc.rel] = RepoFileError(loc.rel, [loc.repo_path], lst.root, f"download failed ({type(result).__name__}: {result})")
+                            refused = hub_refusal(result, self.repo_id, lst.revision)
+                            why = str(refused) if refused is not None else f"download failed ({type(result).__name__}: {result})"
+                            out[loc.rel] = RepoFileError(loc.rel, [loc.repo_path], lst.root, why)
                 self._record_ref(lst.revision)
         return out
 

@@ -18,6 +18,7 @@ from lmms_eval_earthsci.core import messages as msg
 from lmms_eval_earthsci.core.data import RecordError, check_image, declare_datasets, load_image, record_check, require
 from lmms_eval_earthsci.core.extraction import Extracted, as_text, extract_after_phrase, extract_boxed_answer, extract_option_letter, option_letters
 from lmms_eval_earthsci.core.hooks import ensure_runtime_hooks
+from lmms_eval_earthsci.core.settings import declare_settings
 from lmms_eval_earthsci.core.judge_pass import UNAVAILABLE, JudgeSpec, judged, judged_fields, outcome_for
 from lmms_eval_earthsci.core.metrics import breakdown_scores, percent, split_labels
 from lmms_eval_earthsci.core.releases import RescoreError, read_records, release_name, release_plan_dict
@@ -473,6 +474,7 @@ def process_results_judge(doc, results):
 # lmms-eval imports this module while it reads our task YAMLs: make sure our hooks are in, whatever route
 # (entry point, --include_path, the `run` wrapper) brought it here
 declare_datasets(BENCHMARK.datasets)
+declare_settings(BENCHMARK.settings)
 ensure_runtime_hooks()
 
 

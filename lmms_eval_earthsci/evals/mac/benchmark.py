@@ -3,6 +3,7 @@
 import os
 
 from lmms_eval_earthsci.core.benchmark import Benchmark
+from lmms_eval_earthsci.core.settings import Setting, integer, judge_family
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -21,4 +22,9 @@ BENCHMARK = Benchmark(
     suite=("mac2025",),
     suite_nojudge=("mac2025",),
     demo_tasks=("mac2025",),
+    settings=(
+        Setting("EARTHSCI_MAC_IMAGE_MAX_SIDE", "an integer >= 1 (pixels of a cover's longer side), or 0 (also none, null) for full size", lambda v: v.lower() in ("none", "null") or integer(0)(v), frozenset({"run", "check-mirror"})),
+        # DAD's two stages through the judge engine: EARTHSCI_DAD_<S> before EARTHSCI_JUDGE_<S>
+        *judge_family("EARTHSCI_DAD", frozenset({"run"})),
+    ),
 )

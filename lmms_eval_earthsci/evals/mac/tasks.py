@@ -17,6 +17,7 @@ from typing import Mapping
 
 from lmms_eval_earthsci.core.data import RecordError, check_image, declare_datasets, record_check, require_columns
 from lmms_eval_earthsci.core.hooks import ensure_runtime_hooks
+from lmms_eval_earthsci.core.settings import declare_settings
 from lmms_eval_earthsci.core.messages import fill_fields, note_chat, route_of
 from lmms_eval_earthsci.core.metrics import breakdown_scores, percent
 from lmms_eval_earthsci.core.repo_files import DecodedCache, fetch_columns, record_image, record_path, repo_files
@@ -66,6 +67,7 @@ def _settings(kwargs) -> dict:
         raise ValueError(f"MAC direction must be i2t or t2i and domain info or option, got {kw['direction']!r}/{kw['domain']!r}")
     env = os.environ.get(IMAGE_MAX_SIDE_ENV, "").strip()
     side = env if env else kw.get("image_max_side", DEFAULT_IMAGE_MAX_SIDE)
+    side = side.lower() if isinstance(side, str) else side
     kw["image_max_side"] = None if side in (None, "", "none", "null", 0, "0") else int(side)
     # a snapshot built by `lmms-eval-earthsci mac build`: its folder (the task folder's snapshot.ROOT)
     root = kw.get("snapshot_root")
@@ -284,4 +286,5 @@ mac_unparsable = scoring.unparsable
 
 # lmms-eval imports this module while it reads our task YAMLs: make sure our hooks are in
 declare_datasets(BENCHMARK.datasets)
+declare_settings(BENCHMARK.settings)
 ensure_runtime_hooks()

@@ -21,6 +21,7 @@ from lmms_eval_earthsci.core import textmetrics
 from lmms_eval_earthsci.core.data import RecordError, check_image, declare_datasets, load_image, record_check
 from lmms_eval_earthsci.core.extraction import as_text
 from lmms_eval_earthsci.core.hooks import ensure_runtime_hooks
+from lmms_eval_earthsci.core.settings import declare_settings
 from lmms_eval_earthsci.core.judge_pass import UNAVAILABLE, JudgeSpec, batched, doc_key, judged, judged_fields, outcome_for
 from lmms_eval_earthsci.core.messages import note_chat, route_of
 from lmms_eval_earthsci.core.metrics import breakdown_scores, percent
@@ -553,6 +554,7 @@ def bertscore(items) -> float | None:
 # lmms-eval imports this module while it reads our task YAMLs: make sure our hooks are in, whatever route
 # (entry point, --include_path, the `run` wrapper) brought it here
 declare_datasets(BENCHMARK.datasets)
+declare_settings(BENCHMARK.settings)
 ensure_runtime_hooks()
 
 

@@ -3,6 +3,7 @@
 import os
 
 from lmms_eval_earthsci.core.benchmark import Benchmark
+from lmms_eval_earthsci.core.settings import Setting, integer
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -19,4 +20,5 @@ BENCHMARK = Benchmark(
     suite=("musciclaims_rd",),
     suite_nojudge=("musciclaims_rd",),
     demo_tasks=("musciclaims",),
+    settings=(Setting("EARTHSCI_MUSCICLAIMS_MAX_PIXELS", "an integer >= 0 (a figure's pixel cap; 0: none)", integer(0), frozenset({"run", "check-mirror"})),),
 )

@@ -22,6 +22,7 @@ from typing import Any, Iterable, Mapping
 from lmms_eval_earthsci.core.data import RecordError, check_image, declare_datasets, record_check, require_columns
 from lmms_eval_earthsci.core.extraction import as_text, extract_json_object, strip_reasoning
 from lmms_eval_earthsci.core.hooks import ensure_runtime_hooks
+from lmms_eval_earthsci.core.settings import declare_settings
 from lmms_eval_earthsci.core.messages import fill_fields, note_chat, route_of
 from lmms_eval_earthsci.core.metrics import precision_recall_f1, set_precision_recall_f1
 from lmms_eval_earthsci.core.repo_files import DecodedCache, fetch_columns, record_image, record_path, repo_files
@@ -769,4 +770,5 @@ LOWER_IS_BETTER = frozenset({"musciclaims_invalid_rate"})
 # lmms-eval imports this module while it reads our task YAMLs: make sure our hooks are in, whatever route
 # (entry point, --include_path, the `run` wrapper) brought it here
 declare_datasets(BENCHMARK.datasets)
+declare_settings(BENCHMARK.settings)
 ensure_runtime_hooks()

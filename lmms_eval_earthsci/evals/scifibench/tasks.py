@@ -17,6 +17,7 @@ from typing import Any
 from lmms_eval_earthsci.core.data import RecordError, check_image, declare_datasets, load_image, record_check
 from lmms_eval_earthsci.core.extraction import Extracted, as_text, extract_boxed_answer, extract_option_letter
 from lmms_eval_earthsci.core.hooks import ensure_runtime_hooks
+from lmms_eval_earthsci.core.settings import declare_settings
 from lmms_eval_earthsci.core.judge_pass import UNAVAILABLE, JudgeSpec, judged, judged_fields, outcome_for
 from lmms_eval_earthsci.core.messages import note_chat, route_of
 from lmms_eval_earthsci.core.metrics import breakdown_scores, percent
@@ -421,4 +422,5 @@ def process_results_judge(doc, results):
 # lmms-eval imports this module while it reads our task YAMLs: make sure our hooks are in, whatever route
 # (entry point, --include_path, the `run` wrapper) brought it here
 declare_datasets(BENCHMARK.datasets)
+declare_settings(BENCHMARK.settings)
 ensure_runtime_hooks()
