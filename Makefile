@@ -4,6 +4,7 @@
 #   make test-fast  - the fast tier: unit and in-process tests, before every commit (< 90 s)
 #   make test-times - the suite's time per file and its slowest tests
 #   make test-install - `make setup` with no pip settings, torch from a loopback CPU index (CI runs it)
+#   make test-browser - report.html in Debian's Chromium via Playwright (CI runs it)
 #   make test-oldest - a smoke run against the oldest lmms-eval we support (its own venv; CI runs it)
 #   make test-vision - the MAC builder with OpenCLIP and EasyOCR (their own venv; CI runs it)
 # Both install into the project's own virtual environment at .venv.
@@ -48,7 +49,7 @@ $(1)/bin/python -m pip $(PIP_OPTS) install -q --no-index --no-deps "torch==$(TOR
 	|| $(1)/bin/python -m pip $(PIP_OPTS) install -q --no-deps --index-url $(TORCH_CPU_INDEX) "torch==$(TORCH_VERSION)"
 endef
 
-.PHONY: setup test test-fast test-install test-times test-oldest test-vision demo clean-venv
+.PHONY: setup test test-fast test-install test-browser test-times test-oldest test-vision demo clean-venv
 
 $(VENV)/.installed: pyproject.toml Makefile
 	python3 -m venv $(VENV)
@@ -77,6 +78,12 @@ test-fast: setup
 # `make setup` with every pip setting of this machine off, torch from a loopback CPU wheel index (a full venv)
 test-install: setup
 	$(PY) -m pytest -q -ra --run-install tests/test_install.py
+
+# report.html in Debian's Chromium driven by Playwright (its own browser downloads are not used)
+test-browser: setup
+	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && (apt-get install -y -q chromium >/dev/null 2>&1 || (apt-get update -q >/dev/null 2>&1 && apt-get install -y -q chromium >/dev/null 2>&1)); } || { echo "Debian's chromium is needed: apt-get install chromium" >&2; exit 1; }
+	$(PY) -m pip $(PIP_OPTS) install -q -c $(CONSTRAINTS) -e '.[browser]'
+	$(PY) -m pytest -q -ra -s --run-browser tests/test_browser.py
 
 test-times: setup
 	$(PY) benchmarks/test_times.py $(PARALLEL)

@@ -40,6 +40,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--paper-model", default=None, help="the paper model whose numbers sit beside ours (any spelling; default GPT-4o)")
     p.add_argument("--resamples", type=int, default=10_000, help="bootstrap resamples for the 95%% intervals and paired comparisons (default 10000; 0: none)")
     p.add_argument("--seed", type=int, default=0, help="the bootstrap's seed (default 0)")
+    p.add_argument("--no-html", action="store_true", help="write report.md and the charts only, not report.html and its sample browser")
+    p.add_argument("--no-images", action="store_true", help="report.html without the docs' figures (no dataset is loaded)")
     p = sub.add_parser("check-mirror", help=COMMANDS["check-mirror"], description=COMMANDS["check-mirror"])
     p.add_argument("mirror", metavar="DIR", help="the mirror root (the folder EARTHSCI_DATA_MIRROR points at)")
     p.add_argument("--tasks", default=None, help="comma-separated task names (default: every task whose repo is in DIR)")
@@ -113,12 +115,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         from lmms_eval_earthsci.report import ReportError, write_report
 
         try:
-            path, text = write_report(a.paths, a.out, a.paper_model, resamples=a.resamples, seed=a.seed)
+            path, text = write_report(a.paths, a.out, a.paper_model, resamples=a.resamples, seed=a.seed, html=not a.no_html, images=not a.no_images)
         except ReportError as exc:
             print(f"lmms-eval-earthsci report: {exc}", file=sys.stderr)
             return 2
         print(text)
-        print(f"\nreport: {path}")
+        print(f"\nreport: {path}" + ("" if a.no_html else f"\nwith its sample browser: {os.path.join(os.path.dirname(path), 'report.html')} (open it from disk)"))
         return 0
     if a.command == "check-mirror":
         from lmms_eval_earthsci.mirror import check_mirror

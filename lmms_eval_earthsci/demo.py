@@ -122,10 +122,10 @@ def main(argv=None) -> int:
     runs_dir = os.path.join(out, "runs")
     judged = judged_metrics_run(read_runs([runs_dir]))
     intro = report_intro(tiny_model=args.model is None, sample_data=args.data == "sample", judge_configured=JudgeConfig.from_env().configured, judged=judged)
-    path, text = write_report([runs_dir], os.path.join(out, "report"), intro=intro)
+    path, text = write_report([runs_dir], os.path.join(out, "report"), intro=intro, html=True)
     print(text)
     print(f"\nlmms-eval's outputs (results JSON, samples JSONL): {runs_dir}")
-    print(f"report: {path} (PNG charts beside it)")
+    print(f"report: {path} (PNG charts beside it); with every sample: {os.path.join(os.path.dirname(path), 'report.html')} (open it from disk)")
     return 0
 
 

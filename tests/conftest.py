@@ -109,15 +109,21 @@ def run_with_judge(mirror, hf_home, tmp_path, responder, tasks, judge_model="jud
 def pytest_addoption(parser):
     parser.addoption("--fast-tier-limit", type=float, default=None, metavar="SECONDS", help="fail any test not marked e2e or slow that takes longer than this (setup + call)")
     parser.addoption("--run-install", action="store_true", help="run the tests marked `install` (each installs a full venv; `make test-install`)")
+    parser.addoption("--run-browser", action="store_true", help="run the tests marked `browser` (Debian's chromium + Playwright; `make test-browser`)")
+
+
+# markers whose tests run only when asked for, each by its own make target
+OPT_IN = {"install": ("--run-install", "installs a full venv: `make test-install`"), "browser": ("--run-browser", "needs Chromium and Playwright: `make test-browser`")}
 
 
 def pytest_collection_modifyitems(config, items):
-    if config.getoption("--run-install"):
-        return
-    skip = pytest.mark.skip(reason="installs a full venv: `make test-install` (--run-install)")
-    for item in items:
-        if item.get_closest_marker("install"):
-            item.add_marker(skip)
+    for marker, (option, why) in OPT_IN.items():
+        if config.getoption(option):
+            continue
+        skip = pytest.mark.skip(reason=f"{why} ({option})")
+        for item in items:
+            if item.get_closest_marker(marker):
+                item.add_marker(skip)
 
 
 @pytest.hookimpl(hookwrapper=True)

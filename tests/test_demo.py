@@ -82,10 +82,14 @@ def test_demo_subset_writes_report(hf_home, tmp_path):
     for task, metric, paper in (("emma_mini_math", "emma_acc", "27.00"), ("msearth_mcq", "msearth_acc", "57.97"), ("msearth_mcq", "msearth_acc_strict", "–"), ("scifibench_cs_c2f", "scifibench_acc", "–")):
         value = results[task][f"{metric},none"]
         assert f"| {task} | {metric} | {value:.2f} | {paper} |" in report
-    assert re.search(r"\| emma_mini_math \| .*tiny-llava \| 3 \| \d+ \| 0 \| – \| – \|", report)
+    assert re.search(r"\| emma_mini_math \| tiny-llava \(runs\) \| 3 \| \d+ \| 0 \| – \| – \|", report)
     assert f"| musciclaims_d | musciclaims_macro_f1 | {results['musciclaims_d']['musciclaims_macro_f1,none']:.2f} | 52.00 § |" in report
     for name in ("EMMA", "MSEarth", "SciFIBench", "MuSciClaims", "Paper reference"):
         assert f"## {name}" in report
     assert "[]" not in report
     assert (out / "report" / "emma_mini_by_subject.png").stat().st_size > 1000 and (out / "report" / "scifibench_by_split.png").exists()
     assert os.path.exists(tmp_path / "cache" / "tiny-llava" / "model.safetensors")
+    # the page and its sample browser, every doc's figures from the sample mirror the run read
+    page = (out / "report" / "report.html").read_text()
+    assert "browser/index.js" in page and len(list((out / "report" / "browser" / "data").glob("t*.js"))) == 4
+    assert len(list((out / "report" / "browser" / "img").glob("*.jpg"))) >= 3 + 6 + 15

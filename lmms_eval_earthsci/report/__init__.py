@@ -51,10 +51,11 @@ def default_out(first: str) -> str:
     return os.path.join(os.path.dirname(run), os.path.basename(run) + "-report")
 
 
-def write_report(paths: Sequence[str], out_dir: str | None = None, paper_model: str | None = None, intro: str | None = None, resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED) -> tuple[str, str]:
+def write_report(paths: Sequence[str], out_dir: str | None = None, paper_model: str | None = None, intro: str | None = None, resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED, html: bool = False, images: bool = True) -> tuple[str, str]:
     """Write ``report.md`` and the PNGs; returns (report path, markdown). ``intro``: a paragraph put
     first, under "What you are looking at" (the demo explains its tiny model there). ``resamples``
-    (0: no intervals) and ``seed``: the bootstrap of the error bars and paired comparisons."""
+    (0: no intervals) and ``seed``: the bootstrap of the error bars and paired comparisons. ``html``:
+    also ``report.html`` with the sample browser (:mod:`.html`; ``images``: with the docs' figures)."""
     if resamples < 0:
         raise ReportError("--resamples must be 0 (no error bars) or more")
     configure(resamples, seed)
@@ -80,4 +81,8 @@ def write_report(paths: Sequence[str], out_dir: str | None = None, paper_model: 
     path = os.path.join(out_dir, "report.md")
     with open(path, "w") as f:
         f.write(text)
+    if html:
+        from lmms_eval_earthsci.report.html import write_html  # lazy: only when the page is asked for
+
+        write_html(runs, benches, out_dir, text, images=images)
     return path, text

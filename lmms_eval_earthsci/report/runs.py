@@ -34,6 +34,7 @@ class Run:
     rescore: dict | None = None  # the record `lmms-eval-earthsci rescore` adds
     include_path: str | None = None  # the run's --include_path (a built MAC snapshot's tasks)
     unavailable: dict = field(default_factory=dict)  # task -> {metric: why it has no value} (core.unavailable)
+    configs: dict = field(default_factory=dict)  # task -> its config as the results JSON recorded it
 
     @property
     def partial(self) -> bool:
@@ -135,7 +136,7 @@ def read_runs(paths: Sequence[str]) -> list[Run]:
                 why = ((tc or {}).get("metadata") or {}).get("earthsci_unavailable") if isinstance(tc, dict) else None
                 if isinstance(why, dict) and why:
                     unavailable[task] = {str(m): str(r) for m, r in why.items()}
-            runs.append(Run(label, path, results, samples, aliases, n_samples, cfg.get("limit"), versions, subtasks, data.get("rescore"), include, unavailable))
+            runs.append(Run(label, path, results, samples, aliases, n_samples, cfg.get("limit"), versions, subtasks, data.get("rescore"), include, unavailable, data.get("configs") or {}))
     labels = [r.label for r in runs]
     for i, r in enumerate(runs):  # keep columns distinct
         if labels.count(r.label) > 1:

@@ -1,0 +1,101 @@
+"""The report's own Markdown (headings, pipe tables, paragraphs, images, `code`, **bold**) as HTML.
+
+Only the subset ``report.md`` is written in; every piece of text is escaped first, so a task alias or a
+model name from a results file is text, never markup. Images may only name a file in the report folder.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from typing import Callable
+
+_IMAGE = re.compile(r"^!\[([^\]]*)\]\(([^)\s]+)\)$")
+_SAFE_FILE = re.compile(r"^[\w.-]+\.png$")
+
+
+def inline(text: str) -> str:
+    """Escape ``text``, then render `code` and **bold** (both already escaped inside)."""
+    out = []
+    for i, part in enumerate(re.split(r"(`[^`]*`)", text)):
+        if i % 2:
+            out.append(f"<code>{html.escape(part[1:-1])}</code>")
+        else:
+            esc = html.escape(part)
+            out.append(re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", esc))
+    return "".join(out)
+
+
+def anchor(title: str) -> str:
+    return re.sub(r"[^\w-]+", "-", title.strip().lower()).strip("-") or "section"
+
+
+def _cells(line: str) -> list[str]:
+    return [c.strip() for c in line.strip().strip("|").split("|")]
+
+
+def to_html(markdown: str, cell: Callable[[str, list[str], int, str], str] | None = None) -> str:
+    """HTML for ``markdown``. ``cell(section, row, index, html)`` may rewrite a body cell's HTML (the
+    report adds links from the paired comparisons to the sample browser)."""
+    lines = markdown.splitlines()
+    out: list[str] = []
+    section = ""
+    i = 0
+    para: list[str] = []
+
+    def flush():
+        if para:
+            out.append("<p>" + "<br>".join(inline(p.rstrip()) for p in para) + "</p>")
+            para.clear()
+
+    while i < len(lines):
+        line = lines[i]
+        heading = re.match(r"^(#{1,4}) (.*)$", line)
+        if heading:
+            flush()
+            level, title = len(heading.group(1)), heading.group(2)
+            if level <= 2:
+                section = title
+            out.append(f'<h{level} id="{anchor(title)}">{inline(title)}</h{level}>')
+        elif line.startswith("|") and i + 1 < len(lines) and re.match(r"^\|[-:| ]+\|$", lines[i + 1].strip()):
+            flush()
+            header = _cells(line)
+            aligns = ["right" if c.endswith(":") else "left" for c in _cells(lines[i + 1])]
+            rows = []
+            i += 2
+            while i < len(lines) and lines[i].startswith("|"):
+                rows.append(_cells(lines[i]))
+                i += 1
+            head = "".join(f"<th>{inline(h)}</th>" for h in header)
+            body = []
+            for row in rows:
+                tds = []
+                for k, c in enumerate(row):
+                    content = inline(c)
+                    if cell is not None:
+                        content = cell(section, row, k, content)
+                    align = aligns[k] if k < len(aligns) else "left"
+                    tds.append(f'<td class="{align}">{content}</td>')
+                body.append("<tr>" + "".join(tds) + "</tr>")
+            out.append(f'<div class="table"><table><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div>')
+            continue
+        elif _IMAGE.match(line.strip()):
+            flush()
+            alt, src = _IMAGE.match(line.strip()).groups()
+            if _SAFE_FILE.match(src):
+                out.append(f'<figure><img src="{html.escape(src)}" alt="{html.escape(alt)}" loading="lazy"></figure>')
+        elif line.startswith("- "):
+            flush()
+            items = []
+            while i < len(lines) and lines[i].startswith("- "):
+                items.append(f"<li>{inline(lines[i][2:].rstrip())}</li>")
+                i += 1
+            out.append("<ul>" + "".join(items) + "</ul>")
+            continue
+        elif not line.strip():
+            flush()
+        else:
+            para.append(line)
+        i += 1
+    flush()
+    return "\n".join(out)
