@@ -50,7 +50,7 @@ def test_the_top_readme_opens_with_the_first_hour_and_a_contents_line():
     first = text[text.index("## The first hour") : text.index("## Install")]
     for step in ("make setup", "make demo", "demo_output/runs", "demo_output/report/report.md", "--tasks earthsci", "EARTHSCI_JUDGE_BASE_URL", "lmms-eval-earthsci report", "lmms-eval-earthsci rescore"):
         assert step in first, step
-    assert len(text.splitlines()) <= 430  # read in ten minutes; detail lives in the folders' READMEs
+    assert len(text.splitlines()) <= 450  # read in ten minutes; detail lives in the folders' READMEs
 
 
 def test_every_setting_is_documented_in_settings():

@@ -20,11 +20,15 @@ import logging
 import os
 import re
 import shutil
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Iterable, Mapping
 
 logger = logging.getLogger("lmms_eval_earthsci")
 
-THUMB_SIDE = 384
+THUMB_SIDE = 256
+# decoding and thumbnailing threads (Pillow releases the GIL while it decodes: ~2x on 2 cores)
+WORKERS = max(1, min(8, os.cpu_count() or 1))
 THUMB_VERSION = 1  # bump when the thumbnails change (size, format): every manifest is then new
 
 
@@ -61,7 +65,7 @@ def thumbnail(image) -> bytes:
         im = im.convert("RGB")
     im.thumbnail((THUMB_SIDE, THUMB_SIDE))
     buf = io.BytesIO()
-    im.save(buf, "JPEG", quality=78, optimize=False)
+    im.save(buf, "JPEG", quality=72)
     return buf.getvalue()
 
 
@@ -79,7 +83,7 @@ class ThumbStore:
         path = os.path.join(self.cache, name[:2], name)
         if not os.path.exists(path):
             os.makedirs(os.path.dirname(path), exist_ok=True)
-            tmp = f"{path}.{os.getpid()}.tmp"
+            tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
             with open(tmp, "wb") as f:
                 f.write(data)
             os.replace(tmp, path)
@@ -171,7 +175,7 @@ def run_images(run, wanted: Mapping[str, Iterable[str]], store: ThumbStore) -> d
 
 
 def _from_data(run, missing: Mapping[str, list[str]], store: ThumbStore) -> dict[str, dict[str, list[str] | str]]:
-    from lmms_eval_earthsci.core.data import mirror_env
+    from lmms_eval_earthsci.core.data import mirror_env, undecoded
     from lmms_eval_earthsci.rescore import RescoreError, data_route
 
     plan = {"data": {t: ((run.configs.get(t) or {}).get("metadata") or {}).get("earthsci_data") for t in missing}}
@@ -188,11 +192,19 @@ def _from_data(run, missing: Mapping[str, list[str]], store: ThumbStore) -> dict
             if obj is None:
                 out[task] = {d: f"task {task} is not installed here" for d in ids}
                 continue
-            docs = obj.eval_docs
-            for doc in ids:
+            # stored bytes, not decoded images: a JPEG is then decoded at thumbnail size (draft), and
+            # doc_to_visual reads image cells in every form (core.data.load_image)
+            docs = undecoded(obj.eval_docs)
+
+            def one(doc: str, obj=obj, docs=docs):
                 try:
+                    # the row access and doc_to_visual (repo files, decoding) in the worker: Pillow
+                    # releases the GIL while it decodes
                     visuals = obj.doc_to_visual(docs[int(doc)]) or []
-                    out[task][doc] = [store.put(thumbnail(v)) for v in (visuals if isinstance(visuals, list) else [visuals]) if v is not None]
+                    return [store.put(thumbnail(v)) for v in (visuals if isinstance(visuals, list) else [visuals]) if v is not None]
                 except Exception as exc:
-                    out[task][doc] = f"doc {doc}: its figures could not be read ({type(exc).__name__}: {str(exc)[:160]})"
+                    return f"doc {doc}: its figures could not be read ({type(exc).__name__}: {str(exc)[:160]})"
+
+            with ThreadPoolExecutor(max_workers=WORKERS) as pool:
+                out[task] = dict(zip(ids, pool.map(one, ids)))
     return out
