@@ -217,3 +217,37 @@ def test_no_console_error_and_no_request_outside_the_report(page):
     outside = [u for u in log["requests"] if not u.startswith(f"file://{rep}/")]
     assert outside == [], outside
     assert any(u.endswith(".jpg") for u in log["requests"]) and any("/browser/data/" in u for u in log["requests"])
+
+
+def test_each_benchmarks_view(page):
+    """MuSciClaims: a claim's variants with each run's decision and the flip; MAC: each option's
+    probability per run, gold marked, and the task's reliability diagram; SciFIBench C→F: the five
+    candidate figures lettered, gold marked; EMMA: the doc's figures."""
+    pg, log, root, runs, rep = page
+    open_task(pg, "musciclaims_d")
+    pair = pg.query_selector("article.doc .crossview")
+    assert pair and pair.inner_text().startswith("claim ")
+    rows = [[c.inner_text() for c in tr.query_selector_all("td")] for tr in pair.query_selector_all("tr")[1:]]
+    doc = pg.query_selector("article.doc").get_attribute("data-doc")
+    per_run = [{str(s["doc_id"]): s["musciclaims_macro_f1"] for s in samples_of(run, "musciclaims_d")} for run in runs]
+    base = per_run[0][doc]["base_claim_id"]
+    variants = sorted(d for d, r in per_run[0].items() if r["base_claim_id"] == base)
+    shown = [re.search(r"\(doc (\w+)\)", r[0]).group(1) for r in rows[:-1]]
+    assert sorted(shown) == variants and len(variants) >= 2
+    for i, recs in enumerate(per_run):  # each run's decision on each variant, and its flip, from the samples
+        assert [r[2 + i] for r in rows[:-1]] == [recs[d]["pred"] for d in shown]
+        preds = [recs[d]["pred"] for d in variants]
+        want = ("flipped, correctly" if all(recs[d]["pred"] == recs[d]["gold"] for d in variants) else "flipped, not both right") if len(set(preds)) > 1 else "no flip: the same decision on both"
+        assert rows[-1][0] == "flip" and rows[-1][2 + i] == want
+
+    open_task(pg, "mac2025_i2t_info")
+    opts = pg.query_selector("article.doc .crossview")
+    rows = [[c.inner_text() for c in tr.query_selector_all("td")] for tr in opts.query_selector_all("tr")[1:]]
+    assert [r[0] for r in rows] == ["A", "B", "C", "D"] and sum(r[1] == "✓" for r in rows) == 1
+    assert rows[0][2] == "0.85 ← pick" and rows[1][3] == "0.85 ← pick"  # run a put 0.85 on A, run b on B
+    assert pg.query_selector("details.taskcharts img[src='mac2025_i2t_info_reliability.png']")
+
+    open_task(pg, "scifibench_cs_c2f")
+    caps = [c.inner_text() for c in pg.query_selector("article.doc").query_selector_all("figcaption")]
+    assert [c[0] for c in caps] == ["A", "B", "C", "D", "E"] and sum("(gold)" in c for c in caps) == 1
+    assert any("← fake (run_a)" in c for c in caps)

@@ -222,6 +222,20 @@ class ReportSpec:
         """A benchmark's own "no answer extracted" reading of a record (None: the generic rules decide)."""
         return None
 
+    # -- the sample browser (report.html)
+
+    def image_labels(self, task: str) -> Sequence[str] | None:
+        """How the browser labels a doc's figures, in ``doc_to_visual`` order (SciFIBench C→F: the options
+        A-E); None: numbered 1, 2, ..."""
+        return None
+
+    def browser_view(self, task: str, docs: list[dict]) -> None:
+        """Add this benchmark's views to the browser's docs of ``task`` (each ``{id, fields, gold, runs:
+        [per run: {verdict, answer, record, ...} or None]}``): ``pair`` (a claim pair across docs:
+        ``{title, rows: [{doc, label, gold, values: [per run]}], summary: [per run]}``) or ``options``
+        (``{rows: [{label, gold, values: [per run]}]}``, e.g. each option's probability). Default: none."""
+        return None
+
     # -- paper numbers
 
     def paper_entries(self, data: Mapping[str, Any]) -> tuple[list[PaperValue], str]:

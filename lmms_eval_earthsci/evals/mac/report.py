@@ -55,6 +55,28 @@ class MACReport(ReportSpec):
     def no_answer(self, metric, record):
         return True if metric == RECORD and not record.get("parsed") else None  # the official parser rejected the JSON
 
+    def image_labels(self, task):
+        return ("A", "B", "C", "D") if "_t2i_" in task else None  # T2I: the four candidate covers
+
+    def browser_view(self, task, docs):
+        """Each option with the probability every run gave it (the official parser's dict), the gold and
+        the pick marked: what ECE and the reliability diagram are made of."""
+        for d in docs:
+            recs = [r["record"] if r else None for r in d["runs"]]
+            if not any(isinstance(x, dict) and x.get("gold") for x in recs):
+                continue
+            gold = next(x["gold"] for x in recs if isinstance(x, dict) and x.get("gold"))
+            rows = []
+            for letter in "ABCD":
+                values = []
+                for x in recs:
+                    probs = x.get("probs") if isinstance(x, dict) else None
+                    p = probs.get(letter) if isinstance(probs, dict) else None
+                    pick = isinstance(x, dict) and x.get("pred") == letter
+                    values.append(None if x is None else (f"{p:.2f}" if isinstance(p, (int, float)) else "–") + (" ← pick" if pick else ""))
+                rows.append({"label": letter, "gold": letter == gold, "values": values})
+            d["options"] = {"title": "options: each run's probability (unparsed: –)", "rows": rows}
+
     def reliability(self, view, paper_model):
         """The reliability diagram of each MAC task run (from the per-doc records, as :mod:`.scoring`
         bins them for ECE) and, for the tasks or runs without one, why (no samples, no parsed answer)."""

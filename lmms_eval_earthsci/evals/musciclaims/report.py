@@ -60,6 +60,34 @@ class MuSciClaimsReport(ReportSpec):
                 charts.append(ChartSpec(f"{t}_f1_by_class", f"{t}: F1 by class (musciclaims_f1_*) and macro F1", groups))
         return charts
 
+    def browser_view(self, task, docs):
+        """A claim's SUPPORT and CONTRADICT variants side by side (its other docs), each run's decision on
+        each, and whether the run flipped its decision between them (correctly: both right)."""
+        by_base: dict = {}
+        for d in docs:
+            rec = next((r["record"] for r in d["runs"] if r and isinstance(r.get("record"), dict)), None)
+            if rec and rec.get("base_claim_id"):
+                by_base.setdefault(rec["base_claim_id"], []).append((d, rec))
+        n = len(docs[0]["runs"]) if docs else 0
+        for base, members in by_base.items():
+            if len(members) < 2:
+                continue
+            rows = []
+            for d, rec in sorted(members, key=lambda m: str(m[1].get("variant"))):
+                rows.append({"doc": d["id"], "label": str(rec.get("variant")), "gold": rec.get("gold"), "values": [(r["record"].get("pred") if r and isinstance(r.get("record"), dict) else None) for r in d["runs"]]})
+            summary = []
+            for i in range(n):
+                preds = [row["values"][i] for row in rows]
+                if any(p is None for p in preds):
+                    summary.append(None)
+                    continue
+                flipped = len(set(preds)) > 1
+                correct = all(row["values"][i] == row["gold"] for row in rows)
+                summary.append("flipped, correctly" if flipped and correct else "flipped, not both right" if flipped else "no flip: the same decision on both")
+            view = {"title": f"claim {base}: its variants", "rows": rows, "summary": summary}
+            for d, _ in members:
+                d["pair"] = view
+
     def no_answer(self, metric, record):
         return True if record.get("pred") == "INVALID" else None  # no decision parsed
 

@@ -87,10 +87,14 @@ def write_html(runs: Sequence[Run], benches: Sequence[Benchmark], out_dir: str, 
                         d["images"] = by_doc[d["id"]]
                 pending[t] = [x for x in pending[t] if x not in by_doc]
     index = {"runs": [r.column for r in runs], "tasks": [], "groups": {}}
+    pngs = [f for f in os.listdir(out_dir) if f.endswith(".png")]
+    names = {t for _, t in tasks} | {t for r in runs for t in r.results}
     for n, (b, t) in enumerate(tasks):
         with open(os.path.join(data_dir, f"t{n}.js"), "w", encoding="ascii") as f:
             f.write(f"EARTHSCI.task({_js(t)},{_js({'docs': docs[t]})});\n")
-        index["tasks"].append({"name": t, "benchmark": b.title, "file": f"browser/data/t{n}.js", "n": len(docs[t])})
+        # the report's own charts of this task (MAC's reliability diagram, MSEarth's breakdowns, ...)
+        charts = sorted(f for f in pngs if max((x for x in names if f.startswith(x + "_")), key=len, default=None) == t)
+        index["tasks"].append({"name": t, "benchmark": b.title, "file": f"browser/data/t{n}.js", "n": len(docs[t]), "charts": charts})
     have = {t for _, t in tasks}
     for r in runs:
         for g in r.subtasks:

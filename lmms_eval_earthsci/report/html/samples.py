@@ -161,4 +161,9 @@ def task_docs(bench: Benchmark, task: str, runs: Sequence[Run]) -> list[dict]:
                 "runs": [None if v is None else {k: v[k] for k in ("verdict", "score", "metric", "answer", "stage", "gold", "responses", "filtered", "judge", "record")} | ({"prompt": v["prompt"]} if len(prompts) > 1 else {}) for v in views],
             }
         )
+    spec.browser_view(task, out)
+    labels = spec.image_labels(task)
+    if labels:
+        for d in out:
+            d["image_labels"] = list(labels)
     return out

@@ -191,12 +191,37 @@
     if (typeof d.images === "string") box.appendChild(el("div", { cls: "placeholder", text: "figures not available: " + d.images }));
     else if (Array.isArray(d.images)) {
       d.images.forEach((src, i) => {
-        const img = el("img", { src: "browser/img/" + src, alt: "figure " + (i + 1) + " of doc " + d.id, loading: "lazy" });
-        img.addEventListener("error", () => img.replaceWith(el("div", { cls: "placeholder", text: "figure " + (i + 1) + " is missing" })));
-        box.appendChild(el("figure", {}, img, el("figcaption", { text: String(i + 1) })));
+        const label = d.image_labels && d.image_labels[i] ? d.image_labels[i] : String(i + 1);
+        const img = el("img", { src: "browser/img/" + src, alt: "figure " + label + " of doc " + d.id, loading: "lazy" });
+        img.addEventListener("error", () => img.replaceWith(el("div", { cls: "placeholder", text: "figure " + label + " is missing" })));
+        const picks = d.runs.map((r, k) => (r && r.answer === label ? S.index.runs[k] : null)).filter((x) => x);
+        const cap = el("figcaption", { text: label + (d.image_labels && label === d.gold ? " (gold)" : "") + (picks.length ? " ← " + picks.join(", ") : "") });
+        box.appendChild(el("figure", { cls: d.image_labels && label === d.gold ? "gold" : null }, img, cap));
       });
     }
     return box;
+  }
+
+  // a benchmark's table across docs or options: rows of {doc?, label, gold, values: [per run]}
+  function crossTable(view, withDoc) {
+    const idx = S.index;
+    const t = el("table", { cls: "cross" });
+    const head = el("tr", {}, el("th", { text: withDoc ? "variant (doc)" : "option" }), el("th", { text: "gold" }));
+    idx.runs.forEach((r) => head.appendChild(el("th", { text: r })));
+    t.appendChild(head);
+    for (const row of view.rows) {
+      const tr = el("tr", { cls: row.gold === true ? "gold" : null });
+      tr.appendChild(el("td", { text: withDoc ? row.label + " (doc " + row.doc + ")" : row.label }));
+      tr.appendChild(el("td", { text: row.gold === true ? "✓" : row.gold === false ? "" : String(row.gold) }));
+      row.values.forEach((v) => tr.appendChild(el("td", { text: v === null || v === undefined ? "–" : String(v) })));
+      t.appendChild(tr);
+    }
+    if (view.summary) {
+      const tr = el("tr", {}, el("td", { text: "flip" }), el("td", { text: "" }));
+      view.summary.forEach((v) => tr.appendChild(el("td", { text: v === null ? "–" : v })));
+      t.appendChild(tr);
+    }
+    return el("div", { cls: "crossview" }, el("p", { cls: "crosstitle", text: view.title }), t);
   }
 
   function kv(obj) {
@@ -235,6 +260,8 @@
     card.appendChild(images(d));
     card.appendChild(el("details", {}, el("summary", { text: "prompt" }), el("pre", { cls: "prompt", text: d.prompt })));
     card.appendChild(el("p", {}, "gold: ", el("code", { text: d.gold })));
+    if (d.options) card.appendChild(crossTable(d.options, false));
+    if (d.pair) card.appendChild(crossTable(d.pair, true));
     const runs = el("div", { cls: "runs" });
     d.runs.forEach((r, i) => runs.appendChild(runView(r, idx.runs[i], !d.prompts_differ)));
     card.appendChild(runs);
@@ -261,6 +288,13 @@
     nav.appendChild(el("span", { text: " page " + (page + 1) + " of " + pages + " " }));
     nav.appendChild(el("button", { disabled: page >= pages - 1, onclick: () => setState({ page: page + 1 }) }, "next"));
     root.appendChild(nav);
+    const charts = [];
+    for (const t of names) for (const c of S.index.tasks[S.index.byName[t]].charts || []) charts.push(c);
+    if (charts.length) {
+      const box = el("details", { cls: "taskcharts" }, el("summary", { text: "this task's charts (" + charts.length + ")" }));
+      for (const c of charts) box.appendChild(el("img", { src: c, alt: c, loading: "lazy" }));
+      root.appendChild(box);
+    }
     const list = el("div", { cls: "docs" });
     for (const [t, d] of shown.slice(page * PAGE, (page + 1) * PAGE)) list.appendChild(docView(t, d));
     root.appendChild(list);
