@@ -214,7 +214,8 @@ def test_no_console_error_and_no_request_outside_the_report(page):
         open_task(pg, task)
         load_images(pg)
     assert log["errors"] == [] and [t for t, _ in log["console"] if t == "error"] == [], log
-    outside = [u for u in log["requests"] if not u.startswith(f"file://{rep}/")]
+    # an export is a blob: URL the page makes from its own data (in memory, not a request for a file)
+    outside = [u for u in log["requests"] if not u.startswith(f"file://{rep}/") and not u.startswith("blob:")]
     assert outside == [], outside
     assert any(u.endswith(".jpg") for u in log["requests"]) and any("/browser/data/" in u for u in log["requests"])
 
@@ -251,3 +252,22 @@ def test_each_benchmarks_view(page):
     caps = [c.inner_text() for c in pg.query_selector("article.doc").query_selector_all("figcaption")]
     assert [c[0] for c in caps] == ["A", "B", "C", "D", "E"] and sum("(gold)" in c for c in caps) == 1
     assert any("← fake (run_a)" in c for c in caps)
+
+
+def test_the_filtered_docs_export_as_jsonl_and_csv(page):
+    pg, log, root, runs, rep = page
+    open_task(pg, "emma_mini_math", "&verdict=right,wrong")
+    shown = count(pg)[0]
+    want = sorted(str(s["doc_id"]) for s in samples_of(runs[0], "emma_mini_math") if expected_verdict("emma_mini_math", s) in ("right", "wrong"))
+    assert shown == len(want) > 0
+    with pg.expect_download() as got:
+        pg.click("#export-jsonl")
+    rows = [json.loads(x) for x in open(got.value.path()).read().splitlines()]
+    assert sorted(r["doc_id"] for r in rows) == want and all(r["task"] == "emma_mini_math" for r in rows)
+    assert [x["verdict"] for r in rows for x in r["runs"][:1]] == [expected_verdict("emma_mini_math", s) for s in samples_of(runs[0], "emma_mini_math") if str(s["doc_id"]) in want]
+    with pg.expect_download() as got:
+        pg.click("#export-csv")
+    import csv
+
+    table = list(csv.DictReader(open(got.value.path(), newline="")))
+    assert sorted(r["doc_id"] for r in table) == want and {"run0_verdict", "run1_response"} <= set(table[0])

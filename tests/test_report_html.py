@@ -36,6 +36,7 @@ def test_markdown_is_escaped_and_only_report_images_are_kept():
         ("musciclaims", "musciclaims_d", {"musciclaims_macro_f1": {"gold": "SUPPORT", "pred": "INVALID", "stage": "none"}}, "no_answer", "INVALID", "none"),
         ("mac", "mac2025_i2t_info", {"mac_acc": {"gold": "B", "pred": "A", "parsed": True, "path": "json", "correct": False}}, "wrong", "A", "json"),
         ("mac", "mac2025_i2t_info", {"mac_acc": {"gold": "B", "pred": None, "parsed": False, "path": "none"}}, "no_answer", None, "none"),
+        ("emma", "emma_mini_math", {}, "no_verdict", None, None),  # a --predict_only run: responses, no metric yet
     ],
 )
 def test_each_benchmarks_record_gives_its_verdict(bench, task, sample, verdict, answer, stage):
