@@ -82,7 +82,10 @@ test-install: setup
 # report.html in Debian's Chromium driven by Playwright (its own browser downloads are not used)
 test-browser: setup
 	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && (apt-get install -y -q chromium >/dev/null 2>&1 || (apt-get update -q >/dev/null 2>&1 && apt-get install -y -q chromium >/dev/null 2>&1)); } || { echo "Debian's chromium is needed: apt-get install chromium" >&2; exit 1; }
-	$(PY) -m pip $(PIP_OPTS) install -q -c $(CONSTRAINTS) -e '.[browser]'
+	@# playwright alone (the `browser` extra's one package): reinstalling the package would bring back
+	@# lmms-eval's torchvision, which breaks next to the CPU torch
+	$(PY) -m pip $(PIP_OPTS) install -q -c $(CONSTRAINTS) "playwright>=1.40"
+	@! $(PY) -m pip list 2>/dev/null | grep -i -E '^torchvision ' || (echo "torchvision in $(VENV)" >&2; exit 1)
 	$(PY) -m pytest -q -ra -s --run-browser tests/test_browser.py
 
 test-times: setup

@@ -9,7 +9,6 @@ from PIL import Image
 
 from lmms_eval_earthsci.core import judge as J
 from lmms_eval_earthsci.core.judge import cache as cache_module
-from lmms_eval_earthsci.core.judge import transport
 from lmms_eval_earthsci.testing.openai_server import FakeOpenAIServer, Fault, image_urls, text_of
 
 
@@ -238,45 +237,7 @@ def test_breaker_resets_on_success_and_can_be_disabled(tmp_path):
         assert srv.count == 6 and all(r.cause == "HTTP 500" for r in results)
 
 
-def _reader(raw: bytes):
-    import io
-
-    return io.BufferedReader(io.BytesIO(raw))
-
-
-def test_response_parser_bodies_and_faults():
-    import http.client
-
-    ok = transport._read_response(_reader(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"))
-    assert ok == (200, {"content-type": "application/json", "content-length": "2"}, b"{}", False)
-    chunked = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2;x=y\r\nde\r\n0\r\nTrailer: t\r\n\r\n"
-    assert transport._read_response(_reader(chunked))[2] == b"abcde"
-    status, headers, body, close = transport._read_response(_reader(b"HTTP/1.0 429 Too Many\r\nRetry-After: 3\r\n\r\nslow down"))
-    assert (status, headers["retry-after"], body, close) == (429, "3", b"slow down", True)
-    assert transport._read_response(_reader(b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"))[3] is True
-    with pytest.raises(http.client.IncompleteRead):
-        transport._read_response(_reader(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort"))
-    with pytest.raises(http.client.RemoteDisconnected):
-        transport._read_response(_reader(b""))
-    with pytest.raises(http.client.BadStatusLine):
-        transport._read_response(_reader(b"<html>not http</html>\r\n"))
-
-
-def test_response_parser_skips_informational_replies_and_rejects_garbage():
-    import http.client
-
-    raw = b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}"
-    assert transport._read_response(_reader(raw))[:3] == (200, {"content-length": "2"}, b"{}")
-    for bad in (b"HTTP/1.1 2OO OK\r\n\r\n", b"HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n", b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"):
-        with pytest.raises(http.client.HTTPException):  # retried like any protocol error
-            transport._read_response(_reader(bad))
-
-
-def test_ipv6_host_header_and_stacked_mounts(monkeypatch):
-    import urllib.parse
-
-    head = transport.Transport._head(urllib.parse.urlsplit("http://[::1]:8000/v1/chat/completions"), "/v1/chat/completions", {})
-    assert b"Host: [::1]:8000\r\n" in head
+def test_stacked_mounts(monkeypatch):
     import io
 
     mounts = "systemd-1 /mnt/x autofs rw 0 0\nsrv:/x /mnt/x nfs4 rw 0 0\n"

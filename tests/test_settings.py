@@ -49,6 +49,7 @@ JUDGE_CASES = {
     "CACHE_JOURNAL": (["wal", "DELETE", "truncate", "persist"], ["memory", "wall"]),
     "BREAKER": (["0", "5"], ["-1", "never"]),
     "REASONING_EFFORT": (["low", "high"], []),
+    "CA_BUNDLE": ([os.path.abspath(__file__)], [NO_SUCH, FOLDER]),
 }
 for _prefix in ("EARTHSCI_JUDGE", "EARTHSCI_DAD"):
     for _suffix, _case in JUDGE_CASES.items():

@@ -160,6 +160,7 @@ JUDGE_SUFFIXES: tuple[tuple[str, str, Callable[[str], bool]], ...] = (
     ("CACHE_JOURNAL", "wal, delete, truncate or persist", choice("wal", "delete", "truncate", "persist")),
     ("BREAKER", "an integer >= 0 (consecutive failed docs that stop a pass; 0: never)", integer(0)),
     ("REASONING_EFFORT", "the reasoning effort the judge server accepts (any text, e.g. low, medium, high)", lambda v: True),
+    ("CA_BUNDLE", "an existing file of PEM certificates (the CA that signed the judge's TLS certificate)", lambda v: os.path.isfile(os.path.expanduser(v))),
 )
 
 

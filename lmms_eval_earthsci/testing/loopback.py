@@ -3,8 +3,12 @@ HTTP server on 127.0.0.1, a free port, started and stopped as a context manager.
 
 from __future__ import annotations
 
+import ssl
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+_COUNT_LOCK = threading.Lock()
 
 
 class LoopbackServer:
@@ -12,9 +16,11 @@ class LoopbackServer:
 
     request_queue_size = 128
 
-    def __init__(self) -> None:
+    def __init__(self, tls=None) -> None:
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
+        self.tls = tls  # an ssl.SSLContext (server side): the server speaks HTTPS
+        self.connections = 0  # connections accepted
 
     def handler_class(self) -> type[BaseHTTPRequestHandler]:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -24,7 +30,17 @@ class LoopbackServer:
             daemon_threads = True
             request_queue_size = self.request_queue_size
 
-        self._httpd = Server(("127.0.0.1", 0), self.handler_class())
+        owner = self
+
+        class Counted(self.handler_class()):
+            def setup(self):
+                with _COUNT_LOCK:
+                    owner.connections += 1
+                super().setup()
+
+        self._httpd = Server(("127.0.0.1", 0), Counted)
+        if self.tls is not None:
+            self._httpd.socket = self.tls.wrap_socket(self._httpd.socket, server_side=True)
         # a short poll interval: stop() returns within 50 ms instead of up to 0.5 s
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         self._thread.start()
@@ -58,10 +74,11 @@ class QuietHandler(BaseHTTPRequestHandler):
         pass
 
     def handle(self):
-        # a client that gave up (its timeout, a slow-reply fault) is not an error of the server
+        # a client that gave up (its timeout, a slow-reply fault, a TLS handshake it refused) is not an
+        # error of the server
         try:
             super().handle()
-        except (BrokenPipeError, ConnectionResetError):
+        except (BrokenPipeError, ConnectionResetError, ssl.SSLError):
             self.close_connection = True
 
 

@@ -93,7 +93,13 @@ def image_urls(body: dict) -> list[str]:
 
 
 class FakeOpenAIServer(LoopbackServer):
-    def __init__(self, responder: Responder | None = None, latency: float = 0.0, max_concurrency: int | None = None, record: bool = True):
+    def __init__(self, responder: Responder | None = None, latency: float = 0.0, max_concurrency: int | None = None, record: bool = True, tls=None, framing: str = "length"):
+        """``tls``: a server-side ``ssl.SSLContext`` (HTTPS); ``framing`` of every reply body: ``length``
+        (Content-Length, keep-alive), ``chunked`` (Transfer-Encoding: chunked) or ``close`` (no length,
+        ``Connection: close``, the body ends when the server closes)."""
+        if framing not in ("length", "chunked", "close"):
+            raise ValueError(f"unknown framing {framing!r}")
+        self.framing = framing
         self.responder = responder or (lambda body: "A")
         self.latency = latency
         self.record = record
@@ -103,7 +109,7 @@ class FakeOpenAIServer(LoopbackServer):
         self.max_in_flight = 0
         self._lock = threading.Lock()
         self._slots = threading.BoundedSemaphore(max_concurrency) if max_concurrency else None
-        super().__init__()
+        super().__init__(tls)
 
     # -- lifecycle
     request_queue_size = 256
@@ -129,17 +135,29 @@ class FakeOpenAIServer(LoopbackServer):
                 data = json.dumps(obj).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
+                if server.framing == "length":
+                    self.send_header("Content-Length", str(len(data)))
+                elif server.framing == "chunked":
+                    self.send_header("Transfer-Encoding", "chunked")
+                else:
+                    self.send_header("Connection", "close")
+                    self.close_connection = True
                 for k, v in (headers or {}).items():
                     self.send_header(k, v)
                 self.end_headers()
-                self.wfile.write(data)
+                if server.framing == "chunked":  # in two chunks, with a chunk extension, then the last
+                    half = len(data) // 2
+                    for part in (data[:half], data[half:]):
+                        self.wfile.write(f"{len(part):x};ext=1\r\n".encode() + part + b"\r\n")
+                    self.wfile.write(b"0\r\n\r\n")
+                else:
+                    self.wfile.write(data)
 
         return Handler
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
+        return f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}/v1"
 
     # -- serving
     def _serve(self, handler, body: dict) -> None:

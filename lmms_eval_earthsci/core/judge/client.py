@@ -18,7 +18,6 @@ from __future__ import annotations
 import atexit
 import base64
 import hashlib
-import http.client
 import io
 import json
 import logging
@@ -34,7 +33,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from lmms_eval_earthsci.core.judge.cache import VerdictCache
 from lmms_eval_earthsci.core.judge.config import JUDGE_ENV, JudgeConfig, JudgeResult
-from lmms_eval_earthsci.core.judge.transport import Retryable, Transport
+from lmms_eval_earthsci.core.judge.transport import Retryable, Transport, TransportError
 
 logger = logging.getLogger("lmms_eval_earthsci")
 
@@ -129,6 +128,7 @@ def _usage(raw: Any) -> dict:
 
 # replies that no retry and no other doc can fix: the endpoint, model or key is wrong
 _FATAL_STATUS = (401, 403, 404)
+_FATAL_CAUSES = {f"HTTP {c}" for c in _FATAL_STATUS} | {"TLS certificate not trusted"}
 # a doc that ran out of retries on these says nothing about the endpoint being dead (rate limiting; a
 # reply without content): such docs neither count towards the breaker nor reset it
 _NEUTRAL_CAUSES = ("HTTP 429",)
@@ -156,7 +156,7 @@ class _Breaker:
                 self.wake.set()
 
     def record(self, result: "JudgeResult", transport_failure: bool) -> None:
-        if result.cause in {f"HTTP {c}" for c in _FATAL_STATUS}:
+        if result.cause in _FATAL_CAUSES:
             self.trip(result.cause, result.error or result.cause)
             return
         if result.cause in _NEUTRAL_CAUSES:
@@ -197,7 +197,7 @@ class JudgeClient:
                 self._cache_failed("opened", os.path.join(config.cache_dir, "verdicts.sqlite3"), exc)
         self.stats = JudgeStats()
         self._stats_lock = threading.Lock()
-        self._transport = Transport(config.timeout)
+        self._transport = Transport(config.timeout, config.ca_bundle)
         self._workers: ThreadPoolExecutor | None = None
         self._pools_lock = threading.Lock()
 
@@ -219,6 +219,7 @@ class JudgeClient:
         cache, self.cache = self.cache, None
         if cache is not None:
             cache.close()
+        self._transport.close()
 
     # -- plumbing
     def _pool(self) -> ThreadPoolExecutor:
@@ -262,8 +263,10 @@ class JudgeClient:
         self._count(requests=1)
         try:
             status, resp_headers, raw = self._transport.post(url, body, {**headers, "Content-Type": "application/json"})
-        except (OSError, http.client.HTTPException) as exc:  # timeouts, refused/dropped connections, truncated bodies
-            raise Retryable(f"{type(exc).__name__}: {exc}", cause=type(exc).__name__) from exc
+        except TransportError as exc:  # timeouts, refused/dropped connections, truncated bodies
+            if not exc.retryable:  # an untrusted certificate: no retry and no other doc can fix it
+                return JudgeResult(None, error=str(exc), cause=exc.cause)
+            raise Retryable(str(exc), cause=exc.cause) from exc
         if status == 429 or status >= 500:
             ra = resp_headers.get("retry-after")
             try:  # honoured, but never negative and never longer than the backoff cap

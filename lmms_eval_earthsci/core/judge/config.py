@@ -15,6 +15,7 @@ variable                        meaning                                         
 ``EARTHSCI_JUDGE_CACHE``        verdict cache directory (``off`` disables)              ``$EARTHSCI_CACHE_DIR/judge``
 ``EARTHSCI_JUDGE_CACHE_JOURNAL`` SQLite journal: ``wal`` or ``delete``                  ``wal``; ``delete`` on NFS/CIFS/Lustre...
 ``EARTHSCI_JUDGE_BREAKER``      consecutive failed docs (after retries) that stop a pass 5 (0: never)
+``EARTHSCI_JUDGE_CA_BUNDLE``    PEM bundle of the judge's private CA (the judge only)   the system's (``SSL_CERT_FILE``)
 =============================  ======================================================  ==========
 
 Azure: ``API_TYPE=azure`` with ``AZURE_ENDPOINT``, ``AZURE_API_KEY``, ``API_VERSION``; the model is
@@ -65,6 +66,7 @@ class JudgeConfig:
     backoff_max: float = 60.0
     breaker: int = 5
     reasoning_effort: str | None = None  # sent as is (e.g. "high" for o3-mini) when set
+    ca_bundle: str | None = None  # PEM file of the CA(s) the judge's TLS certificate is trusted by (judge only)
 
     @property
     def configured(self) -> bool:
@@ -102,6 +104,7 @@ class JudgeConfig:
             cache_journal=var("CACHE_JOURNAL"),
             breaker=int(var("BREAKER", default="5")),
             reasoning_effort=var("REASONING_EFFORT"),
+            ca_bundle=(lambda v: os.path.expanduser(v) if v else None)(var("CA_BUNDLE")),
         )
         for k, v in (overrides or {}).items():
             if not hasattr(cfg, k):

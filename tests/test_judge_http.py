@@ -1,0 +1,121 @@
+"""The judge's HTTP through the real client (aiohttp under core.judge.transport) against real loopback
+servers: reply framings, HTTPS with a CA made here by the openssl CLI (trusted through the judge's own
+setting or SSL_CERT_FILE; untrusted: a clear cause, no retry, the pass stopped), a CONNECT proxy for
+https:// (HTTPS_PROXY), a plain proxy with absolute-form requests for http:// (HTTP_PROXY), and NO_PROXY.
+The fault replies (500, 429, malformed, truncated, dropped, timeouts) are in tests/test_judge.py."""
+
+import os
+import shutil
+import ssl
+import subprocess
+import urllib.error
+import urllib.request
+
+import pytest
+
+from lmms_eval_earthsci.core import judge as J
+from lmms_eval_earthsci.testing.openai_server import FakeOpenAIServer, text_of
+from lmms_eval_earthsci.testing.proxy_server import ProxyServer
+
+PROXY_VARS = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy", "SSL_CERT_FILE", "SSL_CERT_DIR")
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch):
+    for k in PROXY_VARS:
+        monkeypatch.delenv(k, raising=False)
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory):
+    """A CA and a server certificate for 127.0.0.1 signed by it, and a second, unrelated CA."""
+    if shutil.which("openssl") is None:
+        pytest.fail("the openssl CLI is needed to make the test's certificates")
+    d = tmp_path_factory.mktemp("pki")
+
+    def sh(*args):
+        subprocess.run(["openssl", *args], cwd=d, check=True, capture_output=True)
+
+    for ca in ("ca", "other_ca"):
+        sh("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", f"{ca}.key", "-out", f"{ca}.pem", "-days", "2", "-subj", f"/CN=earthsci test {ca}", "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign")
+    sh("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", "srv.key", "-out", "srv.csr", "-subj", "/CN=127.0.0.1")
+    (d / "ext.cnf").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\nkeyUsage=digitalSignature\n")
+    sh("x509", "-req", "-in", "srv.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-out", "srv.pem", "-days", "2", "-extfile", "ext.cnf")
+    server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server.load_cert_chain(d / "srv.pem", d / "srv.key")
+    return {"ca": str(d / "ca.pem"), "other_ca": str(d / "other_ca.pem"), "server": server}
+
+
+def client(srv, tmp_path, **kw):
+    settings = dict(base_url=srv.base_url, model="judge-m", cache_dir=None, backoff_base=0.01, backoff_max=0.05, timeout=5.0, concurrency=4)
+    settings.update(kw)
+    return J.JudgeClient(J.JudgeConfig(**settings))
+
+
+def judge_all(c, n=8):
+    try:
+        return c.complete_many([[{"role": "user", "content": f"doc {i}"}] for i in range(n)])
+    finally:
+        c.close()
+
+
+@pytest.mark.parametrize("framing", ["length", "chunked", "close"])
+def test_every_reply_framing(framing, tmp_path):
+    with FakeOpenAIServer(responder=lambda body: "Correct " + text_of(body), framing=framing) as srv:
+        results = judge_all(client(srv, tmp_path))
+        connections = srv.connections
+    assert [r.content for r in results] == [f"Correct doc {i}" for i in range(8)] and all(r.attempts == 1 for r in results)
+    if framing == "close":
+        assert connections == 8  # each reply ended its connection: a new one per request
+    else:
+        assert connections <= 4  # kept alive: at most one per request in flight
+
+
+def test_https_trusted_by_the_judges_own_setting_only(pki, tmp_path):
+    with FakeOpenAIServer(responder=lambda body: "Correct", tls=pki["server"]) as srv:
+        results = judge_all(client(srv, tmp_path, ca_bundle=pki["ca"]))
+        assert [r.content for r in results] == ["Correct"] * 8 and srv.base_url.startswith("https://")
+        # the setting is the judge's alone: the process's own TLS (the Hub's) does not trust that CA
+        with pytest.raises(urllib.error.URLError, match="CERTIFICATE_VERIFY_FAILED"):
+            urllib.request.urlopen(srv.base_url + "/models", timeout=5)
+
+
+def test_https_trusted_through_ssl_cert_file(pki, tmp_path, monkeypatch):
+    monkeypatch.setenv("SSL_CERT_FILE", pki["ca"])
+    with FakeOpenAIServer(responder=lambda body: "Correct", tls=pki["server"]) as srv:
+        results = judge_all(client(srv, tmp_path))
+    assert [r.content for r in results] == ["Correct"] * 8
+
+
+@pytest.mark.parametrize("trust", ["system store", "another CA"])
+def test_an_untrusted_certificate_fails_with_its_cause_and_stops_the_pass(trust, pki, tmp_path):
+    with FakeOpenAIServer(responder=lambda body: "Correct", tls=pki["server"]) as srv:
+        results = judge_all(client(srv, tmp_path, concurrency=1, ca_bundle=pki["other_ca"] if trust == "another CA" else None), n=20)
+        answered = srv.count
+    assert answered == 0 and all(not r.ok and r.cause == "TLS certificate not trusted" for r in results)
+    first = results[0]
+    assert first.attempts == 1 and "EARTHSCI_JUDGE_CA_BUNDLE" in first.error and "certificate verify failed" in first.error.lower()
+    assert sum(r.error.startswith("not sent") for r in results) == 19  # the breaker: one try, not one per doc
+
+
+def test_https_through_a_connect_proxy(pki, tmp_path, monkeypatch):
+    with FakeOpenAIServer(responder=lambda body: "Correct", tls=pki["server"]) as srv, ProxyServer() as proxy:
+        monkeypatch.setenv("HTTPS_PROXY", proxy.url)
+        results = judge_all(client(srv, tmp_path, ca_bundle=pki["ca"]))
+        log, port = list(proxy.requests), srv.port
+        assert srv.count == 8
+    assert [r.content for r in results] == ["Correct"] * 8
+    assert log and set(log) == {("CONNECT", f"127.0.0.1:{port}")}  # tunnels only: TLS end to end
+
+
+def test_http_through_a_plain_proxy_and_no_proxy(tmp_path, monkeypatch):
+    with FakeOpenAIServer(responder=lambda body: "Correct") as srv, ProxyServer() as proxy:
+        monkeypatch.setenv("HTTP_PROXY", proxy.url)
+        monkeypatch.setenv("HTTPS_PROXY", proxy.url)
+        results = judge_all(client(srv, tmp_path))
+        log = list(proxy.requests)
+        assert [r.content for r in results] == ["Correct"] * 8
+        assert log == [("POST", f"{srv.base_url}/chat/completions")] * 8  # absolute-form, not CONNECT
+        monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+        results = judge_all(client(srv, tmp_path))
+        assert [r.content for r in results] == ["Correct"] * 8 and len(proxy.requests) == 8  # direct
