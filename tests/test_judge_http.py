@@ -4,7 +4,6 @@ setting or SSL_CERT_FILE; untrusted: a clear cause, no retry, the pass stopped),
 https:// (HTTPS_PROXY), a plain proxy with absolute-form requests for http:// (HTTP_PROXY), and NO_PROXY.
 The fault replies (500, 429, malformed, truncated, dropped, timeouts) are in tests/test_judge.py."""
 
-import os
 import shutil
 import ssl
 import subprocess
