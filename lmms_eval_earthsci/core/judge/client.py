@@ -15,6 +15,7 @@ woken. A dead endpoint so costs one retry chain (at most ~16 s at the defaults) 
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import base64
 import hashlib
@@ -24,10 +25,8 @@ import logging
 import os
 import random
 import sqlite3
-import sys
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
@@ -198,8 +197,6 @@ class JudgeClient:
         self.stats = JudgeStats()
         self._stats_lock = threading.Lock()
         self._transport = Transport(config.timeout, config.ca_bundle)
-        self._workers: ThreadPoolExecutor | None = None
-        self._pools_lock = threading.Lock()
 
     def _cache_failed(self, what: str, path: str, exc: BaseException) -> None:
         """One warning for the client's life; the cache is dropped and judging goes on uncached."""
@@ -211,37 +208,13 @@ class JudgeClient:
         )
 
     def close(self) -> None:
-        """Stop the worker threads and close the cache (also run at interpreter exit)."""
-        with self._pools_lock:
-            workers, self._workers = self._workers, None
-        if workers is not None:
-            workers.shutdown(wait=True)
+        """Close the cache and the HTTP session (also run at interpreter exit)."""
         cache, self.cache = self.cache, None
         if cache is not None:
             cache.close()
         self._transport.close()
 
     # -- plumbing
-    def _pool(self) -> ThreadPoolExecutor:
-        """One worker pool for the client's life, ``config.concurrency`` threads (they keep their
-        connections open across passes), started up front: threads started while others are busy
-        wait for the GIL, which delays the first wave of requests by a few ms per thread."""
-        with self._pools_lock:
-            if self._workers is None:
-                workers = max(1, self.config.concurrency)
-                self._workers = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="earthsci-judge")
-                barrier = threading.Barrier(workers)
-
-                def started():
-                    try:
-                        barrier.wait(timeout=10)
-                    except threading.BrokenBarrierError:
-                        pass
-
-                for f in [self._workers.submit(started) for _ in range(workers)]:
-                    f.result()
-            return self._workers
-
     def _url_and_headers(self) -> tuple[str, dict]:
         cfg = self.config
         base = cfg.base_url.rstrip("/")
@@ -262,11 +235,30 @@ class JudgeClient:
         url, headers = self._url_and_headers()
         self._count(requests=1)
         try:
-            status, resp_headers, raw = self._transport.post(url, body, {**headers, "Content-Type": "application/json"})
-        except TransportError as exc:  # timeouts, refused/dropped connections, truncated bodies
-            if not exc.retryable:  # an untrusted certificate: no retry and no other doc can fix it
-                return JudgeResult(None, error=str(exc), cause=exc.cause)
-            raise Retryable(str(exc), cause=exc.cause) from exc
+            reply = self._transport.post(url, body, {**headers, "Content-Type": "application/json"})
+        except TransportError as exc:
+            return self._no_reply(exc)
+        return self._reply(*reply)
+
+    async def _apost_once(self, body: bytes) -> JudgeResult:
+        url, headers = self._url_and_headers()
+        self._count(requests=1)
+        try:
+            reply = await self._transport.apost(url, body, {**headers, "Content-Type": "application/json"})
+        except TransportError as exc:
+            return self._no_reply(exc)
+        return self._reply(*reply)
+
+    @staticmethod
+    def _no_reply(exc: TransportError) -> JudgeResult:
+        """Timeouts, refused or dropped connections, truncated bodies: retried (raises Retryable); an
+        untrusted certificate: a failed result, since no retry and no other doc can fix it."""
+        if not exc.retryable:
+            return JudgeResult(None, error=str(exc), cause=exc.cause)
+        raise Retryable(str(exc), cause=exc.cause) from exc
+
+    def _reply(self, status: int, resp_headers: Mapping[str, str], raw: bytes) -> JudgeResult:
+        """The result of one HTTP reply; raises :class:`Retryable` for what a retry may fix."""
         if status == 429 or status >= 500:
             ra = resp_headers.get("retry-after")
             try:  # honoured, but never negative and never longer than the backoff cap
@@ -308,8 +300,9 @@ class JudgeClient:
             self._count(failures=1)
             return JudgeResult(None, error=f"judge client error: {type(exc).__name__}: {exc}", cause=f"client error {type(exc).__name__}")
 
-    def _complete(self, messages, breaker: _Breaker | None = None, **settings) -> JudgeResult:
-        # no early exit on an open breaker: a verdict already in the cache is still served
+    def _prepare(self, messages, settings) -> tuple[bytes, str] | JudgeResult:
+        """(body, cache key) of a request, or its result when it could not be built or is cached.
+        No early exit on an open breaker: a verdict already in the cache is still served."""
         try:
             msgs = messages() if callable(messages) else messages
             payload = self._payload(msgs, **settings)
@@ -328,6 +321,41 @@ class JudgeClient:
             if hit is not None:
                 self._count(cache_hits=1)
                 return hit
+        return body, key
+
+    def _delay(self, exc: Retryable, attempt: int) -> float:
+        if exc.retry_after is not None:
+            return exc.retry_after
+        return min(self.config.backoff_max, self.config.backoff_base * 2**attempt) * random.uniform(0.5, 1.0)
+
+    def _finish(self, result: JudgeResult, key: str, attempt: int, breaker: _Breaker | None) -> JudgeResult:
+        result.attempts = attempt + 1
+        if result.ok:
+            self._count(prompt_tokens=result.usage.get("prompt_tokens", 0), completion_tokens=result.usage.get("completion_tokens", 0))
+            cache = self.cache
+            if cache is not None:
+                try:
+                    cache.put(key, result)
+                except sqlite3.Error as exc:
+                    self._cache_failed("written", cache.path, exc)
+        else:
+            self._count(failures=1)
+        if breaker is not None:
+            breaker.record(result, transport_failure=False)
+        return result
+
+    def _exhausted(self, last: Retryable, breaker: _Breaker | None) -> JudgeResult:
+        self._count(failures=1)
+        result = JudgeResult(None, error=str(last), attempts=self.config.max_retries + 1, cause=last.cause)
+        if breaker is not None:
+            breaker.record(result, transport_failure=True)
+        return result
+
+    def _complete(self, messages, breaker: _Breaker | None = None, **settings) -> JudgeResult:
+        prepared = self._prepare(messages, settings)
+        if isinstance(prepared, JudgeResult):
+            return prepared
+        body, key = prepared
         last = Retryable("no attempt made")
         for attempt in range(self.config.max_retries + 1):
             if breaker is not None and breaker.open:
@@ -339,32 +367,41 @@ class JudgeClient:
                 last = exc
                 if attempt == self.config.max_retries:
                     break
-                delay = exc.retry_after if exc.retry_after is not None else min(self.config.backoff_max, self.config.backoff_base * 2**attempt)
-                delay *= 1.0 if exc.retry_after is not None else random.uniform(0.5, 1.0)
                 if breaker is not None:
-                    breaker.wake.wait(delay)  # a tripped breaker ends the wait at once
+                    breaker.wake.wait(self._delay(exc, attempt))  # a tripped breaker ends the wait at once
                 else:
-                    time.sleep(delay)
+                    time.sleep(self._delay(exc, attempt))
                 continue
-            result.attempts = attempt + 1
-            if result.ok:
-                self._count(prompt_tokens=result.usage.get("prompt_tokens", 0), completion_tokens=result.usage.get("completion_tokens", 0))
-                cache = self.cache
-                if cache is not None:
-                    try:
-                        cache.put(key, result)
-                    except sqlite3.Error as exc:
-                        self._cache_failed("written", cache.path, exc)
-            else:
-                self._count(failures=1)
-            if breaker is not None:
-                breaker.record(result, transport_failure=False)
-            return result
-        self._count(failures=1)
-        result = JudgeResult(None, error=str(last), attempts=self.config.max_retries + 1, cause=last.cause)
-        if breaker is not None:
-            breaker.record(result, transport_failure=True)
-        return result
+            return self._finish(result, key, attempt, breaker)
+        return self._exhausted(last, breaker)
+
+    async def _acomplete(self, messages, breaker: _Breaker, settings) -> JudgeResult:
+        """:meth:`_complete` on the transport's event loop (a pass's requests, see :meth:`complete_many`)."""
+        try:
+            prepared = self._prepare(messages, settings)
+            if isinstance(prepared, JudgeResult):
+                return prepared
+            body, key = prepared
+            last = Retryable("no attempt made")
+            for attempt in range(self.config.max_retries + 1):
+                if breaker.open:
+                    self._count(failures=1)
+                    return breaker.skipped()
+                try:
+                    result = await self._apost_once(body)
+                except Retryable as exc:
+                    last = exc
+                    if attempt == self.config.max_retries:
+                        break
+                    end = time.monotonic() + self._delay(exc, attempt)
+                    while not breaker.open and time.monotonic() < end:  # a tripped breaker ends the wait
+                        await asyncio.sleep(min(0.05, max(0.0, end - time.monotonic())))
+                    continue
+                return self._finish(result, key, attempt, breaker)
+            return self._exhausted(last, breaker)
+        except Exception as exc:  # as complete(): never raises
+            self._count(failures=1)
+            return JudgeResult(None, error=f"judge client error: {type(exc).__name__}: {exc}", cause=f"client error {type(exc).__name__}")
 
     def complete_many(self, requests: Sequence[Any], progress: bool = False, desc: str = "judging", concurrency: int | None = None, **settings) -> list[JudgeResult]:
         """Judge many requests with ``concurrency`` (default ``config.concurrency``) in flight; results
@@ -380,26 +417,25 @@ class JudgeClient:
             except ImportError:
                 bar = None
 
-        slots = threading.BoundedSemaphore(max(1, min(concurrency or self.config.concurrency, self.config.concurrency)))
+        width = max(1, min(concurrency or self.config.concurrency, self.config.concurrency))
         breaker = _Breaker(self.config.breaker)
 
-        def run(req):
-            with slots:  # at most `concurrency` of the pool's workers in flight for this call
-                try:
-                    return self.complete(req, breaker, **settings)
-                finally:
-                    if bar is not None:
-                        bar.update(1)
+        async def run_all():
+            slots = asyncio.Semaphore(width)  # at most `width` requests of this call in flight
 
-        pool = self._pool()
-        # While the pass runs, this process only waits on the judge: a shorter GIL switch interval lets
-        # a worker whose reply has arrived run at once instead of after up to 5 ms (restored after).
-        interval = sys.getswitchinterval()
-        sys.setswitchinterval(min(interval, 0.0005))
-        try:
-            results = list(pool.map(run, requests))
-        finally:
-            sys.setswitchinterval(interval)
+            async def one(req):
+                async with slots:
+                    try:
+                        return await self._acomplete(req, breaker, settings)
+                    finally:
+                        if bar is not None:
+                            bar.update(1)
+
+            return await asyncio.gather(*(one(r) for r in requests))
+
+        # the whole pass runs on the transport's event loop: each request's messages are built, its
+        # cache entry read and its reply parsed there, between the awaits of the others' I/O
+        results = list(asyncio.run_coroutine_threadsafe(run_all(), self._transport.loop()).result())
         if bar is not None:
             bar.close()
         if breaker.open:
