@@ -231,15 +231,6 @@ class JudgeClient:
             for k, v in inc.items():
                 setattr(self.stats, k, getattr(self.stats, k) + v)
 
-    def _post_once(self, body: bytes) -> JudgeResult:
-        url, headers = self._url_and_headers()
-        self._count(requests=1)
-        try:
-            reply = self._transport.post(url, body, {**headers, "Content-Type": "application/json"})
-        except TransportError as exc:
-            return self._no_reply(exc)
-        return self._reply(*reply)
-
     async def _apost_once(self, body: bytes) -> JudgeResult:
         url, headers = self._url_and_headers()
         self._count(requests=1)
@@ -290,13 +281,13 @@ class JudgeClient:
         return payload
 
     # -- public
-    def complete(self, messages: Sequence[Mapping[str, Any]] | Callable[[], Sequence[Mapping[str, Any]]], _breaker: _Breaker | None = None, **settings) -> JudgeResult:
-        """One judged request. ``messages`` may be a callable that builds them, so images are decoded
-        only inside the worker that sends them (memory stays bounded in :meth:`complete_many`).
-        Never raises: anything unexpected comes back as a failed :class:`JudgeResult`."""
+    def complete(self, messages: Sequence[Mapping[str, Any]] | Callable[[], Sequence[Mapping[str, Any]]], **settings) -> JudgeResult:
+        """One judged request, from any thread but the transport's loop (a per-doc fallback; a pass
+        uses :meth:`complete_many`). ``messages`` may be a callable that builds them. Never raises:
+        anything unexpected comes back as a failed :class:`JudgeResult`."""
         try:
-            return self._complete(messages, _breaker, **settings)
-        except Exception as exc:  # a cache or client error must not take the other requests down
+            return asyncio.run_coroutine_threadsafe(self._acomplete(messages, _Breaker(0), settings), self._transport.loop()).result()
+        except Exception as exc:  # the loop itself failed (interpreter shutting down)
             self._count(failures=1)
             return JudgeResult(None, error=f"judge client error: {type(exc).__name__}: {exc}", cause=f"client error {type(exc).__name__}")
 
@@ -328,7 +319,7 @@ class JudgeClient:
             return exc.retry_after
         return min(self.config.backoff_max, self.config.backoff_base * 2**attempt) * random.uniform(0.5, 1.0)
 
-    def _finish(self, result: JudgeResult, key: str, attempt: int, breaker: _Breaker | None) -> JudgeResult:
+    def _finish(self, result: JudgeResult, key: str, attempt: int, breaker: _Breaker) -> JudgeResult:
         result.attempts = attempt + 1
         if result.ok:
             self._count(prompt_tokens=result.usage.get("prompt_tokens", 0), completion_tokens=result.usage.get("completion_tokens", 0))
@@ -340,43 +331,18 @@ class JudgeClient:
                     self._cache_failed("written", cache.path, exc)
         else:
             self._count(failures=1)
-        if breaker is not None:
-            breaker.record(result, transport_failure=False)
+        breaker.record(result, transport_failure=False)
         return result
 
-    def _exhausted(self, last: Retryable, breaker: _Breaker | None) -> JudgeResult:
+    def _exhausted(self, last: Retryable, breaker: _Breaker) -> JudgeResult:
         self._count(failures=1)
         result = JudgeResult(None, error=str(last), attempts=self.config.max_retries + 1, cause=last.cause)
-        if breaker is not None:
-            breaker.record(result, transport_failure=True)
+        breaker.record(result, transport_failure=True)
         return result
 
-    def _complete(self, messages, breaker: _Breaker | None = None, **settings) -> JudgeResult:
-        prepared = self._prepare(messages, settings)
-        if isinstance(prepared, JudgeResult):
-            return prepared
-        body, key = prepared
-        last = Retryable("no attempt made")
-        for attempt in range(self.config.max_retries + 1):
-            if breaker is not None and breaker.open:
-                self._count(failures=1)
-                return breaker.skipped()
-            try:
-                result = self._post_once(body)
-            except Retryable as exc:
-                last = exc
-                if attempt == self.config.max_retries:
-                    break
-                if breaker is not None:
-                    breaker.wake.wait(self._delay(exc, attempt))  # a tripped breaker ends the wait at once
-                else:
-                    time.sleep(self._delay(exc, attempt))
-                continue
-            return self._finish(result, key, attempt, breaker)
-        return self._exhausted(last, breaker)
-
     async def _acomplete(self, messages, breaker: _Breaker, settings) -> JudgeResult:
-        """:meth:`_complete` on the transport's event loop (a pass's requests, see :meth:`complete_many`)."""
+        """One request on the transport's event loop: built, looked up in the cache, sent and retried
+        with backoff (a tripped ``breaker`` ends its waits and skips what is left); never raises."""
         try:
             prepared = self._prepare(messages, settings)
             if isinstance(prepared, JudgeResult):

@@ -71,8 +71,8 @@ def _shutdown(loop: asyncio.AbstractEventLoop, session, pid: int | None) -> None
 
 
 class Transport:
-    """POST ``body`` to ``url`` and return ``(status, lower-cased headers, body)``; raises
-    :class:`TransportError` when no reply came. Thread-safe: any thread may call :meth:`post`."""
+    """POST ``body`` to ``url`` on the process's loop (:meth:`apost`) and return ``(status, lower-cased
+    headers, body)``; raises :class:`TransportError` when no reply came."""
 
     def __init__(self, timeout: float, ca_bundle: str | None = None, limit: int = 0):
         self.timeout = timeout
@@ -149,9 +149,5 @@ class Transport:
         return self._ensure()
 
     async def apost(self, url: str, body: bytes, headers: Mapping[str, str]) -> tuple[int, dict, bytes]:
-        """:meth:`post` for a coroutine running on :meth:`loop`."""
+        """POST from a coroutine running on :meth:`loop` (the client runs every request there)."""
         return await self._post(url, body, headers)
-
-    def post(self, url: str, body: bytes, headers: Mapping[str, str]) -> tuple[int, dict, bytes]:
-        loop = self._ensure()
-        return asyncio.run_coroutine_threadsafe(self._post(url, body, headers), loop).result()
