@@ -197,6 +197,7 @@ class JudgeClient:
         self.stats = JudgeStats()
         self._stats_lock = threading.Lock()
         self._transport = Transport(config.timeout, config.ca_bundle)
+        self._target: tuple | None = None
 
     def _cache_failed(self, what: str, path: str, exc: BaseException) -> None:
         """One warning for the client's life; the cache is dropped and judging goes on uncached."""
@@ -216,6 +217,15 @@ class JudgeClient:
 
     # -- plumbing
     def _url_and_headers(self) -> tuple[str, dict]:
+        """The endpoint and headers of every request (made once per setting of the endpoint)."""
+        cfg = self.config
+        ident = (cfg.base_url, cfg.api_type, cfg.model, cfg.api_key, cfg.api_version)
+        if self._target is None or self._target[0] != ident:
+            url, headers = self._make_target()
+            self._target = (ident, url, {**headers, "Content-Type": "application/json"})
+        return self._target[1], self._target[2]
+
+    def _make_target(self) -> tuple[str, dict]:
         cfg = self.config
         base = cfg.base_url.rstrip("/")
         if cfg.api_type == "azure":
@@ -235,7 +245,7 @@ class JudgeClient:
         url, headers = self._url_and_headers()
         self._count(requests=1)
         try:
-            reply = await self._transport.apost(url, body, {**headers, "Content-Type": "application/json"})
+            reply = await self._transport.apost(url, body, headers)
         except TransportError as exc:
             return self._no_reply(exc)
         return self._reply(*reply)
@@ -342,32 +352,34 @@ class JudgeClient:
 
     async def _acomplete(self, messages, breaker: _Breaker, settings) -> JudgeResult:
         """One request on the transport's event loop: built, looked up in the cache, sent and retried
-        with backoff (a tripped ``breaker`` ends its waits and skips what is left); never raises."""
+        with backoff (a tripped ``breaker`` ends its waits and skips what is left). Never raises."""
         try:
             prepared = self._prepare(messages, settings)
             if isinstance(prepared, JudgeResult):
                 return prepared
-            body, key = prepared
-            last = Retryable("no attempt made")
-            for attempt in range(self.config.max_retries + 1):
-                if breaker.open:
-                    self._count(failures=1)
-                    return breaker.skipped()
-                try:
-                    result = await self._apost_once(body)
-                except Retryable as exc:
-                    last = exc
-                    if attempt == self.config.max_retries:
-                        break
-                    end = time.monotonic() + self._delay(exc, attempt)
-                    while not breaker.open and time.monotonic() < end:  # a tripped breaker ends the wait
-                        await asyncio.sleep(min(0.05, max(0.0, end - time.monotonic())))
-                    continue
-                return self._finish(result, key, attempt, breaker)
-            return self._exhausted(last, breaker)
+            return await self._send(*prepared, breaker)
         except Exception as exc:  # as complete(): never raises
             self._count(failures=1)
             return JudgeResult(None, error=f"judge client error: {type(exc).__name__}: {exc}", cause=f"client error {type(exc).__name__}")
+
+    async def _send(self, body: bytes, key: str, breaker: _Breaker) -> JudgeResult:
+        last = Retryable("no attempt made")
+        for attempt in range(self.config.max_retries + 1):
+            if breaker.open:
+                self._count(failures=1)
+                return breaker.skipped()
+            try:
+                result = await self._apost_once(body)
+            except Retryable as exc:
+                last = exc
+                if attempt == self.config.max_retries:
+                    break
+                end = time.monotonic() + self._delay(exc, attempt)
+                while not breaker.open and time.monotonic() < end:  # a tripped breaker ends the wait
+                    await asyncio.sleep(min(0.05, max(0.0, end - time.monotonic())))
+                continue
+            return self._finish(result, key, attempt, breaker)
+        return self._exhausted(last, breaker)
 
     def complete_many(self, requests: Sequence[Any], progress: bool = False, desc: str = "judging", concurrency: int | None = None, **settings) -> list[JudgeResult]:
         """Judge many requests with ``concurrency`` (default ``config.concurrency``) in flight; results

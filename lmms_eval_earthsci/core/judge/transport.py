@@ -83,6 +83,7 @@ class Transport:
         self._session = None
         self._pid: int | None = None
         self._proxies: dict = {}
+        self._urls: dict = {}
 
     # -- the loop
     def _ensure(self) -> asyncio.AbstractEventLoop:
@@ -129,9 +130,13 @@ class Transport:
     # -- one request
     async def _post(self, url: str, body: bytes, headers: Mapping[str, str]) -> tuple[int, dict, bytes]:
         import aiohttp
+        import yarl
 
         try:
-            async with self._session.post(url, data=body, headers=dict(headers), proxy=self._proxy(url)) as resp:
+            target = self._urls.get(url)
+            if target is None:  # parsed once per endpoint, not by aiohttp on every request
+                target = self._urls[url] = (yarl.URL(url), self._proxy(url))
+            async with self._session.post(target[0], data=body, headers=headers, proxy=target[1]) as resp:
                 data = await resp.read()
                 return resp.status, {k.lower(): v for k, v in resp.headers.items()}, data
         except aiohttp.ClientConnectorCertificateError as exc:
