@@ -26,7 +26,9 @@ from lmms_eval_earthsci.core.hooks import RegistrationWarning, install_runtime_h
 
 __all__ = ["RegistrationWarning", "install_runtime_hooks", "patch_task_manager", "register", "is_registered"]
 
-def _with_our_tasks(include_path):
+def with_our_tasks(include_path):
+    """``include_path`` (None, one folder or several) with our task folder and those of the benchmarks
+    registered from outside added: what every ``TaskManager`` indexes."""
     if include_path is None:
         paths = []
     elif isinstance(include_path, (str, bytes)):
@@ -64,7 +66,7 @@ def patch_task_manager(task_manager_cls) -> bool:
 
     @functools.wraps(original)
     def initialize_tasks(self, include_path=None, *args, **kwargs):
-        return original(self, _with_our_tasks(include_path), *args, **kwargs)
+        return original(self, with_our_tasks(include_path), *args, **kwargs)
 
     task_manager_cls.initialize_tasks = initialize_tasks
     task_manager_cls._earthsci_patched = True

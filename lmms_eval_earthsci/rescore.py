@@ -37,8 +37,7 @@ from typing import Any, Sequence
 
 from lmms_eval_earthsci import registry
 from lmms_eval_earthsci.core.benchmark import resolve_ref
-from lmms_eval_earthsci.core import hub
-from lmms_eval_earthsci.core.data import MIRROR_ENV, fingerprint, mirror_env
+from lmms_eval_earthsci.core.data import MIRROR_ENV, DataRouteError, data_route, mirror_env
 from lmms_eval_earthsci.core.harness import group_leaves, run_lmms_eval
 from lmms_eval_earthsci.core.messages import note_chat
 from lmms_eval_earthsci.core.releases import RescoreError, read_jsonl, read_records, release_name, release_plan_dict
@@ -175,53 +174,6 @@ def plan_from_release(fmt: str, path: str, options: dict) -> dict:
     plan["source"] = {"kind": fmt, "path": os.path.abspath(path)}
     plan.setdefault("versions", {})
     return plan
-
-
-# --------------------------------------------------------------------------- the data the run used
-
-def recorded_mirror(plan: dict) -> tuple[str | None, str]:
-    """(the local mirror the run read every task of ours from, if it is still there and unchanged; why
-    not otherwise). A run's tasks record what they loaded in ``metadata.earthsci_data`` (source, path,
-    fingerprint)."""
-    records = [r for r in (plan.get("data") or {}).values() if isinstance(r, dict)]
-    mirrored = [r for r in records if r.get("source") == "mirror" and r.get("path") and r.get("dataset_path")]
-    if not records or len(mirrored) != len(records):
-        return None, "the run did not read all its data from a local mirror"
-    roots = set()
-    for r in mirrored:
-        suffix = os.path.join(*str(r["dataset_path"]).split("/"))
-        path = os.path.normpath(str(r["path"]))
-        if not path.endswith(os.sep + suffix):
-            return None, f"the run's record of {r['dataset_path']} names no mirror root ({path})"
-        roots.add(path[: -len(suffix) - 1])
-    if len(roots) != 1:
-        return None, f"the run read its data from several mirrors ({', '.join(sorted(roots))})"
-    root = roots.pop()
-    for r in mirrored:
-        if not os.path.isdir(r["path"]):
-            return None, f"the run's mirror {root} no longer holds {r['dataset_path']}"
-        if r.get("fingerprint") and fingerprint(r["path"])["fingerprint"] != r["fingerprint"]:
-            return None, f"the run's copy of {r['dataset_path']} in {root} changed since the run (its files' names, sizes or times)"
-    return root, ""
-
-
-def data_route(plan: dict) -> dict:
-    """Where the rescore reads the tasks' data: ``EARTHSCI_DATA_MIRROR`` when set; else the mirror the run
-    recorded, when it is still there and unchanged; else the Hub, unless it cannot be reached (then a
-    one-line error naming the variable to set, in seconds, instead of lmms-eval's Hub retries)."""
-    if os.environ.get(MIRROR_ENV, "").strip():
-        return {"route": "environment", MIRROR_ENV: os.environ[MIRROR_ENV]}
-    root, why = recorded_mirror(plan)
-    if root:
-        return {"route": "the run's mirror", MIRROR_ENV: root}
-    hub_state, seen = hub.state()
-    if hub_state == "offline":
-        return {"route": "hub cache (HF_HUB_OFFLINE)", "why_not_the_runs_mirror": why}
-    if hub_state != "up":
-        repos = sorted({str(r.get("dataset_path")) for r in (plan.get("data") or {}).values() if isinstance(r, dict) and r.get("dataset_path")})
-        holding = ", ".join(repos) or "the tasks' datasets"
-        raise RescoreError(f"the Hugging Face Hub is {hub_state} ({seen}) and {why}: set {MIRROR_ENV} to a mirror holding {holding} (or HF_HUB_OFFLINE=1 to read the Hub cache)")
-    return {"route": "hub", "why_not_the_runs_mirror": why}
 
 
 # --------------------------------------------------------------------------- versions
@@ -368,7 +320,10 @@ def rescore(plan: dict, out: str, force: bool = False, extra: Sequence[str] = ()
     if changes and not force:
         lines = [f"{t}: run {c['run']}, installed {c['installed']}" for t, c in changes.items()]
         raise RescoreError("the run was scored by another version of these tasks (their scores may not compare):\n  " + "\n  ".join(lines) + "\n--force rescores anyway and records the change")
-    route = data_route(plan)
+    try:
+        route = data_route(plan.get("data") or {})
+    except DataRouteError as exc:
+        raise RescoreError(str(exc)) from exc
     os.makedirs(out, exist_ok=True)
     plan_path = os.path.join(out, PLAN_FILE)
     with open(plan_path, "w", encoding="utf-8") as f:

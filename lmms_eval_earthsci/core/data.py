@@ -32,6 +32,7 @@ import os
 import threading
 from typing import Any, Mapping
 
+from lmms_eval_earthsci.core import hub
 from lmms_eval_earthsci.core.patching import wrap_task_method
 
 logger = logging.getLogger("lmms_eval_earthsci")
@@ -177,6 +178,56 @@ def prepare_load(dataset_path: str, dataset_kwargs: Mapping[str, Any] | None) ->
     else:
         record.update(source="hub", revision=kwargs.get("revision"))
     return path, kwargs, record
+
+
+def recorded_mirror(data: Mapping[str, Any]) -> tuple[str | None, str]:
+    """(the local mirror a run read every task of ours from, if it is still there and unchanged; why
+    not otherwise). ``data``: ``{task: its metadata.earthsci_data}`` as the run recorded what it loaded
+    (source, path, fingerprint)."""
+    records = [r for r in data.values() if isinstance(r, dict)]
+    mirrored = [r for r in records if r.get("source") == "mirror" and r.get("path") and r.get("dataset_path")]
+    if not records or len(mirrored) != len(records):
+        return None, "the run did not read all its data from a local mirror"
+    roots = set()
+    for r in mirrored:
+        suffix = os.path.join(*str(r["dataset_path"]).split("/"))
+        path = os.path.normpath(str(r["path"]))
+        if not path.endswith(os.sep + suffix):
+            return None, f"the run's record of {r['dataset_path']} names no mirror root ({path})"
+        roots.add(path[: -len(suffix) - 1])
+    if len(roots) != 1:
+        return None, f"the run read its data from several mirrors ({', '.join(sorted(roots))})"
+    root = roots.pop()
+    for r in mirrored:
+        if not os.path.isdir(r["path"]):
+            return None, f"the run's mirror {root} no longer holds {r['dataset_path']}"
+        if r.get("fingerprint") and fingerprint(r["path"])["fingerprint"] != r["fingerprint"]:
+            return None, f"the run's copy of {r['dataset_path']} in {root} changed since the run (its files' names, sizes or times)"
+    return root, ""
+
+
+class DataRouteError(RuntimeError):
+    """The data a run used cannot be read here; the message says which variable to set."""
+
+
+def data_route(data: Mapping[str, Any]) -> dict:
+    """Where to read again the data a run read (``data``: ``{task: its metadata.earthsci_data}``; for
+    ``rescore`` and the report's figures): ``EARTHSCI_DATA_MIRROR`` when set; else the mirror the run
+    recorded, when it is still there and unchanged; else the Hub, unless it cannot be reached (then a
+    one-line :class:`DataRouteError` naming the variable to set, in seconds, instead of Hub retries)."""
+    if os.environ.get(MIRROR_ENV, "").strip():
+        return {"route": "environment", MIRROR_ENV: os.environ[MIRROR_ENV]}
+    root, why = recorded_mirror(data)
+    if root:
+        return {"route": "the run's mirror", MIRROR_ENV: root}
+    hub_state, seen = hub.state()
+    if hub_state == "offline":
+        return {"route": "hub cache (HF_HUB_OFFLINE)", "why_not_the_runs_mirror": why}
+    if hub_state != "up":
+        repos = sorted({str(r.get("dataset_path")) for r in data.values() if isinstance(r, dict) and r.get("dataset_path")})
+        holding = ", ".join(repos) or "the tasks' datasets"
+        raise DataRouteError(f"the Hugging Face Hub is {hub_state} ({seen}) and {why}: set {MIRROR_ENV} to a mirror holding {holding} (or HF_HUB_OFFLINE=1 to read the Hub cache)")
+    return {"route": "hub", "why_not_the_runs_mirror": why}
 
 
 class HubRefusedError(RuntimeError):

@@ -11,11 +11,13 @@ import socket
 import threading
 import urllib.parse
 
+from lmms_eval_earthsci.core.settings import flag
+
 PROBE_SECONDS = 3.0
 
 
 def offline() -> bool:
-    return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
+    return flag(os.environ.get("HF_HUB_OFFLINE"), False)
 
 
 def endpoint() -> tuple[str, int]:

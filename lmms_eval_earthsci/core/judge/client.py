@@ -142,7 +142,6 @@ class _Breaker:
         self.error: str | None = None
         self._consecutive = 0
         self._lock = threading.Lock()
-        self.wake = threading.Event()
 
     @property
     def open(self) -> bool:
@@ -152,7 +151,6 @@ class _Breaker:
         with self._lock:
             if self.cause is None:
                 self.cause, self.error = cause, error
-                self.wake.set()
 
     def record(self, result: "JudgeResult", transport_failure: bool) -> None:
         if result.cause in _FATAL_CAUSES:
@@ -197,7 +195,7 @@ class JudgeClient:
         self.stats = JudgeStats()
         self._stats_lock = threading.Lock()
         self._transport = Transport(config.timeout, config.ca_bundle)
-        self._target: tuple | None = None
+        self._url, self._headers = self._endpoint()
 
     def _cache_failed(self, what: str, path: str, exc: BaseException) -> None:
         """One warning for the client's life; the cache is dropped and judging goes on uncached."""
@@ -216,16 +214,8 @@ class JudgeClient:
         self._transport.close()
 
     # -- plumbing
-    def _url_and_headers(self) -> tuple[str, dict]:
-        """The endpoint and headers of every request (made once per setting of the endpoint)."""
-        cfg = self.config
-        ident = (cfg.base_url, cfg.api_type, cfg.model, cfg.api_key, cfg.api_version)
-        if self._target is None or self._target[0] != ident:
-            url, headers = self._make_target()
-            self._target = (ident, url, {**headers, "Content-Type": "application/json"})
-        return self._target[1], self._target[2]
-
-    def _make_target(self) -> tuple[str, dict]:
+    def _endpoint(self) -> tuple[str, dict]:
+        """The URL and headers of every request (the client's settings do not change after it is made)."""
         cfg = self.config
         base = cfg.base_url.rstrip("/")
         if cfg.api_type == "azure":
@@ -234,7 +224,7 @@ class JudgeClient:
         else:
             url = base if base.endswith("/chat/completions") else f"{base}/chat/completions"
             headers = {"Authorization": f"Bearer {cfg.api_key or 'EMPTY'}"}
-        return url, headers
+        return url, {**headers, "Content-Type": "application/json"}
 
     def _count(self, **inc: int) -> None:
         with self._stats_lock:
@@ -242,10 +232,9 @@ class JudgeClient:
                 setattr(self.stats, k, getattr(self.stats, k) + v)
 
     async def _apost_once(self, body: bytes) -> JudgeResult:
-        url, headers = self._url_and_headers()
         self._count(requests=1)
         try:
-            reply = await self._transport.apost(url, body, headers)
+            reply = await self._transport.apost(self._url, body, self._headers)
         except TransportError as exc:
             return self._no_reply(exc)
         return self._reply(*reply)

@@ -54,8 +54,7 @@ KEEPALIVE = 4.0
 
 def ssl_context(ca_bundle: str | None = None) -> ssl.SSLContext:
     """The judge's TLS context: its own CA bundle when set, else the system's (``SSL_CERT_FILE``)."""
-    ctx = ssl.create_default_context(cafile=ca_bundle) if ca_bundle else ssl.create_default_context()
-    return ctx
+    return ssl.create_default_context(cafile=ca_bundle) if ca_bundle else ssl.create_default_context()
 
 
 def _shutdown(loop: asyncio.AbstractEventLoop, session, pid: int | None) -> None:
@@ -74,16 +73,14 @@ class Transport:
     """POST ``body`` to ``url`` on the process's loop (:meth:`apost`) and return ``(status, lower-cased
     headers, body)``; raises :class:`TransportError` when no reply came."""
 
-    def __init__(self, timeout: float, ca_bundle: str | None = None, limit: int = 0):
+    def __init__(self, timeout: float, ca_bundle: str | None = None):
         self.timeout = timeout
         self.ca_bundle = ca_bundle
-        self.limit = limit
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._session = None
         self._pid: int | None = None
-        self._proxies: dict = {}
-        self._urls: dict = {}
+        self._urls: dict = {}  # url -> (its yarl.URL, its proxy or None), made once per endpoint
 
     # -- the loop
     def _ensure(self) -> asyncio.AbstractEventLoop:
@@ -93,7 +90,7 @@ class Transport:
                 thread = threading.Thread(target=loop.run_forever, name="earthsci-judge-http", daemon=True)
                 thread.start()
                 self._session = asyncio.run_coroutine_threadsafe(self._make_session(), loop).result()
-                self._loop, self._thread, self._pid = loop, thread, os.getpid()
+                self._loop, self._pid = loop, os.getpid()
                 # a client dropped without close() (or the interpreter exiting) still closes its session
                 weakref.finalize(self, _shutdown, loop, self._session, self._pid)
             return self._loop
@@ -101,25 +98,24 @@ class Transport:
     async def _make_session(self):
         import aiohttp
 
-        connector = aiohttp.TCPConnector(limit=self.limit, ssl=ssl_context(self.ca_bundle), keepalive_timeout=KEEPALIVE)
+        # no connection limit of its own: a pass's width bounds the requests in flight
+        connector = aiohttp.TCPConnector(limit=0, ssl=ssl_context(self.ca_bundle), keepalive_timeout=KEEPALIVE)
         timeout = aiohttp.ClientTimeout(total=None, sock_connect=self.timeout, sock_read=self.timeout)
         # no Accept-Encoding: identity bodies (decompressing a verdict costs more than it saves on loopback)
         # proxies are read from the environment once per endpoint (_proxy), not by aiohttp per request
         # (trust_env re-reads the variables and ~/.netrc on every request: a tenth of the client's CPU)
         return aiohttp.ClientSession(connector=connector, timeout=timeout, trust_env=False, cookie_jar=aiohttp.DummyCookieJar(), skip_auto_headers=("User-Agent",))
 
-    def _proxy(self, url: str) -> str | None:
+    @staticmethod
+    def _proxy(url: str) -> str | None:
         """The proxy for ``url`` from ``HTTPS_PROXY`` / ``HTTP_PROXY`` / ``ALL_PROXY`` and ``NO_PROXY``
-        (either case), as urllib reads them; None for a direct connection. Cached per scheme and host."""
+        (either case), as urllib reads them; None for a direct connection."""
         u = urllib.parse.urlsplit(url)
-        key = (u.scheme, u.hostname, u.port)
-        if key not in self._proxies:
-            proxies = urllib.request.getproxies_environment()
-            proxy = proxies.get(u.scheme) or proxies.get("all")
-            if proxy and urllib.request.proxy_bypass_environment(u.hostname or "", proxies):
-                proxy = None
-            self._proxies[key] = (proxy if "://" in proxy else f"http://{proxy}") if proxy else None
-        return self._proxies[key]
+        proxies = urllib.request.getproxies_environment()
+        proxy = proxies.get(u.scheme) or proxies.get("all")
+        if not proxy or urllib.request.proxy_bypass_environment(u.hostname or "", proxies):
+            return None
+        return proxy if "://" in proxy else f"http://{proxy}"
 
     def close(self) -> None:
         with self._lock:
@@ -128,7 +124,8 @@ class Transport:
             _shutdown(loop, session, self._pid)
 
     # -- one request
-    async def _post(self, url: str, body: bytes, headers: Mapping[str, str]) -> tuple[int, dict, bytes]:
+    async def apost(self, url: str, body: bytes, headers: Mapping[str, str]) -> tuple[int, dict, bytes]:
+        """POST from a coroutine running on :meth:`loop` (the client runs every request there)."""
         import aiohttp
         import yarl
 
@@ -152,7 +149,3 @@ class Transport:
     def loop(self) -> asyncio.AbstractEventLoop:
         """The process's event loop of this transport (started on first use)."""
         return self._ensure()
-
-    async def apost(self, url: str, body: bytes, headers: Mapping[str, str]) -> tuple[int, dict, bytes]:
-        """POST from a coroutine running on :meth:`loop` (the client runs every request there)."""
-        return await self._post(url, body, headers)

@@ -135,10 +135,9 @@ def _leaf_tasks(task_dict) -> dict:
 def _build_tasks(names: Iterable[str], include_path: str | None) -> dict:
     from lmms_eval.tasks import TaskManager, get_task_dict
 
-    from lmms_eval_earthsci import TASKS_DIR, registry
+    from lmms_eval_earthsci.registration import with_our_tasks
 
-    paths = [TASKS_DIR, *registry.external_task_dirs(), *[p for p in str(include_path or "").split(",") if p]]
-    tm = TaskManager(include_path=paths)
+    tm = TaskManager(include_path=with_our_tasks([p for p in str(include_path or "").split(",") if p]))
     return _leaf_tasks(get_task_dict(sorted(names), tm))
 
 
@@ -175,14 +174,9 @@ def run_images(run, wanted: Mapping[str, Iterable[str]], store: ThumbStore) -> d
 
 
 def _from_data(run, missing: Mapping[str, list[str]], store: ThumbStore) -> dict[str, dict[str, list[str] | str]]:
-    from lmms_eval_earthsci.core.data import mirror_env, undecoded
-    from lmms_eval_earthsci.rescore import RescoreError, data_route
+    from lmms_eval_earthsci.core.data import data_route, mirror_env, undecoded
 
-    plan = {"data": {t: ((run.configs.get(t) or {}).get("metadata") or {}).get("earthsci_data") for t in missing}}
-    try:
-        route = data_route(plan)
-    except RescoreError as exc:
-        raise RuntimeError(str(exc)) from exc
+    route = data_route({t: ((run.configs.get(t) or {}).get("metadata") or {}).get("earthsci_data") for t in missing})
     out: dict[str, dict[str, list[str] | str]] = {}
     with mirror_env(route.get("EARTHSCI_DATA_MIRROR")):
         tasks = _build_tasks(missing, run.include_path)
