@@ -35,13 +35,17 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("args", nargs=argparse.REMAINDER)
     sub.add_parser("demo", help=COMMANDS["demo"], add_help=False).add_argument("args", nargs=argparse.REMAINDER)
     p = sub.add_parser("report", help=COMMANDS["report"], description=COMMANDS["report"])
-    p.add_argument("paths", nargs="+", metavar="OUTPUT_PATH", help="lmms-eval --output_path folders (one column per run)")
+    p.add_argument("paths", nargs="+", metavar="OUTPUT_PATH", help="lmms-eval --output_path folders or results files; the results of one model (split jobs) make one run")
     p.add_argument("--out", default=None, help="where report.md and the charts go (default: OUTPUT_PATH-report/ beside the first run folder)")
     p.add_argument("--paper-model", default=None, help="the paper model whose numbers sit beside ours (any spelling; default GPT-4o)")
     p.add_argument("--resamples", type=int, default=10_000, help="bootstrap resamples for the 95%% intervals and paired comparisons (default 10000; 0: none)")
     p.add_argument("--seed", type=int, default=0, help="the bootstrap's seed (default 0)")
     p.add_argument("--no-html", action="store_true", help="write report.md and the charts only, not report.html and its sample browser")
     p.add_argument("--no-images", action="store_true", help="report.html without the docs' figures (no dataset is loaded)")
+    p.add_argument("--baseline", default=None, metavar="RUN", help="the run every other run is compared with (a label or a run folder; default: the first in order)")
+    p.add_argument("--order", default=None, metavar="RUN,RUN,...", help="these runs first, in this order (labels or run folders); the rest after, by training step and name")
+    p.add_argument("--label", action="append", default=[], metavar="FOLDER=NAME", help="name the run of FOLDER (a run folder, results file or label); repeatable")
+    p.add_argument("--keep-reruns", action="store_true", help="a task run twice by the same model makes two runs (default: the newest results file is used, the other set aside and named)")
     p = sub.add_parser("check-mirror", help=COMMANDS["check-mirror"], description=COMMANDS["check-mirror"])
     p.add_argument("mirror", metavar="DIR", help="the mirror root (the folder EARTHSCI_DATA_MIRROR points at)")
     p.add_argument("--tasks", default=None, help="comma-separated task names (default: every task whose repo is in DIR)")
@@ -115,7 +119,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from lmms_eval_earthsci.report import ReportError, write_report
 
         try:
-            path, text = write_report(a.paths, a.out, a.paper_model, resamples=a.resamples, seed=a.seed, html=not a.no_html, images=not a.no_images)
+            path, text = write_report(
+                a.paths, a.out, a.paper_model, resamples=a.resamples, seed=a.seed, html=not a.no_html, images=not a.no_images,
+                labels=a.label, order=[x for x in (a.order or "").split(",") if x.strip()], baseline_run=a.baseline, keep_reruns=a.keep_reruns,
+            )
         except ReportError as exc:
             print(f"lmms-eval-earthsci report: {exc}", file=sys.stderr)
             return 2

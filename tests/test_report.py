@@ -31,7 +31,7 @@ def reliability_specs(runs, paper_model):
 
 
 def make_run(root, name, model, results, samples=None, stamp="20261122_010101", config=None, n_samples=None):
-    d = os.path.join(root, name, model)
+    d = os.path.join(root, name, model.replace("/", "__"))  # lmms-eval's model folder: the name, sanitised
     os.makedirs(d, exist_ok=True)
     payload = {
         "results": {t: {f"{k},none": v for k, v in m.items()} | {f"{k}_stderr,none": "N/A" for k in m} | {"alias": t} for t, m in results.items()},
@@ -48,8 +48,8 @@ def make_run(root, name, model, results, samples=None, stamp="20261122_010101", 
 
 
 def no_ci(text):
-    """The report's lines with the headline table's "95% CI" columns left out (the intervals have their
-    own tests below): the numbers the older assertions look for."""
+    """The report's lines with the headline table's "95% CI" and "CI method" columns left out (the
+    intervals have their own tests below): the numbers the older assertions look for."""
     out, drop = [], None
     for line in text.splitlines():
         if not line.startswith("|"):
@@ -58,7 +58,7 @@ def no_ci(text):
             continue
         cells = line.strip("|").split("|")
         if drop is None:
-            drop = {i for i, c in enumerate(cells) if c.strip() == "95% CI"}
+            drop = {i for i, c in enumerate(cells) if c.strip() in ("95% CI", "CI method")}
         out.append("|" + "|".join(c for i, c in enumerate(cells) if i not in drop) + "|")
     return out
 
@@ -208,8 +208,9 @@ def test_report_leads_with_one_headline_table_and_compact_breakdowns(tmp_path):
     _, text = write_report([a, b], str(tmp_path / "rep"))
     lines = no_ci(text)
     assert lines[0] == "# lmms_eval_earthsci report"
-    first_section = next(l for l in lines if l.startswith("## "))
-    assert first_section == "## Headline"
+    # two runs: the changes against the baseline first (none here: run_b has no samples), then the headline
+    sections = [l for l in lines if l.startswith("## ")]
+    assert sections[:2] == ["## Changes against the baseline", "## Headline"]
     headline = table_after(section(text, "Headline"), "benchmark")
     assert headline[0] == "| benchmark | task | metric | model-a (run_a) | model-b (run_b) | paper: GPT-4o |"
     # one row per benchmark task's headline metric; subjects and breakdowns are not in it
@@ -226,19 +227,27 @@ def test_report_leads_with_one_headline_table_and_compact_breakdowns(tmp_path):
         "| physics | 44.00 | – | 44.00 |",
         "| physics · category path tracing | 40.00 | – | – |",
     ]  # k = 1: maj@k / pass@k equal emma_acc and are not repeated; math's path tracing is null in every run
-    assert len(lines[: lines.index("## Paper reference")]) < 80
+    assert len(lines[: lines.index("## Paper reference")]) < 90
 
 
 def test_run_columns_name_the_model_and_the_run_folder_or_date(tmp_path):
-    """A column is ``model (run folder)``; two runs in one folder (the demo run twice) are told apart by
-    lmms-eval's date stamp, not by ``#1``/``#2``; the model is the checkpoint's last path part."""
+    """A column is ``model (run folder)``; the model is the checkpoint's last path part. The same model
+    in two folders is one run (changed on purpose with the sweeps: it was two columns); a second results
+    file of the same task (the demo run twice) is a rerun: the newest is used and the other set aside,
+    unless reruns are kept, when lmms-eval's date tells them apart."""
     res = {"emma_mini": {"emma_acc": 50.0}}
     a = make_run(str(tmp_path / "a"), "sweep_1", "org/Qwen2.5-VL-7B", res)
-    b = make_run(str(tmp_path / "b"), "sweep_2", "org/Qwen2.5-VL-7B", res)
+    b = make_run(str(tmp_path / "b"), "sweep_2", "org/Qwen2.5-VL-7B", {"emma_mini": {"emma_acc": 60.0}}, stamp="20261122_020202")
     two = make_run(str(tmp_path / "c"), "demo", "tiny", res, stamp="20261123_101500")
-    make_run(str(tmp_path / "c"), "demo", "tiny", res, stamp="20261123_114501")
-    assert [r.column for r in read_runs([a, b])] == ["Qwen2.5-VL-7B (sweep_1)", "Qwen2.5-VL-7B (sweep_2)"]
-    assert [r.column for r in read_runs([two])] == ["tiny (2026-11-23 10:15:00)", "tiny (2026-11-23 11:45:01)"]
+    make_run(str(tmp_path / "c"), "demo", "tiny", {"emma_mini": {"emma_acc": 70.0}}, stamp="20261123_114501")
+    (one,) = read_runs([a, b])
+    # the newer file has every task: the run is that file's, named by its folder (a run merged from two
+    # folders drops the folder part: test_split_jobs_merge...)
+    assert one.column == "Qwen2.5-VL-7B (sweep_2)" and one.value("emma_mini", "emma_acc") == (True, 60.0)
+    assert [f.path for f, _, _ in one.set_aside] == [os.path.join(a, "org__Qwen2.5-VL-7B", "20261122_010101_results.json")]
+    (rerun,) = read_runs([two])
+    assert rerun.column == "tiny (demo)" and rerun.value("emma_mini", "emma_acc") == (True, 70.0)
+    assert [r.column for r in read_runs([two], keep_reruns=True)] == ["tiny (2026-11-23 10:15:00)", "tiny (2026-11-23 11:45:01)"]
     # --model only (no checkpoint argument): the backend's name
     plain = make_run(str(tmp_path / "d"), "r", "x", res, config={"model_args": ""})
     assert read_runs([plain])[0].column == "fake (r)"
@@ -352,7 +361,7 @@ def test_partial_runs_are_flagged_and_charts_draw_only_what_exists(tmp_path):
     part = make_run(
         tmp_path,
         "part",
-        "m",
+        "p",
         {"msearth_mcq": {"msearth_acc": 20.0, "msearth_image_single": None, "msearth_image_multi": 10.0, "msearth_image_cross": None}},
         config={"limit": 2.0},
         n_samples={"msearth_mcq": {"original": 2784, "effective": 2}},
@@ -360,8 +369,8 @@ def test_partial_runs_are_flagged_and_charts_draw_only_what_exists(tmp_path):
     out = tmp_path / "rep"
     _, text = write_report([full, part], str(out))
     lines = no_ci(text)
-    assert "| benchmark | task | metric | m (full) | m (part) (partial) | paper: GPT-4o |" in lines
-    assert any("m (part)" in l and "--limit 2" in l and "2 of 2784" in l for l in lines)
+    assert "| benchmark | task | metric | m (full) | p (part) (partial) | paper: GPT-4o |" in lines
+    assert any("p (part)" in l and "--limit 2" in l and "2 of 2784" in l for l in lines)
     runs = read_runs([full, part])
     assert runs[1].partial and not runs[0].partial
     (chart,) = [c for c in chart_specs("msearth", runs, R.DEFAULT_PAPER_MODEL) if c.slug == "msearth_mcq_by_image_and_category"]
@@ -664,7 +673,7 @@ def emma_samples(correct):
 
 
 def test_headline_intervals_paired_comparison_and_version_warning(tmp_path):
-    from lmms_eval_earthsci.core.stats import bootstrap_ci, mcnemar_exact
+    from lmms_eval_earthsci.core.stats import mcnemar_exact, wilson
 
     a_ok = [i % 2 == 0 for i in range(40)]  # 50 %
     b_ok = [i % 2 == 0 or i % 5 == 1 for i in range(42)]  # right on 4 more of the 40 shared docs; 2 docs more
@@ -685,8 +694,8 @@ def test_headline_intervals_paired_comparison_and_version_warning(tmp_path):
     head = section(text, "Headline", ci=True)
     # the group's interval pools its tasks' docs
     group = next(l for l in head if l.startswith("| EMMA | emma_mini |"))
-    pooled = bootstrap_ci([{"score": 100.0 if c else 0.0, "rule": "boxed"} for c in a_ok], "lmms_eval_earthsci.core.metrics.mean_present", 2000, 5)
-    assert group.split(" | ")[3:5] == ["50.00", f"{pooled.low:.2f}–{pooled.high:.2f}"]
+    pooled = wilson(sum(a_ok), len(a_ok))  # right/wrong docs: Wilson's interval, k of n over both tasks
+    assert group.split(" | ")[3:5] == ["50.00", f"{pooled.low:.2f}–{pooled.high:.2f}"] and group.split(" | ")[7] == "Wilson"
     assert any("2,000 resamples, seed 5" in l for l in head)
     # versions: the table and the warning
     vers = section(text, "Task versions")
@@ -699,8 +708,17 @@ def test_headline_intervals_paired_comparison_and_version_warning(tmp_path):
     shared_a, shared_b = a_ok[:20] + a_ok[20:40], b_ok[:20] + b_ok[20:40]
     p, disc = mcnemar_exact(shared_b, shared_a)
     assert cells[3] == f"{100 * (sum(shared_b) - sum(shared_a)) / 40:+.2f}" and disc == (4, 0)
-    assert cells[5].startswith("yes") and cells[6] == f"{p:.3g} (4/0)" and cells[7:] == ["40", "0", "2"]
-    assert cells[5] == "yes (versions differ)"
+    # 4 docs gained, none lost, of 40: McNemar's exact p is 0.125. The interval is the exact one matching
+    # the test, so it holds 0 too (it used to be the bootstrap's, which excluded 0 here: changed on purpose)
+    low, high = (float(x) for x in cells[4].replace("−", "-").split("–"))
+    assert p == pytest.approx(0.125) and cells[5] == f"{p:.3g}" and cells[6] == "McNemar exact" and low < 0 < high
+    assert cells[8] == "no" and cells[9] == "4/0" and cells[10:13] == ["40", "0", "2"] and cells[13] == "task versions differ"
+    # the adjusted p is Benjamini-Hochberg's (scipy's) over the report's raw p-values
+    import scipy.stats as sps
+
+    rows = [[c.strip() for c in l.strip("|").split("|")] for l in pairs if l.startswith("| emma_mini")]
+    raw = [float(r[5]) for r in rows]
+    assert [r[7] for r in rows] == [f"{q:.3g}" for q in sps.false_discovery_control(raw, method="bh")]
     assert any("`emma_mini` was scored by different task versions" in l for l in vers)
     # no resamples: no intervals, no paired section
     _, plain = write_report([a, b], str(tmp_path / "rep0"), resamples=0)

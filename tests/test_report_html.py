@@ -45,13 +45,13 @@ def test_each_benchmarks_record_gives_its_verdict(bench, task, sample, verdict, 
     assert got["responses"] == ["r1", "r2"]  # --repeats: every response
 
 
-def _run(tmp_path, name, fingerprint="fp-1"):
+def _run(tmp_path, name, fingerprint="fp-1", model="m"):
     d = tmp_path / name / "m"
     d.mkdir(parents=True)
     cfg = {"task": "emma_mini_math", "dataset_path": "luckychao/EMMA-mini", "dataset_name": "Math", "test_split": "test", "metadata": {"version": 1.0, "earthsci_data": {"source": "mirror", "path": "/nonexistent/luckychao/EMMA-mini", "dataset_path": "luckychao/EMMA-mini", "fingerprint": fingerprint}}}
     samples = [{"doc_id": i, "target": "B", "input": f"q{i} <b>", "resps": [[f"\\boxed{{{'B' if i else 'A'}}}"]], "emma_acc": {"score": 100.0 if i else 0.0, "extraction": "B" if i else "A", "rule": "boxed"}, "emma_category_path_tracing": 100.0 if i else 0.0} for i in range(3)]
     (d / "20261123_000000_samples_emma_mini_math.jsonl").write_text("".join(json.dumps(s) + "\n" for s in samples))
-    (d / "20261123_000000_results.json").write_text(json.dumps({"results": {"emma_mini_math": {"alias": "emma_mini_math", "emma_acc,none": 66.67}}, "configs": {"emma_mini_math": cfg}, "versions": {"emma_mini_math": 1.0}, "config": {"model": "fake", "model_args": "model=m"}}))
+    (d / "20261123_000000_results.json").write_text(json.dumps({"results": {"emma_mini_math": {"alias": "emma_mini_math", "emma_acc,none": 66.67}}, "configs": {"emma_mini_math": cfg}, "versions": {"emma_mini_math": 1.0}, "config": {"model": "fake", "model_args": f"model={model}"}}))
     return str(tmp_path / name)
 
 
@@ -93,7 +93,7 @@ def test_a_cached_doc_set_loads_no_data_and_a_missing_one_says_why(tmp_path, mon
 
 
 def test_two_runs_are_side_by_side_and_a_changed_prompt_is_flagged(tmp_path):
-    a, b = _run(tmp_path, "a"), _run(tmp_path, "b")
+    a, b = _run(tmp_path, "a"), _run(tmp_path, "b", model="n")
     path = next((tmp_path / "b" / "m").glob("*_samples_*.jsonl"))
     rows = [json.loads(x) for x in path.read_text().splitlines()]
     rows[1]["input"] = "another prompt"

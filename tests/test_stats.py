@@ -128,8 +128,15 @@ def test_paired_difference_mcnemar_and_unmatched_docs():
     assert res.discordant == (n10, n01) and n01 == 0
     assert res.mcnemar_p == pytest.approx(sps.binomtest(n10, n10 + n01, 0.5).pvalue)
     assert res.interval.excludes(0.0) and res.interval.low > 0
+    # right/wrong: the row's test is McNemar's, and its interval is the exact one that matches it
+    assert res.test == "McNemar exact" and res.p == res.mcnemar_p and res.interval.method == "exact (McNemar)"
+    ci = sps.binomtest(n10, n10 + n01, 0.5).proportion_ci(method="exact")
+    share = (n10 + n01) / len(common)
+    assert (res.interval.low, res.interval.high) == pytest.approx((100 * share * (2 * ci.low - 1), 100 * share * (2 * ci.high - 1)))
     same = paired(a, dict(a), "lmms_eval_earthsci.core.metrics.mean_present", n_resamples=200)
-    assert same.diff == 0 and (same.interval.low, same.interval.high) == (0.0, 0.0) and same.mcnemar_p == 1.0
+    # no discordant doc: p = 1 and the interval is ± the Clopper-Pearson bound on the share that could disagree
+    bound = 100 * (1 - 0.025 ** (1 / 300))
+    assert same.diff == 0 and (same.interval.low, same.interval.high) == pytest.approx((-bound, bound)) and same.mcnemar_p == 1.0
     assert not same.interval.excludes(0.0)
 
 

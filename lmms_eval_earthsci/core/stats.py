@@ -1,11 +1,21 @@
-"""Error bars and paired comparisons from a run's per-doc records (``report``).
+"""Error bars, paired comparisons and their tests from a run's per-doc records (``report``).
 
 A metric's value is its task's aggregation over the per-doc items lmms-eval logged (``--log_samples``).
-Its 95 % interval is a percentile bootstrap over docs: the aggregation is *recomputed* on each resample
-(macro F1, flip rate, ECE ... are corpus metrics; averaging per-doc values would be wrong). Two runs over
-the same docs are compared pairwise: the difference of the metric, with a paired bootstrap interval
-(the same resampled docs in both runs) and, for accuracy-type metrics (every per-doc value right or
-wrong), McNemar's exact test on the discordant docs.
+
+- **Right/wrong metrics** (the aggregation is a mean and every per-doc value is right or wrong): the
+  95 % interval is Wilson's score interval for k right of n docs (closed form; it does not collapse at
+  0 or n, where a bootstrap gives 0–0). Two runs are compared by McNemar's exact test on the discordant
+  docs, and the difference's interval is the exact conditional one that matches it: Clopper-Pearson's
+  interval for the share of discordant docs the run gets right, scaled by the share of discordant docs
+  (it excludes 0 exactly when McNemar's p is below 0.05; with no discordant doc, ± the Clopper-Pearson
+  bound on the share of docs the runs could disagree on).
+- **Other metrics** (F1, ECE, judge scores, flip rates): a percentile bootstrap over docs, the
+  aggregation *recomputed* on each resample (macro F1, flip rate, ECE ... are corpus metrics; averaging
+  per-doc values would be wrong). Two runs: the paired bootstrap (the same resampled docs in both runs);
+  its p-value is twice the smaller share of resampled differences on either side of 0 (``(count + 1) /
+  (resamples + 1)``), so it is below 0.05 exactly when the percentile interval excludes 0, up to the
+  percentile's interpolation.
+- **Many comparisons**: :func:`adjust` is Benjamini-Hochberg (``scipy.stats.false_discovery_control``).
 
 Resampling is ``scipy.stats.bootstrap`` (seeded; ``method="percentile"``; the interval is taken with
 ``nanpercentile`` over its bootstrap distribution, so a resample whose slice is empty is dropped, not
@@ -32,6 +42,10 @@ CONFIDENCE = 0.95
 _BATCH = 250  # resamples per vectorised batch: bounds memory at ~_BATCH x n values per array
 
 
+WILSON, BOOTSTRAP, EXACT_CONDITIONAL = "Wilson", "bootstrap", "exact (McNemar)"
+MCNEMAR, BOOTSTRAP_TEST = "McNemar exact", "paired bootstrap"
+
+
 @dataclass(frozen=True)
 class Interval:
     low: float | None
@@ -39,6 +53,7 @@ class Interval:
     n_resamples: int
     n_units: int  # docs (or claim pairs) resampled
     dropped: int = 0  # resamples whose statistic was undefined (an empty slice)
+    method: str = BOOTSTRAP  # WILSON, BOOTSTRAP or EXACT_CONDITIONAL
 
     def excludes(self, value: float = 0.0) -> bool:
         return self.low is not None and self.high is not None and not (self.low <= value <= self.high)
@@ -53,6 +68,8 @@ class Paired:
     only_b: int
     mcnemar_p: float | None  # exact McNemar p-value (accuracy-type metrics), else None
     discordant: tuple[int, int] | None  # (a right b wrong, a wrong b right)
+    p: float | None = None  # the row's p-value: McNemar's where there is one, else the paired bootstrap's
+    test: str | None = None  # MCNEMAR or BOOTSTRAP_TEST
 
 
 # --------------------------------------------------------------------------- encodings
@@ -213,18 +230,98 @@ def mcnemar_exact(a: Sequence[bool], b: Sequence[bool]) -> tuple[float, tuple[in
     return float(stats.binomtest(n10, n10 + n01, 0.5).pvalue), (n10, n01)
 
 
+def _kernel(dotted: str | None):
+    return KERNELS.get(dotted or "lmms_eval_earthsci.core.metrics.mean_present")
+
+
+def proportion(items: Sequence[Any], dotted: str | None) -> tuple[int, int, float] | None:
+    """(docs right, docs scored, scale) when the metric is a right/wrong mean: its aggregation is a mean
+    (a mean kernel) and every scored doc is 0 or ``scale`` (100: percent, or 1); None otherwise. A metric
+    whose docs are all 0 counts as percent (every metric of ours is)."""
+    kernel = _kernel(dotted)
+    if kernel is None or kernel[1] is not _mean_stat:
+        return None
+    arrays = kernel[0](items)
+    if arrays is None:
+        return None
+    v, m = arrays
+    scored = v[m > 0]
+    if scored.size == 0:
+        return None
+    for scale in (100.0, 1.0):
+        if np.all((scored == 0) | (scored == scale)):
+            return int(np.sum(scored == scale)), int(scored.size), scale
+    return None
+
+
+def wilson(k: int, n: int, scale: float = 100.0, confidence: float = CONFIDENCE) -> Interval:
+    """Wilson's score interval for k of n, on the metric's scale."""
+    from scipy import stats
+
+    ci = stats.binomtest(k, n).proportion_ci(confidence_level=confidence, method="wilson")
+    return Interval(float(ci.low) * scale, float(ci.high) * scale, 0, n, method=WILSON)
+
+
+def interval(items: Sequence[Any], dotted: str | None, n_resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED, confidence: float = CONFIDENCE) -> Interval | None:
+    """The metric's 95 % interval: Wilson's for a right/wrong metric (:func:`proportion`), else the
+    percentile bootstrap (:func:`bootstrap_ci`); None when it has no value to bound."""
+    prop = proportion(items, dotted)
+    if prop is not None:
+        return wilson(prop[0], prop[1], prop[2], confidence)
+    return bootstrap_ci(items, dotted, n_resamples, seed, confidence)
+
+
+def _paired_binary(a: Sequence[bool], b: Sequence[bool], scale: float, confidence: float) -> tuple[Interval, float, tuple[int, int]]:
+    """McNemar's exact test of a against b and the exact conditional interval of a - b (module docstring)."""
+    from scipy import stats
+
+    p, (n10, n01) = mcnemar_exact(a, b)
+    n, nd = len(a), n10 + n01
+    if nd == 0:
+        bound = 1.0 - ((1 - confidence) / 2) ** (1.0 / n)  # Clopper-Pearson upper bound of 0 of n
+        return Interval(-bound * scale, bound * scale, 0, n, method=EXACT_CONDITIONAL), p, (n10, n01)
+    ci = stats.binomtest(n10, nd, 0.5).proportion_ci(confidence_level=confidence, method="exact")
+    share = nd / n
+    return Interval(share * (2 * float(ci.low) - 1) * scale, share * (2 * float(ci.high) - 1) * scale, 0, n, method=EXACT_CONDITIONAL), p, (n10, n01)
+
+
+def _bootstrap_p(distribution: np.ndarray) -> float | None:
+    """Twice the smaller share of resampled differences on either side of 0, ``(count + 1) / (R + 1)``."""
+    d = np.asarray(distribution, dtype=float).ravel()
+    d = d[~np.isnan(d)]
+    if d.size == 0:
+        return None
+    below, above = int(np.sum(d <= 0)), int(np.sum(d >= 0))
+    return float(min(1.0, 2 * (min(below, above) + 1) / (d.size + 1)))
+
+
 def paired(items_a: Mapping[Any, Any], items_b: Mapping[Any, Any], dotted: str | None, n_resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED, confidence: float = CONFIDENCE) -> Paired:
-    """Run a minus run b on the docs both have (keyed by doc_id), with a paired bootstrap interval
-    (each resample draws the same docs from both runs) and McNemar's exact test where every per-doc
-    value is right/wrong. Docs in one run only are counted, not compared."""
+    """Run a minus run b on the docs both have (keyed by doc_id): for a right/wrong metric McNemar's exact
+    test and its exact conditional interval; for the others the paired bootstrap (each resample draws the
+    same docs from both runs), its interval and p-value. Docs in one run only are counted, not compared."""
     common = [k for k in items_a if k in items_b]
     only_a, only_b = len(items_a) - len(common), len(items_b) - len(common)
     a, b = [items_a[k] for k in common], [items_b[k] for k in common]
     pa, pb = point(a, dotted), point(b, dotted)
     diff = None if pa is None or pb is None else pa - pb
+    if diff is None:
+        return Paired(None, Interval(None, None, n_resamples, len(common)), len(common), only_a, only_b, None, None)
+    prop_a, prop_b = proportion(a, dotted), proportion(b, dotted)
+    if prop_a is not None and prop_b is not None and prop_a[2] == prop_b[2]:
+        scale = prop_a[2]
+        encode = _kernel(dotted)[0]
+        (va, ma), (vb, mb) = encode(a), encode(b)
+        both = (ma > 0) & (mb > 0)  # docs scored in both runs (a judged doc without a verdict is not)
+        if np.any(both):
+            ra, rb = (va[both] == scale).tolist(), (vb[both] == scale).tolist()
+            iv, p, disc = _paired_binary(ra, rb, scale, confidence)
+            diff = (disc[0] - disc[1]) / len(ra) * scale
+            return Paired(diff, iv, len(common), only_a, only_b, p, disc, p, MCNEMAR)
+    ba, bb = _binary(a), _binary(b)
     interval = Interval(None, None, n_resamples, len(common))
     prep_a, prep_b = (_prepared(a, dotted), _prepared(b, dotted)) if len(common) >= 2 else (None, None)
-    if diff is not None and prep_a is not None and prep_b is not None:
+    p = None
+    if n_resamples > 0 and prep_a is not None and prep_b is not None:
         arrays_a, stat, vectorized = prep_a
         arrays_b = prep_b[0]
         if vectorized and arrays_a[0].shape[-1] == arrays_b[0].shape[-1]:
@@ -248,8 +345,22 @@ def paired(items_a: Mapping[Any, Any], items_b: Mapping[Any, Any], dotted: str |
             warnings.simplefilter("ignore", RuntimeWarning)
             dist = _bootstrap(data, dstat, vec, n_resamples, seed)
         interval = _interval(dist, n_resamples, len(common), confidence)
-    p, disc = None, None
-    ba, bb = _binary(a), _binary(b)
+        p = _bootstrap_p(dist)
+    mp, disc = None, None
     if ba is not None and bb is not None and common:
-        p, disc = mcnemar_exact(ba, bb)
-    return Paired(diff, interval, len(common), only_a, only_b, p, disc)
+        mp, disc = mcnemar_exact(ba, bb)
+    return Paired(diff, interval, len(common), only_a, only_b, mp, disc, p, BOOTSTRAP_TEST if p is not None else None)
+
+
+def adjust(pvalues: Sequence[float | None]) -> list[float | None]:
+    """Benjamini-Hochberg adjusted p-values (``scipy.stats.false_discovery_control``) of the rows that
+    have one, in their order; None stays None."""
+    from scipy import stats
+
+    have = [i for i, p in enumerate(pvalues) if p is not None]
+    out: list[float | None] = [None] * len(pvalues)
+    if have:
+        adjusted = stats.false_discovery_control([float(pvalues[i]) for i in have], method="bh")
+        for i, q in zip(have, np.atleast_1d(adjusted)):
+            out[i] = float(q)
+    return out

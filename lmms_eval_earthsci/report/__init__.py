@@ -36,10 +36,13 @@ from typing import Sequence
 
 from lmms_eval_earthsci import registry
 from lmms_eval_earthsci.core.stats import DEFAULT_RESAMPLES, DEFAULT_SEED
+from lmms_eval_earthsci.report.comparisons import compare
 from lmms_eval_earthsci.report.intervals import configure
 from lmms_eval_earthsci.report.papers import DEFAULT_PAPER_MODEL, resolve_paper_model
-from lmms_eval_earthsci.report.runs import ReportError, Run, read_runs
-from lmms_eval_earthsci.report.sections import benchmark_section, counts, headline_section, paired_section, paper_table, versions_section
+from lmms_eval_earthsci.report.runs import ReportError, Run
+from lmms_eval_earthsci.report.sections import benchmark_section, changes_section, counts, headline_keys, headline_section, paired_section, paper_table, versions_section
+from lmms_eval_earthsci.report.summary import write_summary
+from lmms_eval_earthsci.report.sweep import baseline, read_runs
 
 __all__ = ["DEFAULT_PAPER_MODEL", "ReportError", "Run", "counts", "read_runs", "write_report"]
 
@@ -51,16 +54,22 @@ def default_out(first: str) -> str:
     return os.path.join(os.path.dirname(run), os.path.basename(run) + "-report")
 
 
-def write_report(paths: Sequence[str], out_dir: str | None = None, paper_model: str | None = None, intro: str | None = None, resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED, html: bool = False, images: bool = True) -> tuple[str, str]:
-    """Write ``report.md`` and the PNGs; returns (report path, markdown). ``intro``: a paragraph put
-    first, under "What you are looking at" (the demo explains its tiny model there). ``resamples``
-    (0: no intervals) and ``seed``: the bootstrap of the error bars and paired comparisons. ``html``:
-    also ``report.html`` with the sample browser (:mod:`.html`; ``images``: with the docs' figures)."""
+def write_report(
+    paths: Sequence[str], out_dir: str | None = None, paper_model: str | None = None, intro: str | None = None, resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED,
+    html: bool = False, images: bool = True, labels: Sequence[str] = (), order: Sequence[str] = (), baseline_run: str | None = None, keep_reruns: bool = False,
+) -> tuple[str, str]:
+    """Write ``report.md``, the PNGs and ``summary.csv`` / ``summary.json``; returns (report path,
+    markdown). ``intro``: a paragraph put first, under "What you are looking at" (the demo explains its
+    tiny model there). ``resamples`` (0: no intervals) and ``seed``: the bootstrap of the error bars and
+    paired comparisons. ``html``: also ``report.html`` with the sample browser (:mod:`.html`;
+    ``images``: with the docs' figures). ``labels`` (``FOLDER=NAME``), ``order``, ``baseline_run`` and
+    ``keep_reruns``: the runs of a sweep (:mod:`.sweep`)."""
     if resamples < 0:
         raise ReportError("--resamples must be 0 (no error bars) or more")
     configure(resamples, seed)
     ref = resolve_paper_model(paper_model)
-    runs = read_runs(paths)
+    runs = read_runs(paths, labels=labels, order=order, keep_reruns=keep_reruns)
+    base = baseline(runs, baseline_run)
     out_dir = out_dir or default_out(paths[0])
     os.makedirs(out_dir, exist_ok=True)
     benches = [b for b in registry.benchmarks() if any(registry.benchmark_of(t) is b for r in runs for t in r.results)]
@@ -70,9 +79,12 @@ def write_report(paths: Sequence[str], out_dir: str | None = None, paper_model: 
     md = ["# lmms_eval_earthsci report", ""]
     if intro:
         md += ["## What you are looking at", "", intro.strip(), ""]
-    md.append(headline_section(runs, benches, ref))
+    keys = [(b, t, m) for b in benches for t, m in headline_keys(b, runs)]
+    comparisons = compare(runs, base, keys)
+    md.append(changes_section(comparisons, base))
+    md.append(headline_section(runs, benches, ref, base, out_dir))
     md.append(versions_section(runs, benches))
-    md.append(paired_section(runs, benches))
+    md.append(paired_section(comparisons, runs, base))
     md += [benchmark_section(b, runs, out_dir, ref) for b in benches]
     papers = [paper_table(b, runs) for b in benches]
     if any(papers):
@@ -81,8 +93,9 @@ def write_report(paths: Sequence[str], out_dir: str | None = None, paper_model: 
     path = os.path.join(out_dir, "report.md")
     with open(path, "w") as f:
         f.write(text)
+    write_summary(runs, base, comparisons, {(t, m) for _, t, m in keys}, out_dir)
     if html:
         from lmms_eval_earthsci.report.html import write_html  # lazy: only when the page is asked for
 
-        write_html(runs, benches, out_dir, text, images=images)
+        write_html(runs, benches, out_dir, text, images=images, base=base)
     return path, text

@@ -180,3 +180,90 @@ def draw_reliability(chart: ReliabilitySpec):
 
 def plot_reliability(charts: list[ReliabilitySpec], out_dir: str) -> list[str]:
     return [_save(draw_reliability(c), out_dir, c.slug) for c in charts]
+
+
+# --------------------------------------------------------------------------- trend (a sweep)
+
+
+@dataclass
+class TrendLine:
+    name: str  # "task · metric"
+    values: list  # per run: float or None
+    lows: list
+    highs: list
+    paper: float | None  # the reference model's value: a dashed line
+    score_scale: bool = False  # a 1-5 judge score: drawn on its own axis, on the right
+
+
+@dataclass
+class Trend:
+    slug: str
+    title: str
+    runs: list[str]
+    steps: list[int] | None  # the x axis when every run has a training step, else run order
+    lines: list[TrendLine]
+    paper_label: str
+
+
+def build_trend(bench: Benchmark, keys: list[tuple[str, str]], runs: list[Run], paper_model: str) -> Trend:
+    """A benchmark's headline metrics against run order (or step), with their 95 % intervals."""
+    lines = []
+    for t, m in keys:
+        values, lows, highs = [], [], []
+        for r in runs:
+            present, v = r.value(t, m)
+            iv = interval(r, t, m) if present and v is not None else None
+            values.append(v if present else None)
+            lows.append(iv.low if iv is not None else None)
+            highs.append(iv.high if iv is not None else None)
+        ref = paper_value(bench, paper_model, t, m)
+        lines.append(TrendLine(f"{t} · {m}", values, lows, highs, ref.value if ref else None, score_scale=m.endswith("_score") and all(v is None or v <= 5 for v in values)))
+    steps = [r.step for r in runs]
+    return Trend(f"{bench.name}_trend", f"{bench.title}: headline metrics across runs (95% intervals shaded)", [r.column for r in runs],
+                 steps if all(s is not None for s in steps) else None, lines, f"paper: {paper_model} (dashed)")
+
+
+def draw_trend(chart: Trend):
+    """The matplotlib Figure of a trend chart: a line per headline metric over the runs in order (or their
+    steps), its 95 % band shaded, the paper's number as a dashed line of the same colour; a run without
+    a value is a gap."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    x = chart.steps if chart.steps is not None else list(range(len(chart.runs)))
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.45 * len(x) + 4), 4.0))
+    right = ax.twinx() if any(line.score_scale for line in chart.lines) else None
+    handles = []
+    for i, line in enumerate(chart.lines):
+        colour = colours[i % len(colours)]
+        axis = right if line.score_scale else ax
+        ys = [float("nan") if v is None else v for v in line.values]
+        handles += axis.plot(x, ys, marker="o", markersize=3, color=colour, label=line.name + (" (right axis)" if line.score_scale else ""))
+        lo = [float("nan") if v is None else v for v in line.lows]
+        hi = [float("nan") if v is None else v for v in line.highs]
+        axis.fill_between(x, lo, hi, color=colour, alpha=0.15, linewidth=0)
+        if line.paper is not None:
+            axis.axhline(line.paper, color=colour, linestyle="--", linewidth=1)
+    if right is not None:
+        right.set_ylabel("score (1-5)")
+    if chart.steps is None:
+        ax.set_xticks(x)
+        ax.set_xticklabels(chart.runs, rotation=30, ha="right", fontsize=7)
+        ax.set_xlabel("run (in order)")
+    else:
+        ax.set_xlabel("training step")
+    ax.set_ylabel("%")
+    ax.set_title(chart.title + (f"; {chart.paper_label}" if any(line.paper is not None for line in chart.lines) else ""), fontsize=8)
+    ax.legend(handles=handles, fontsize=6, loc="upper left", bbox_to_anchor=(1.08 if right is not None else 1.02, 1.0))
+    fig.tight_layout()
+    return fig
+
+
+def plot_trend(bench: Benchmark, chart: Trend, out_dir: str) -> str | None:
+    """Write the trend chart when some run has a number; its path."""
+    if not any(v is not None for line in chart.lines for v in line.values):
+        return None
+    return _save(draw_trend(chart), out_dir, chart.slug)

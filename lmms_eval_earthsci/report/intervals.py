@@ -1,6 +1,6 @@
-"""Error bars for the report: each metric's 95 % bootstrap interval over a run's docs, recomputing the
-task's own aggregation (read from its task YAML) on every resample (:mod:`lmms_eval_earthsci.core.stats`,
-with every registered benchmark's vectorised kernels)."""
+"""Error bars for the report: each metric's 95 % interval over a run's docs (:mod:`lmms_eval_earthsci.core.stats`):
+Wilson's for right/wrong metrics, else a bootstrap recomputing the task's own aggregation (read from its
+task YAML) on every resample, with every registered benchmark's vectorised kernels."""
 
 from __future__ import annotations
 
@@ -18,9 +18,9 @@ from lmms_eval_earthsci.yamlgen import metric_aggregations, task_yaml_paths
 BOOTSTRAP = {"resamples": DEFAULT_RESAMPLES, "seed": DEFAULT_SEED}
 _CI_CACHE: dict[tuple, Any] = {}
 BOOTSTRAP_NOTE = (
-    "95% CI: percentile bootstrap over the run's docs (from `--log_samples`), {n} resamples, seed {seed} (`--resamples`, `--seed`); "
-    "a corpus metric (macro F1, flip rate, ECE) is recomputed on every resample, a group's interval pools its tasks' docs. "
-    "–: no samples to resample (a run without `--log_samples`) or no value."
+    "95% CI, from the run's docs (`--log_samples`): Wilson's score interval where every doc is right or wrong (accuracies; it does not collapse at 0 or all right); "
+    "elsewhere (F1, flip rates, judge scores, ECE) a percentile bootstrap, {n} resamples, seed {seed} (`--resamples`, `--seed`), the corpus metric recomputed on every resample. "
+    "A group's interval pools its tasks' docs. –: no samples (a run without `--log_samples`) or no value."
 )
 
 
@@ -69,17 +69,22 @@ def doc_items(run: Run, task: str, metric: str) -> dict[tuple[str, Any], Any] | 
     return {(t, s.get("doc_id", i)): s.get(metric) for t in ls for i, s in enumerate(run.samples[t])}
 
 
-def interval(run: Run, task: str, metric: str) -> Interval | None:
-    """The metric's 95 % bootstrap interval in this run (cached), or None."""
+def interval(run: Run, task: str, metric: str, bootstrap: bool = True) -> Interval | None:
+    """The metric's 95 % interval in this run (cached), or None; ``bootstrap=False``: only a closed-form
+    one (a metric that would need the bootstrap gets none, unless it was computed already)."""
     if BOOTSTRAP["resamples"] <= 0:
         return None
-    key = (run.path, run.label, task, metric)
+    key = (id(run), task, metric)
+    if key not in _CI_CACHE and not bootstrap:
+        items = doc_items(run, task, metric)
+        prop = stats.proportion(list(items.values()), aggregation(run, task, metric)) if items is not None and run.value(task, metric)[1] is not None else None
+        return stats.wilson(*prop) if prop is not None else None
     if key not in _CI_CACHE:
         _kernels_registered()
         items = doc_items(run, task, metric)
         present, value = run.value(task, metric)
         ok = items is not None and present and value is not None and any(v is not None for v in items.values())
-        _CI_CACHE[key] = stats.bootstrap_ci(list(items.values()), aggregation(run, task, metric), BOOTSTRAP["resamples"], BOOTSTRAP["seed"]) if ok else None
+        _CI_CACHE[key] = stats.interval(list(items.values()), aggregation(run, task, metric), BOOTSTRAP["resamples"], BOOTSTRAP["seed"]) if ok else None
     return _CI_CACHE[key]
 
 
@@ -88,3 +93,9 @@ def ci_cell(run: Run, task: str, metric: str) -> str:
     if iv is None or iv.low is None:
         return MISSING
     return f"{fmt(iv.low, metric)}–{fmt(iv.high, metric)}"
+
+
+def method_of(runs, task: str, metric: str) -> str:
+    """How the runs' intervals of a row were made (``Wilson``, ``bootstrap``, both, or –)."""
+    found = dict.fromkeys(iv.method for r in runs for iv in [interval(r, task, metric)] if iv is not None and iv.low is not None)
+    return " / ".join(found) or MISSING

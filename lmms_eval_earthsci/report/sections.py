@@ -1,6 +1,7 @@
-"""The report's Markdown: the headline table (with intervals and the reference model's numbers), task
-versions, paired comparisons, and per benchmark its breakdown tables, charts and counts, each laid out
-by the benchmark's report spec; the paper reference tables last."""
+"""The report's Markdown: the changes against the baseline, the headline (runs as columns up to four, as
+rows with a trend chart past that; intervals and the reference model's numbers), the runs, task versions,
+paired comparisons, and per benchmark its breakdown tables, charts and counts, each laid out by the
+benchmark's report spec; the paper reference tables last."""
 
 from __future__ import annotations
 
@@ -10,9 +11,9 @@ from typing import Any, Iterable
 
 from lmms_eval_earthsci import registry
 from lmms_eval_earthsci.core.benchmark import Benchmark, Family, PaperValue, ReportSpec, RunView
-from lmms_eval_earthsci.core.stats import paired
-from lmms_eval_earthsci.report.charts import build_chart, plot, plot_reliability
-from lmms_eval_earthsci.report.intervals import BOOTSTRAP, BOOTSTRAP_NOTE, aggregation, ci_cell, doc_items
+from lmms_eval_earthsci.report.charts import build_chart, build_trend, plot, plot_reliability, plot_trend
+from lmms_eval_earthsci.report.comparisons import RULE, Comparison
+from lmms_eval_earthsci.report.intervals import BOOTSTRAP, BOOTSTRAP_NOTE, ci_cell, method_of
 from lmms_eval_earthsci.report.papers import fmt, footnotes, paper_cell, paper_entries, paper_value
 from lmms_eval_earthsci.report.runs import MISSING, Run, _number
 
@@ -223,7 +224,10 @@ def _partial_note(run: Run) -> str:
 
 
 
-def headline_section(runs: list[Run], benches: list[Benchmark], paper_model: str) -> str:
+HEADLINE_COLUMNS_UP_TO = 4  # runs side by side as columns; past that, runs as rows
+
+
+def _headline_wide(runs: list[Run], benches: list[Benchmark], paper_model: str) -> tuple[list[str], list]:
     rows, refs = [], []
     for b in benches:
         for t, m in headline_keys(b, runs):
@@ -232,11 +236,50 @@ def headline_section(runs: list[Run], benches: list[Benchmark], paper_model: str
             cells = []
             for r in runs:
                 cells += [_cell(r, t, m), ci_cell(r, t, m)]
-            rows.append([b.title, t, m] + cells + [paper_cell(ref) if ref else MISSING])
+            rows.append([b.title, t, m] + cells + [method_of(runs, t, m), paper_cell(ref) if ref else MISSING])
     head = ["benchmark", "task", "metric"]
     for r in runs:
         head += [r.column, "95% CI"]
-    text = ["## Headline", "", _table(head + [f"paper: {paper_model}"], rows, 3), ""]
+    return [_table(head + ["CI method", f"paper: {paper_model}"], rows, 3), ""], refs
+
+
+def _compact(run: Run, task: str, metric: str) -> str:
+    """``value (low–high)``: a run's cell when runs are rows."""
+    cell, ci = _cell(run, task, metric), ci_cell(run, task, metric)
+    return cell if ci == MISSING else f"{cell} ({ci})"
+
+
+def _headline_long(runs: list[Run], benches: list[Benchmark], paper_model: str, base: Run, out_dir: str | None) -> tuple[list[str], list]:
+    """Past four runs: per benchmark one table, runs as rows in order, one column per headline metric,
+    the interval beside each value; the paper's row last; then the benchmark's trend chart."""
+    text, refs = [], []
+    for b in benches:
+        keys = headline_keys(b, runs)
+        if not keys:
+            continue
+        head = ["run", "step"] + [f"{t} · {m}" for t, m in keys]
+        rows = [[r.column + (" (baseline)" if r is base else ""), MISSING if r.step is None else str(r.step)] + [_compact(r, t, m) for t, m in keys] for r in runs]
+        paper = [paper_value(b, paper_model, t, m) for t, m in keys]
+        refs += paper
+        if any(paper):
+            rows.append([f"paper: {paper_model}", MISSING] + [paper_cell(v) if v else MISSING for v in paper])
+        methods = dict.fromkeys(method_of(runs, t, m) for t, m in keys)
+        methods.pop(MISSING, None)
+        text += [f"### {b.title}", "", _table(head, rows, 2), "", f"Intervals: {' / '.join(methods) or MISSING} (see below)." if methods else "", ""]
+        if out_dir:
+            png = plot_trend(b, build_trend(b, keys, runs, paper_model), out_dir)
+            if png:
+                text += [f"![{os.path.basename(png)}]({os.path.basename(png)})", ""]
+    return text, refs
+
+
+def headline_section(runs: list[Run], benches: list[Benchmark], paper_model: str, base: Run | None = None, out_dir: str | None = None) -> str:
+    base = base or runs[0]
+    if len(runs) <= HEADLINE_COLUMNS_UP_TO:
+        body, refs = _headline_wide(runs, benches, paper_model)
+    else:
+        body, refs = _headline_long(runs, benches, paper_model, base, out_dir)
+    text = ["## Headline", ""] + body
     text.append(BOOTSTRAP_NOTE.format(n=f"{BOOTSTRAP['resamples']:,}", seed=BOOTSTRAP["seed"]) + "\n")
     text.append(
         f"Paper column: the published number of {paper_model} for the same task and metric (`--paper-model` picks another; "
@@ -246,16 +289,34 @@ def headline_section(runs: list[Run], benches: list[Benchmark], paper_model: str
     elsewhere = [f"{t} · {m}" for b in benches for t, m in headline_keys(b, runs) if not paper_value(b, paper_model, t, m) and any(e.task == t and e.metric == m for e in paper_entries(b)[0])]
     if elsewhere:
         text += ["", f"{paper_model} has no paper number for {', '.join(elsewhere)}; other paper models do (Paper reference)."]
-    text += ["", "## Runs", ""]
+    text += ["", runs_section(runs, base), "", counts_note()]
+    return "\n".join(text) + "\n"
+
+
+def _n_tasks(n: int) -> str:
+    return f"{n} task" + ("" if n == 1 else "s")
+
+
+def runs_section(runs: list[Run], base: Run) -> str:
+    """The runs in order: baseline, step, partial, rescore, the results files used and those set aside."""
+    text = ["## Runs", "", f"In order (those `--order` names first, then runs without a training step, then by step, then by name); the baseline of the comparisons is `{base.column}` (`--baseline`). "
+            "Results files of one model (lmms-eval's `--model`, its `--model_args` less devices and batch sizes, `--gen_kwargs`) make one run; a task in two of them is taken from the newest (`--keep-reruns` keeps them apart).", ""]
     for r in runs:
-        note = f" — **partial**: {_partial_note(r)}" if r.partial else ""
+        note = " — **baseline**" if r is base else ""
+        if r.step is not None:
+            note += f" — step {r.step}"
+        if r.partial:
+            note += f" — **partial**: {_partial_note(r)}"
         if r.rescore:
             src = r.rescore.get("source") or {}
             note += f" — rescored without the model from {src.get('kind', 'a run')} `{src.get('path', '?')}`" + (" (**forced** over a version change)" if r.rescore.get("version_changes") else "")
-        text.append(f"- `{r.column}`{note}: {r.path}")
-    text += ["", counts_note()]
-    return "\n".join(text) + "\n"
-
+        files = r.files
+        where = files[0].path if len(files) == 1 else f"{len(files)} results files: " + ", ".join(f"{f.path} ({_n_tasks(len([t for t, s in r.source.items() if s is f]))})" for f in files)
+        text.append(f"- `{r.column}`{note}: {where}")
+        for f, tasks, why in r.set_aside:
+            shown = ", ".join(tasks[:4]) + (f" and {len(tasks) - 4} more" if len(tasks) > 4 else "")
+            text.append(f"  - set aside: {f.path} ({shown}): {why}")
+    return "\n".join(text)
 
 
 def _version(run: Run, task: str) -> str | None:
@@ -286,50 +347,75 @@ def versions_section(runs: list[Run], benches: list[Benchmark]) -> str:
     return "\n".join(text) + "\n"
 
 
-def paired_section(runs: list[Run], benches: list[Benchmark]) -> str:
-    """Every later run against the first on each headline metric, doc by doc: the difference on the
-    docs both have, its paired 95 % bootstrap interval, McNemar's exact test for right/wrong metrics;
-    docs in one run only are counted, not compared."""
-    if len(runs) < 2 or BOOTSTRAP["resamples"] <= 0:
+def _p(p: float | None) -> str:
+    return MISSING if p is None else (f"{p:.3g}" if p >= 0.001 else "<0.001")
+
+
+def _diff_cells(c: Comparison) -> list[str]:
+    r, m = c.result, c.metric
+    if r is None or r.diff is None:
+        return [MISSING, MISSING]
+    iv = r.interval
+    return [f"{r.diff:+.2f}", MISSING if iv.low is None else f"{fmt(iv.low, m)}–{fmt(iv.high, m)}"]
+
+
+def _discordant(c: Comparison) -> str:
+    r = c.result
+    return MISSING if r is None or r.discordant is None else f"{r.discordant[0]}/{r.discordant[1]}"
+
+
+def changes_section(rows: list[Comparison], base: Run) -> str:
+    """First of all: the comparisons the rule calls changed, biggest adjusted evidence first."""
+    if not rows:
         return ""
-    base = runs[0]
-    rows, skipped = [], []
-    for b in benches:
-        for t, m in headline_keys(b, runs):
-            a_items = doc_items(base, t, m)
-            for r in runs[1:]:
-                if not (base.value(t, m)[0] and r.value(t, m)[0]):
-                    continue
-                b_items = doc_items(r, t, m)
-                if a_items is None or b_items is None:
-                    skipped.append(f"{t} · {m} ({r.column})")
-                    continue
-                res = paired(b_items, a_items, aggregation(r, t, m), BOOTSTRAP["resamples"], BOOTSTRAP["seed"])
-                iv = res.interval
-                ci = MISSING if iv.low is None else f"{fmt(iv.low, m)}–{fmt(iv.high, m)}"
-                flag = "yes" if iv.excludes(0.0) else "no"
-                vers = {_version(base, t), _version(r, t)} - {None}
-                if len(vers) > 1:
-                    flag += " (versions differ)"
-                p = MISSING if res.mcnemar_p is None else f"{res.mcnemar_p:.3g} ({res.discordant[0]}/{res.discordant[1]})"
-                diff = MISSING if res.diff is None else f"{res.diff:+.2f}"
-                rows.append([t, m, f"{r.column} − {base.column}", diff, ci, flag, p, str(res.common), str(res.only_b), str(res.only_a)])
-    if not rows and not skipped:
+    hits = sorted((c for c in rows if c.changed), key=lambda c: (c.p_adjusted, c.task, c.run.label))
+    text = ["## Changes against the baseline", ""]
+    tested = sum(c.p_adjusted is not None for c in rows)
+    if not tested:
+        text.append(f"None tested: the runs compared with `{base.column}` have no samples (`--log_samples`) for the metrics they share.")
+        return "\n".join(text) + "\n"
+    if not hits:
+        text.append(f"None: no comparison with `{base.column}` changed after the correction ({tested} tested; rule under Paired comparisons).")
+        return "\n".join(text) + "\n"
+    text.append(f"The {len(hits)} of {tested} comparisons with `{base.column}` that changed (adjusted p < 0.05; the rule under Paired comparisons).")
+    text.append("")
+    table = []
+    for c in hits:
+        table.append([c.task, c.metric, c.run.column, _cell(base, c.task, c.metric), _cell(c.run, c.task, c.metric)] + _diff_cells(c) + [c.direction or MISSING, _p(c.result.p), c.result.test or MISSING, _p(c.p_adjusted), _discordant(c)])
+    text.append(_table(["task", "metric", "run", "baseline", "run value", "difference", "95% CI", "direction", "p", "test", "p adj.", "discordant"], table, 3))
+    return "\n".join(text) + "\n"
+
+
+def paired_section(rows: list[Comparison], runs: list[Run], base: Run) -> str:
+    """Every run against the baseline on each headline metric (see :mod:`.comparisons`); past four runs
+    the rows are in summary.csv / summary.json only."""
+    if not rows:
         return ""
     text = [
         "## Paired comparisons",
         "",
-        f"Each run minus the first (`{base.column}`), on the docs both scored (matched by task and doc_id): the difference, its paired 95% bootstrap interval "
-        f"(the same resampled docs in both runs; {BOOTSTRAP['resamples']:,} resamples, seed {BOOTSTRAP['seed']}), whether the interval excludes 0, and McNemar's exact "
-        "test where every per-doc value is right or wrong (p; discordant docs: this run right and the first wrong / the reverse). Docs only one run has are counted, not compared.",
+        f"Each run minus the baseline (`{base.column}`), on the docs both scored (matched by task and doc_id): the difference, its 95% interval, the test's p, "
+        "the p adjusted for the number of comparisons, and whether it changed. Discordant: docs this run got right and the baseline wrong / the reverse. Docs only one run has are counted, not compared.",
+        "",
+        RULE.format(n=sum(c.p_adjusted is not None for c in rows)),
         "",
     ]
-    if rows:
-        text.append(_table(["task", "metric", "runs", "difference", "95% CI", "excludes 0", "McNemar p", "docs compared", "only in first", "only in this run"], rows, 3))
+    if len(runs) > HEADLINE_COLUMNS_UP_TO:
+        text.append(f"The {len(rows)} rows (every run × headline metric) are in `summary.csv` and `summary.json` beside this report (`kind` = `paired`); those that changed are listed above.")
+        return "\n".join(text) + "\n"
+    table, skipped = [], []
+    for c in rows:
+        if c.result is None:
+            skipped.append(f"{c.task} · {c.metric} ({c.run.column})")
+            continue
+        r = c.result
+        changed = MISSING if c.changed is None else ("**yes**" if c.changed else "no")
+        table.append([c.task, c.metric, f"{c.run.column} − {base.column}"] + _diff_cells(c) + [_p(r.p), r.test or MISSING, _p(c.p_adjusted), changed, _discordant(c), str(r.common), str(r.only_b), str(r.only_a), c.note or ""])
+    if table:
+        text.append(_table(["task", "metric", "runs", "difference", "95% CI", "p", "test", "p adj.", "changed", "discordant", "docs compared", "only in baseline", "only in this run", "note"], table, 3))
     if skipped:
         text += ["", "Not compared (a run without `--log_samples`): " + ", ".join(skipped) + "."]
     return "\n".join(text) + "\n"
-
 
 
 def _judge_cells(c: dict) -> list[str]:

@@ -37,27 +37,28 @@ def _js(payload) -> str:
     return json.dumps(payload, ensure_ascii=True, separators=(",", ":"), default=str).replace("</", "<\\/")
 
 
-def _paired_links(runs: Sequence[Run]):
-    """A cell rewriter: the paired comparisons' discordant counts "p (x/y)" link to the browser's
-    disagreement filter for that task and those two runs."""
+def _paired_links(runs: Sequence[Run], base: Run | None = None):
+    """A cell rewriter: the discordant counts "x/y" of the paired comparisons and of the changes against
+    the baseline link to the browser's disagreement filter for that task and those two runs."""
     columns = {r.column: i for i, r in enumerate(runs)}
+    where = {"Paired comparisons": 9, "Changes against the baseline": 11}
 
     def cell(section: str, row: list[str], index: int, content: str) -> str:
-        if section != "Paired comparisons" or index != 6 or len(row) < 3:
+        if where.get(section) != index or len(row) <= index:
             return content
-        m = re.fullmatch(r"(.*) \((\d+)/(\d+)\)", row[6])
-        pair = row[2].split(" − ")
+        m = re.fullmatch(r"(\d+)/(\d+)", row[index].strip())
+        pair = row[2].split(" − ") if section == "Paired comparisons" else [row[2], base.column if base is not None else ""]
         if not m or len(pair) != 2 or pair[0] not in columns or pair[1] not in columns:
             return content
         b, a = columns[pair[0]], columns[pair[1]]
         task = re.sub(r"[^\w.-]", "", row[0])
         link = lambda who, n: f'<a class="mcnemar" href="#samples?task={task}&amp;pair={who}&amp;a={a}&amp;b={b}">{n}</a>'
-        return f"{html.escape(m.group(1))} ({link('b_right', m.group(2))}/{link('a_right', m.group(3))})"
+        return f"{link('b_right', m.group(1))}/{link('a_right', m.group(2))}"
 
     return cell
 
 
-def write_html(runs: Sequence[Run], benches: Sequence[Benchmark], out_dir: str, markdown: str, images: bool = True) -> str:
+def write_html(runs: Sequence[Run], benches: Sequence[Benchmark], out_dir: str, markdown: str, images: bool = True, base: Run | None = None) -> str:
     """Write ``report.html`` and ``browser/`` into ``out_dir`` (beside report.md); returns the page's path."""
     from lmms_eval_earthsci.report.html.images import ThumbStore, run_images
 
@@ -104,7 +105,7 @@ def write_html(runs: Sequence[Run], benches: Sequence[Benchmark], out_dir: str, 
     with open(os.path.join(browser, "index.js"), "w", encoding="ascii") as f:
         f.write(f"EARTHSCI.index({_js(index)});\n")
 
-    body = to_html(markdown, cell=_paired_links(runs))
+    body = to_html(markdown, cell=_paired_links(runs, base))
     page = f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy" content="{CSP}">

@@ -138,7 +138,7 @@ def task_docs(bench: Benchmark, task: str, runs: Sequence[Run]) -> list[dict]:
     spec = bench.report_spec()
     by_doc: dict[str, list] = {}
     for i, r in enumerate(runs):
-        for sample in r.samples.get(task, []):
+        for sample in r.full_samples(task) if task in r.samples else ():
             doc = str(sample.get("doc_id"))
             slot = by_doc.setdefault(doc, [None] * len(runs))
             slot[i] = view(spec, task, sample)
