@@ -708,11 +708,12 @@ def test_headline_intervals_paired_comparison_and_version_warning(tmp_path):
     shared_a, shared_b = a_ok[:20] + a_ok[20:40], b_ok[:20] + b_ok[20:40]
     p, disc = mcnemar_exact(shared_b, shared_a)
     assert cells[3] == f"{100 * (sum(shared_b) - sum(shared_a)) / 40:+.2f}" and disc == (4, 0)
-    # 4 docs gained, none lost, of 40: McNemar's exact p is 0.125. The interval is the exact one matching
-    # the test, so it holds 0 too (it used to be the bootstrap's, which excluded 0 here: changed on purpose)
+    # 4 docs gained, none lost, of 40: McNemar's exact p is 0.125, so not changed, while the interval
+    # (Tango's score interval; it was the bootstrap's) excludes 0: the row's note says why (changed on purpose)
     low, high = (float(x) for x in cells[4].replace("−", "-").split("–"))
-    assert p == pytest.approx(0.125) and cells[5] == f"{p:.3g}" and cells[6] == "McNemar exact" and low < 0 < high
-    assert cells[8] == "no" and cells[9] == "4/0" and cells[10:13] == ["40", "0", "2"] and cells[13] == "task versions differ"
+    assert p == pytest.approx(0.125) and cells[5] == f"{p:.3g}" and cells[6] == "McNemar exact" and 0 < low < high
+    assert cells[8] == "no" and cells[9] == "4/0" and cells[10:13] == ["40", "0", "2"]
+    assert cells[13] == "the interval excludes 0 but the exact test on 4 discordant docs does not reject: the test decides; task versions differ"
     # the adjusted p is Benjamini-Hochberg's (scipy's) over the report's raw p-values
     import scipy.stats as sps
 

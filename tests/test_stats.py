@@ -128,15 +128,12 @@ def test_paired_difference_mcnemar_and_unmatched_docs():
     assert res.discordant == (n10, n01) and n01 == 0
     assert res.mcnemar_p == pytest.approx(sps.binomtest(n10, n10 + n01, 0.5).pvalue)
     assert res.interval.excludes(0.0) and res.interval.low > 0
-    # right/wrong: the row's test is McNemar's, and its interval is the exact one that matches it
-    assert res.test == "McNemar exact" and res.p == res.mcnemar_p and res.interval.method == "exact (McNemar)"
-    ci = sps.binomtest(n10, n10 + n01, 0.5).proportion_ci(method="exact")
-    share = (n10 + n01) / len(common)
-    assert (res.interval.low, res.interval.high) == pytest.approx((100 * share * (2 * ci.low - 1), 100 * share * (2 * ci.high - 1)))
+    # right/wrong: the row's test is McNemar's, its interval Tango's score interval
+    assert res.test == "McNemar exact" and res.p == res.mcnemar_p and res.interval.method == "Tango score"
+    assert res.interval.low < res.diff < res.interval.high
     same = paired(a, dict(a), "lmms_eval_earthsci.core.metrics.mean_present", n_resamples=200)
-    # no discordant doc: p = 1 and the interval is ± the Clopper-Pearson bound on the share that could disagree
-    bound = 100 * (1 - 0.025 ** (1 / 300))
-    assert same.diff == 0 and (same.interval.low, same.interval.high) == pytest.approx((-bound, bound)) and same.mcnemar_p == 1.0
+    # no discordant doc: p = 1, and the interval is still the score interval's width, not 0–0
+    assert same.diff == 0 and same.mcnemar_p == 1.0 and same.interval.low == pytest.approx(-same.interval.high) and 0 < same.interval.high < 2
     assert not same.interval.excludes(0.0)
 
 
@@ -177,3 +174,22 @@ def test_every_tasks_interval_uses_its_own_aggregation():
         resolve("lmms_eval_earthsci.evals.nothing.tasks.acc")
     with pytest.raises(stats.UnknownAggregation):
         bootstrap_ci([1.0, 0.0, 1.0], "lmms_eval_earthsci.core.metrics.no_such_mean", 50, 0)
+
+
+@pytest.mark.parametrize("p10, p01, n", [(0.10, 0.05, 80), (0.03, 0.03, 200), (0.02, 0.0, 150)])
+def test_tango_score_interval_covers_the_true_difference(p10, p01, n):
+    """Simulated coverage of the 95 % interval for paired right/wrong docs is near 95 % (a Wald interval
+    falls far short where a discordance is rare); and no discordant doc still gives an interval, not 0–0."""
+    import numpy as np
+
+    from lmms_eval_earthsci.core.stats import tango_interval
+
+    rng = np.random.default_rng(7)
+    cells = rng.multinomial(n, [p10, p01, 1 - p10 - p01], size=1500)
+    hits = 0
+    for n10, n01, _ in cells:
+        low, high = tango_interval(int(n10), int(n01), n)
+        hits += low <= p10 - p01 <= high
+    assert 0.925 <= hits / len(cells) <= 0.985, hits / len(cells)
+    low, high = tango_interval(0, 0, n)
+    assert low == pytest.approx(-high) and 0 < high < 0.05

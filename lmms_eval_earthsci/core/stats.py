@@ -5,10 +5,9 @@ A metric's value is its task's aggregation over the per-doc items lmms-eval logg
 - **Right/wrong metrics** (the aggregation is a mean and every per-doc value is right or wrong): the
   95 % interval is Wilson's score interval for k right of n docs (closed form; it does not collapse at
   0 or n, where a bootstrap gives 0–0). Two runs are compared by McNemar's exact test on the discordant
-  docs, and the difference's interval is the exact conditional one that matches it: Clopper-Pearson's
-  interval for the share of discordant docs the run gets right, scaled by the share of discordant docs
-  (it excludes 0 exactly when McNemar's p is below 0.05; with no discordant doc, ± the Clopper-Pearson
-  bound on the share of docs the runs could disagree on).
+  docs; the difference's interval is Tango's score interval for paired proportions (the inversion of
+  the score test McNemar's approximates: the two agree but at a handful of discordant docs, where the
+  exact test is the more cautious; the report says so on such a row).
 - **Other metrics** (F1, ECE, judge scores, flip rates): a percentile bootstrap over docs, the
   aggregation *recomputed* on each resample (macro F1, flip rate, ECE ... are corpus metrics; averaging
   per-doc values would be wrong). Two runs: the paired bootstrap (the same resampled docs in both runs);
@@ -42,7 +41,7 @@ CONFIDENCE = 0.95
 _BATCH = 250  # resamples per vectorised batch: bounds memory at ~_BATCH x n values per array
 
 
-WILSON, BOOTSTRAP, EXACT_CONDITIONAL = "Wilson", "bootstrap", "exact (McNemar)"
+WILSON, BOOTSTRAP, TANGO = "Wilson", "bootstrap", "Tango score"
 MCNEMAR, BOOTSTRAP_TEST = "McNemar exact", "paired bootstrap"
 
 
@@ -53,7 +52,7 @@ class Interval:
     n_resamples: int
     n_units: int  # docs (or claim pairs) resampled
     dropped: int = 0  # resamples whose statistic was undefined (an empty slice)
-    method: str = BOOTSTRAP  # WILSON, BOOTSTRAP or EXACT_CONDITIONAL
+    method: str = BOOTSTRAP  # WILSON, BOOTSTRAP or TANGO
 
     def excludes(self, value: float = 0.0) -> bool:
         return self.low is not None and self.high is not None and not (self.low <= value <= self.high)
@@ -271,18 +270,36 @@ def interval(items: Sequence[Any], dotted: str | None, n_resamples: int = DEFAUL
     return bootstrap_ci(items, dotted, n_resamples, seed, confidence)
 
 
-def _paired_binary(a: Sequence[bool], b: Sequence[bool], scale: float, confidence: float) -> tuple[Interval, float, tuple[int, int]]:
-    """McNemar's exact test of a against b and the exact conditional interval of a - b (module docstring)."""
-    from scipy import stats
+def tango_interval(n10: int, n01: int, n: int, confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """Tango's score interval (Stat. Med. 1998) for the difference of two paired proportions,
+    ``(n10 - n01) / n``: the differences a score test (McNemar's, asymptotically) does not reject."""
+    import math
 
+    from scipy.optimize import brentq
+    from scipy.stats import norm
+
+    z = float(norm.ppf(1 - (1 - confidence) / 2))
+
+    def score(d: float) -> float:
+        num = n10 - n01 - n * d
+        if num == 0:
+            return 0.0
+        a, b, c = 2 * n, -n10 - n01 + (2 * n - n10 + n01) * d, -n01 * d * (1 - d)
+        q = (math.sqrt(max(b * b - 4 * a * c, 0.0)) - b) / (2 * a)  # the constrained MLE of the n01 share
+        var = n * (2 * q + d * (1 - d))
+        return num / math.sqrt(var) if var > 0 else math.copysign(math.inf, num)
+
+    d_hat, eps = (n10 - n01) / n, 1e-12
+    low = -1.0 if score(-1 + eps) <= z else brentq(lambda d: score(d) - z, -1 + eps, d_hat)
+    high = 1.0 if score(1 - eps) >= -z else brentq(lambda d: score(d) + z, d_hat, 1 - eps)
+    return low, high
+
+
+def _paired_binary(a: Sequence[bool], b: Sequence[bool], scale: float, confidence: float) -> tuple[Interval, float, tuple[int, int]]:
+    """McNemar's exact test of a against b and Tango's score interval of a - b (module docstring)."""
     p, (n10, n01) = mcnemar_exact(a, b)
-    n, nd = len(a), n10 + n01
-    if nd == 0:
-        bound = 1.0 - ((1 - confidence) / 2) ** (1.0 / n)  # Clopper-Pearson upper bound of 0 of n
-        return Interval(-bound * scale, bound * scale, 0, n, method=EXACT_CONDITIONAL), p, (n10, n01)
-    ci = stats.binomtest(n10, nd, 0.5).proportion_ci(confidence_level=confidence, method="exact")
-    share = nd / n
-    return Interval(share * (2 * float(ci.low) - 1) * scale, share * (2 * float(ci.high) - 1) * scale, 0, n, method=EXACT_CONDITIONAL), p, (n10, n01)
+    low, high = tango_interval(n10, n01, len(a), confidence)
+    return Interval(low * scale, high * scale, 0, len(a), method=TANGO), p, (n10, n01)
 
 
 def _bootstrap_p(distribution: np.ndarray) -> float | None:

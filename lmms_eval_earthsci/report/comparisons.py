@@ -3,9 +3,10 @@
 A row: the difference (run minus baseline) on the docs both scored, its 95 % interval, a p-value
 (McNemar's exact test for right/wrong metrics, else the paired bootstrap's: :mod:`lmms_eval_earthsci.core.stats`),
 and the p-value adjusted for the number of rows (Benjamini-Hochberg over every row of the report).
-**Changed** means: adjusted p below :data:`ALPHA`. The interval is the one that matches the row's test
-(it excludes 0 exactly when the raw p is below 0.05, up to the bootstrap's interpolation), so a row's
-note says why where the two readings part: the correction, or a bootstrap p at the edge.
+**Changed** means: adjusted p below :data:`ALPHA`. The interval is the one that goes with the row's test
+(Tango's score interval with McNemar's test, the percentile interval with the bootstrap's p), so the two
+part only where a row's note says why: the correction, a handful of discordant docs (the exact test is
+more cautious than the score interval), or a bootstrap p at the edge of 0.05.
 """
 
 from __future__ import annotations
@@ -13,16 +14,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from lmms_eval_earthsci.core.benchmark import Benchmark
-from lmms_eval_earthsci.core.stats import Paired, adjust, paired
+from lmms_eval_earthsci.core.stats import MCNEMAR, Paired, adjust, paired
 from lmms_eval_earthsci.report.intervals import BOOTSTRAP, aggregation, doc_items
 from lmms_eval_earthsci.report.runs import Run
 
 ALPHA = 0.05
 RULE = (
     "**Changed** = the adjusted p (Benjamini-Hochberg over all {n} comparisons of this report, 5% false discovery rate) is below 0.05. "
-    "p: McNemar's exact test on the discordant docs where every doc is right or wrong (the interval is then the exact one that matches it), "
-    "else the paired bootstrap's (twice the smaller share of resampled differences on either side of 0, the interval its percentile interval). "
-    "A row whose raw p is below 0.05 but not its adjusted p says so; `–` (no difference: a value missing in a run) says nothing about 0."
+    "p: McNemar's exact test on the discordant docs where every doc is right or wrong (the interval: Tango's score interval for paired proportions), "
+    "else the paired bootstrap's (twice the smaller share of resampled differences on either side of 0; the interval: its percentile interval). "
+    "Where the interval and the raw p part (a handful of discordant docs, the correction), the row's note says why: the adjusted p decides. "
+    "`–` (no difference: a value missing in a run) says nothing about 0."
 )
 
 
@@ -60,7 +62,11 @@ class Comparison:
         r = self.result
         if r is not None and r.p is not None and r.interval.low is not None:
             if (r.p < ALPHA) != r.interval.excludes(0.0):
-                notes.append("bootstrap p and interval at the edge of 0.05" if r.test != "McNemar exact" else "interval and test disagree")
+                if r.test == MCNEMAR:
+                    n = sum(r.discordant or (0, 0))
+                    notes.append(f"the interval {'excludes' if r.interval.excludes(0.0) else 'holds'} 0 but the exact test on {n} discordant docs {'does not reject' if r.p >= ALPHA else 'rejects'}: the test decides")
+                else:
+                    notes.append("bootstrap p and interval at the edge of 0.05")
             if r.p < ALPHA and not self.changed:
                 notes.append("p < 0.05 before the correction only")
         if self.versions_differ:

@@ -37,7 +37,7 @@ def _number(v: Any) -> bool:
 
 # what the tables, intervals and counts never read: the sample browser reads them from the file again
 # (read_full), so that 20 runs of 20,000 samples fit in memory
-BULKY_FIELDS = frozenset({"input", "resps", "filtered_resps", "target", "arguments", "doc", "token_counts", "doc_hash"})
+BULKY_FIELDS = frozenset({"input", "resps", "filtered_resps", "target", "arguments", "doc", "token_counts", "doc_hash", "input_media"})
 
 
 def _lines(path: str) -> Iterator[tuple[int, dict]]:
@@ -81,12 +81,18 @@ def _check_last_line(path: str) -> None:
         raise ReportError(f"{path}, line {n}: not JSON ({exc}); the run may have been cut short") from exc
 
 
+_SHARED_VALUES = {0.0: 0.0, 100.0: 100.0, 1.0: 1.0}
+
+
 class Samples(Mapping):
     """task -> the run's samples of that task, read on first use and kept without their bulky fields
-    (prompt, responses, target: :func:`read_full` has them); field names interned (thousands of samples
-    share them)."""
+    (prompt, responses, target: :func:`read_full` has them) and without the fields whose value is None
+    (an absent field reads None with ``.get``), except ``keep_none``'s (a judged metric without a judge
+    is told from a task without one by its presence); field names interned and the common scores shared
+    (thousands of samples repeat them)."""
 
-    def __init__(self, paths: Mapping[str, str] | None = None, loaded: Mapping[str, list] | None = None):
+    def __init__(self, paths: Mapping[str, str] | None = None, loaded: Mapping[str, list] | None = None, keep_none: frozenset = frozenset()):
+        self.keep_none = keep_none
         self.paths = dict(paths or {})
         self._loaded: dict[str, list[dict]] = dict(loaded or {})
         self.paths.update({t: "" for t in self._loaded if t not in self.paths})
@@ -94,9 +100,20 @@ class Samples(Mapping):
     def __getitem__(self, task: str) -> list[dict]:
         if task not in self._loaded:
             path = self.paths[task]  # KeyError: the run logged no samples of this task
-            intern = sys.intern
-            self._loaded[task] = [{intern(k): v for k, v in s.items() if k not in BULKY_FIELDS} for _, s in _lines(path)]
+            self._loaded[task] = [self._compact(s) for _, s in _lines(path)]
         return self._loaded[task]
+
+    def _compact(self, sample: dict) -> dict:
+        out, lists = {}, {}
+        for k, v in sample.items():
+            if k in BULKY_FIELDS or (v is None and k not in self.keep_none):
+                continue
+            if type(v) is float:
+                v = _SHARED_VALUES.get(v, v)
+            elif type(v) is list and all(type(x) is str or x is None for x in v):
+                v = lists.setdefault(tuple(v), v)  # MuSciClaims logs one decision record under each of its metrics
+            out[sys.intern(k)] = v
+        return out
 
     def __iter__(self):
         return iter(self.paths)

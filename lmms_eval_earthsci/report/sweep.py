@@ -24,6 +24,7 @@ import os
 import re
 from typing import Sequence
 
+from lmms_eval_earthsci import registry
 from lmms_eval_earthsci.core.harness import group_leaves
 from lmms_eval_earthsci.report.runs import ReportError, ResultsFile, Run, Samples, results_files, stamp_date
 
@@ -80,6 +81,11 @@ def natural_key(text: str) -> tuple:
 # --------------------------------------------------------------------------- merging
 
 
+def _judged_metrics() -> frozenset:
+    """Every benchmark's judged metrics: a sample keeps them when None (no judge), the counts read that."""
+    return frozenset(m for b in registry.benchmarks() for m in b.report_spec().judged_metrics)
+
+
 def merge(files: Sequence[ResultsFile]) -> Run:
     """One run of one identity's files (oldest first): each task from the newest file that has it; a
     group whose tasks do not all come from its own file is set aside (its number would mix them)."""
@@ -109,11 +115,14 @@ def merge(files: Sequence[ResultsFile]) -> Run:
         return {t: getattr(f, attr)[t] for t, f in winner.items() if t in getattr(f, attr)}
 
     ck = checkpoint(files[-1])
+    step = step_in(ck)
+    if step is None:
+        step = next((s for f in reversed(used) for s in [step_in(f.folder_path)] if s is not None), None)
     return Run(
         label="",
         files=used,
         results=pick("results"),
-        samples=Samples({t: f.sample_paths[t] for t, f in winner.items() if t in f.sample_paths}),
+        samples=Samples({t: f.sample_paths[t] for t, f in winner.items() if t in f.sample_paths}, keep_none=_judged_metrics()),
         aliases=pick("aliases"),
         n_samples=pick("n_samples"),
         versions=pick("versions"),
@@ -125,7 +134,7 @@ def merge(files: Sequence[ResultsFile]) -> Run:
         set_aside=aside,
         identity=identity(files[-1]),
         model_path=ck,
-        step=step_in(ck) if step_in(ck) is not None else next((s for f in reversed(used) for s in [step_in(f.folder_path)] if s is not None), None),
+        step=step,
     )
 
 
@@ -163,8 +172,9 @@ def _label(runs: list[Run]) -> None:
     names = _names(runs)
     for r, n in zip(runs, names):
         r.label = f"{n} ({r.folders[0]})" if len(r.folders) == 1 else n
+    first = [r.label for r in runs]
     for i, r in enumerate(runs):
-        if [x.label for x in runs].count(r.label) > 1:
+        if first.count(r.label) > 1:
             r.label = f"{names[i]} ({stamp_date(r.files[-1].stamp)})"
     labels = [r.label for r in runs]
     for i, r in enumerate(runs):
@@ -192,7 +202,7 @@ def find(runs: list[Run], name: str, option: str) -> Run:
     hits = [r for r in runs if _matches(r, name)]
     if len(hits) == 1:
         return hits[0]
-    known = "; ".join(f"{r.label} ({', '.join(r.folders)})" for r in runs)
+    known = "; ".join(r.label + ("" if all(f in r.label for f in r.folders) else f" ({', '.join(r.folders)})") for r in runs)
     if not hits:
         raise ReportError(f"{option} {name!r}: no run has that label or folder (runs: {known})")
     raise ReportError(f"{option} {name!r} names {len(hits)} runs ({', '.join(r.label for r in hits)}): give a label or a results file")
@@ -200,10 +210,17 @@ def find(runs: list[Run], name: str, option: str) -> Run:
 
 def _relabel(runs: list[Run], labels: Sequence[str]) -> None:
     for spec in labels:
-        where, eq, name = spec.rpartition("=")
-        if not eq or not where or not name.strip():
+        # FOLDER=NAME, where either side may hold "=" (a folder lr=1e-4): the first split naming a run
+        cuts = [i for i, ch in enumerate(spec) if ch == "="]
+        where = next((spec[:i] for i in cuts if spec[:i] and any(_matches(r, spec[:i]) for r in runs)), None)
+        if not cuts or not spec[: cuts[0]] or not spec[cuts[-1] + 1 :].strip():
             raise ReportError(f"--label {spec!r}: expected FOLDER=NAME")
-        find(runs, where, "--label").label = name.strip()
+        if where is None:
+            find(runs, spec[: cuts[0]], "--label")  # raises, listing the runs
+        name = spec[len(where) + 1 :].strip()
+        if not name:
+            raise ReportError(f"--label {spec!r}: expected FOLDER=NAME")
+        find(runs, where, "--label").label = name
     seen: dict[str, int] = {}
     for r in runs:
         seen[r.label] = seen.get(r.label, 0) + 1

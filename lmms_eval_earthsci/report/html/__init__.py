@@ -71,10 +71,10 @@ def write_html(runs: Sequence[Run], benches: Sequence[Benchmark], out_dir: str, 
         shutil.copyfile(os.path.join(ASSETS, name), os.path.join(browser, name))
 
     tasks = [(b, t) for b in benches for t in leaf_tasks(b, runs)]
-    docs = {t: task_docs(b, t, runs) for b, t in tasks}
+    figures: dict[str, dict] = {t: {} for _, t in tasks}  # task -> doc id -> thumbnails or why there are none
     if images and tasks:
         store = ThumbStore(os.path.join(browser, "img"))
-        pending = {t: [d["id"] for d in ds] for t, ds in docs.items()}
+        pending = {t: sorted({str(s.get("doc_id")) for r in runs if t in r.samples for s in r.samples[t]}) for _, t in tasks}
         for r in runs:  # each doc's figures from the first run that has it
             logged = {t: {str(s.get("doc_id")) for s in r.samples.get(t, [])} for t in pending}
             mine = {t: [d for d in ids if d in logged[t]] for t, ids in pending.items()}
@@ -83,19 +83,22 @@ def write_html(runs: Sequence[Run], benches: Sequence[Benchmark], out_dir: str, 
                 continue
             got = run_images(r, mine, store)
             for t, by_doc in got.items():
-                for d in docs[t]:
-                    if d["id"] in by_doc:
-                        d["images"] = by_doc[d["id"]]
+                figures[t].update(by_doc)
                 pending[t] = [x for x in pending[t] if x not in by_doc]
     index = {"runs": [r.column for r in runs], "tasks": [], "groups": {}}
     pngs = [f for f in os.listdir(out_dir) if f.endswith(".png")]
     names = {t for _, t in tasks} | {t for r in runs for t in r.results}
     for n, (b, t) in enumerate(tasks):
+        docs = task_docs(b, t, runs)  # one task's docs over every run at a time: a sweep's fit in memory
+        for d in docs:
+            if d["id"] in figures[t]:
+                d["images"] = figures[t][d["id"]]
         with open(os.path.join(data_dir, f"t{n}.js"), "w", encoding="ascii") as f:
-            f.write(f"EARTHSCI.task({_js(t)},{_js({'docs': docs[t]})});\n")
+            f.write(f"EARTHSCI.task({_js(t)},{_js({'docs': docs})});\n")
         # the report's own charts of this task (MAC's reliability diagram, MSEarth's breakdowns, ...)
         charts = sorted(f for f in pngs if max((x for x in names if f.startswith(x + "_")), key=len, default=None) == t)
-        index["tasks"].append({"name": t, "benchmark": b.title, "file": f"browser/data/t{n}.js", "n": len(docs[t]), "charts": charts})
+        index["tasks"].append({"name": t, "benchmark": b.title, "file": f"browser/data/t{n}.js", "n": len(docs), "charts": charts})
+        del docs
     have = {t for _, t in tasks}
     for r in runs:
         for g in r.subtasks:
