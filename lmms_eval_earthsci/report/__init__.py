@@ -1,17 +1,20 @@
 """``lmms-eval-earthsci report OUTPUT_PATH...``: tables and plots from lmms-eval output folders.
 
-For one or several runs (each an lmms-eval ``--output_path``, with ``--log_samples`` for the counts) it
-writes ``report.md`` (and prints it). It leads with one headline table: per benchmark task its
-headline metric(s), one column per run, and beside them one paper model's published number (the
-*reference model*: ``--paper-model``, default GPT-4o). Then, per benchmark, as its report spec lays it
+For one run or a sweep (lmms-eval ``--output_path`` folders, with ``--log_samples`` for the counts; the
+results files of one model make one run: :mod:`.sweep`) it writes ``report.md`` (and prints it) and
+``summary.csv`` / ``summary.json`` (:mod:`.summary`). With two runs or more it leads with the changes
+against the baseline (:mod:`.comparisons`); then one headline table: per benchmark task its headline
+metric(s) with intervals, one column per run (runs as rows and a trend chart past four), and beside them
+one paper model's published number (the *reference model*: ``--paper-model``, default GPT-4o). Then, per benchmark, as its report spec lays it
 out (``evals/<benchmark>/report.py``): the breakdowns (one row per label, one column per run), PNG
 charts with the reference model's values marked, and the counts that matter (docs scored, answers not
 extracted, low-confidence picks, judge failures by cause, judge cache hits). Last, every paper model's
 numbers for the headline metrics (each benchmark's ``paper_numbers.json``, naming its source table).
 
-One module a concern: :mod:`.runs` (reading output folders), :mod:`.papers` (paper numbers, model
-names, formatting), :mod:`.intervals` (bootstrap intervals), :mod:`.charts` (drawing),
-:mod:`.sections` (the Markdown).
+One module a concern: :mod:`.runs` (reading results files), :mod:`.sweep` (runs of a sweep),
+:mod:`.papers` (paper numbers, model names, formatting), :mod:`.intervals` (intervals),
+:mod:`.comparisons` (paired rows and the rule for "changed"), :mod:`.charts` (drawing),
+:mod:`.sections` (the Markdown), :mod:`.summary` (the tidy export).
 
 Rules the report keeps, because a reader compares numbers across columns:
 
