@@ -59,7 +59,8 @@ def report(mirror, hf_home, tmp_path_factory):
     for salt, letter in (("a", "A"), ("b", "B")):
         out = root / f"run_{salt}"
         with FakeOpenAIServer(responder=responder(letter)) as srv:
-            args = ["--model", "openai", "--model_args", openai_args(srv.base_url), "--tasks", ",".join(TASKS.values()), "--output_path", str(out), "--log_samples"]
+            # two models (model_version): one model's two runs would be one run of the sweep, the newer kept
+            args = ["--model", "openai", "--model_args", openai_args(srv.base_url, model_version=f"fake-{salt}"), "--tasks", ",".join(TASKS.values()), "--output_path", str(out), "--log_samples"]
             run_cli(args, cli_env(mirror, hf_home), str(root))
         runs.append(str(out))
     rep = root / "report"
@@ -251,7 +252,7 @@ def test_each_benchmarks_view(page):
     open_task(pg, "scifibench_cs_c2f")
     caps = [c.inner_text() for c in pg.query_selector("article.doc").query_selector_all("figcaption")]
     assert [c[0] for c in caps] == ["A", "B", "C", "D", "E"] and sum("(gold)" in c for c in caps) == 1
-    assert any("← fake (run_a)" in c for c in caps)
+    assert any("← fake-a (run_a)" in c for c in caps)
 
 
 def test_the_filtered_docs_export_as_jsonl_and_csv(page):

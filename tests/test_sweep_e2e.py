@@ -6,6 +6,7 @@ the results JSON lmms-eval wrote."""
 import glob
 import json
 import os
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from conftest import cli_env, run_cli
@@ -23,10 +24,15 @@ def _job(mirror, hf_home, tmp_path, out, response, checkpoint, device, tasks):
 def test_split_jobs_a_rerun_and_two_checkpoints(mirror, hf_home, tmp_path, capsys):
     sweep = tmp_path / "sweep"
     ck2000, ck900 = "/ckpts/run/checkpoint-2000", "/ckpts/run/checkpoint-900"
-    _job(mirror, hf_home, tmp_path, sweep / "jobA", "\\boxed{B}", ck2000, "cpu", "emma_mini")
-    for _ in range(2):  # the second is a rerun of the same task into the same folder
-        _job(mirror, hf_home, tmp_path, sweep / "jobB", "\\boxed{B}", ck2000, "cuda:1", "scifibench_cs_f2c")
-    _job(mirror, hf_home, tmp_path, sweep / "ck900", "\\boxed{A}", ck900, "cpu", "emma_mini,scifibench_cs_f2c")
+    jobs = [
+        (sweep / "jobA", "\\boxed{B}", ck2000, "cpu", "emma_mini"),
+        (sweep / "jobB", "\\boxed{B}", ck2000, "cuda:1", "scifibench_cs_f2c"),
+        (sweep / "jobB", "\\boxed{B}", ck2000, "cuda:1", "scifibench_cs_f2c"),  # a rerun of the same task into the same folder
+        (sweep / "ck900", "\\boxed{A}", ck900, "cpu", "emma_mini,scifibench_cs_f2c"),
+    ]
+    with ThreadPoolExecutor(2) as pool:  # two at a time, as a scheduler would; the rerun after the first jobB
+        list(pool.map(lambda j: _job(mirror, hf_home, tmp_path, *j), jobs[:2]))
+        list(pool.map(lambda j: _job(mirror, hf_home, tmp_path, *j), jobs[2:]))
     job_b = sorted(glob.glob(str(sweep / "jobB" / "*" / "*_results.json")))
     assert len(job_b) == 2, "the rerun did not write a second results file: the test would prove nothing"
 
