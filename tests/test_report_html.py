@@ -106,3 +106,31 @@ def test_two_runs_are_side_by_side_and_a_changed_prompt_is_flagged(tmp_path):
     assert docs[1]["prompts_differ"] and docs[1]["runs"][1]["prompt"] == "another prompt"
     assert [r["verdict"] for r in docs[2]["runs"]] == ["right", "wrong"]
     assert docs[2]["fields"] == {"category": "path tracing"}
+
+
+def test_discordant_counts_link_to_the_disagreement_filter_in_both_tables(tmp_path):
+    """The paired table and the changes against the baseline: "x/y" links to the two runs' disagreement
+    filter (x: this run right and the baseline wrong, y: the reverse), with the runs' indices."""
+    import re
+
+    a, b = _run(tmp_path, "a"), _run(tmp_path, "b", model="n")
+    path = next((tmp_path / "b" / "m").glob("*_samples_*.jsonl"))
+    rows = [json.loads(x) for x in path.read_text().splitlines()]
+    rows[0]["emma_acc"] = {"score": 100.0, "extraction": "B", "rule": "boxed"}  # b right where a is wrong
+    path.write_text("".join(json.dumps(x) + "\n" for x in rows))
+    write_report([a, b], str(tmp_path / "rep"), resamples=100, html=True, images=False, baseline_run="n (b)")
+    page = (tmp_path / "rep" / "report.html").read_text()
+    links = re.findall(r'<a class="mcnemar" href="#samples\?task=(\w+)&amp;pair=(\w+)&amp;a=(\d)&amp;b=(\d)">(\d+)</a>', page)
+    # baseline n (b) is run 1; run m (a) is run 0, right on 0 docs where b is wrong, wrong on 1 where b is right
+    assert ("emma_mini_math", "b_right", "1", "0", "0") in links and ("emma_mini_math", "a_right", "1", "0", "1") in links
+    # the changes table names the run alone (its baseline is the report's)
+    from lmms_eval_earthsci.report.html import _paired_links
+
+    runs = read_runs([a, b])
+    cell = _paired_links(runs, runs[1])
+    row = ["emma_mini_math", "emma_acc", runs[0].column, "", "", "", "", "", "", "", "", "7/2"]
+    assert cell("Changes against the baseline", row, 11, "7/2") == (
+        '<a class="mcnemar" href="#samples?task=emma_mini_math&amp;pair=b_right&amp;a=1&amp;b=0">7</a>/'
+        '<a class="mcnemar" href="#samples?task=emma_mini_math&amp;pair=a_right&amp;a=1&amp;b=0">2</a>'
+    )
+    assert cell("Changes against the baseline", row, 10, "x") == "x"

@@ -10,7 +10,8 @@ import pytest
 import scipy.stats as sps
 from test_report import emma_samples, make_run, section
 
-from lmms_eval_earthsci.core.stats import interval, wilson
+from lmms_eval_earthsci import registry
+from lmms_eval_earthsci.core.stats import interval
 from lmms_eval_earthsci.report import ReportError, read_runs, write_report
 from lmms_eval_earthsci.report import charts as C
 from lmms_eval_earthsci.report import sweep as W
@@ -184,13 +185,17 @@ def test_past_four_runs_the_headline_turns_and_a_trend_chart_is_drawn(tmp_path):
         v = r.value("emma_mini_math", "emma_acc")[1]
         assert emma[4 + i].startswith(f"| {r.column}{' (baseline)' if i == 0 else ''} | {r.step} | {v:.2f} (")
     assert "![emma_trend.png](emma_trend.png)" in emma and (tmp_path / "r5" / "emma_trend.png").stat().st_size > 5000
-    trend = C.build_trend(runs[0] and __import__("lmms_eval_earthsci.registry", fromlist=["get"]).get("emma"), [("emma_mini_math", "emma_acc")], runs, "GPT-4o")
+    trend = C.build_trend(registry.get("emma"), [("emma_mini_math", "emma_acc")], runs, "GPT-4o")
     assert trend.steps == [1000, 2000, 3000, 4000, 5000] and trend.lines[0].values == [r.value("emma_mini_math", "emma_acc")[1] for r in runs]
     assert all(lo < v < hi for lo, v, hi in zip(trend.lines[0].lows, trend.lines[0].values, trend.lines[0].highs))
     fig = C.draw_trend(trend)
     assert len(fig.axes[0].lines) >= 1 and fig.axes[0].collections  # the line and its band
     # the full paired table is in the summary, the changes table in the report
     assert any("are in `summary.csv` and `summary.json`" in l for l in section(text, "Paired comparisons"))
+    # counts: a line per task, a column per run (docs · no answer · judge failures)
+    counts = section(text, "EMMA", ci=True)
+    row = next(l for l in counts[counts.index("### Counts"):] if l.startswith("| emma_mini_math |"))
+    assert row == "| emma_mini_math | " + " | ".join("30 · 0 · –" for _ in runs) + " |"
 
 
 def test_summary_rows_equal_the_results_json_and_text_cells_are_not_formulas(tmp_path):

@@ -16,7 +16,6 @@ from lmms_eval_earthsci.report.runs import MISSING, Run
 from lmms_eval_earthsci.yamlgen import metric_aggregations, task_yaml_paths
 
 BOOTSTRAP = {"resamples": DEFAULT_RESAMPLES, "seed": DEFAULT_SEED}
-_CI_CACHE: dict[tuple, Any] = {}
 BOOTSTRAP_NOTE = (
     "95% CI, from the run's docs (`--log_samples`): Wilson's score interval where every doc is right or wrong (accuracies; it does not collapse at 0 or all right); "
     "elsewhere (F1, flip rates, judge scores, ECE) a percentile bootstrap, {n} resamples, seed {seed} (`--resamples`, `--seed`), the corpus metric recomputed on every resample. "
@@ -26,7 +25,6 @@ BOOTSTRAP_NOTE = (
 
 def configure(resamples: int, seed: int) -> None:
     BOOTSTRAP.update(resamples=resamples, seed=seed)
-    _CI_CACHE.clear()
     _kernels_registered()  # paired comparisons resolve kernels too, not only intervals
 
 
@@ -74,18 +72,19 @@ def interval(run: Run, task: str, metric: str, bootstrap: bool = True) -> Interv
     one (a metric that would need the bootstrap gets none, unless it was computed already)."""
     if BOOTSTRAP["resamples"] <= 0:
         return None
-    key = (id(run), task, metric)
-    if key not in _CI_CACHE and not bootstrap:
+    cache = run.intervals  # on the run: its intervals live as long as it does
+    key = (task, metric, BOOTSTRAP["resamples"], BOOTSTRAP["seed"])
+    if key not in cache and not bootstrap:
         items = doc_items(run, task, metric)
         prop = stats.proportion(list(items.values()), aggregation(run, task, metric)) if items is not None and run.value(task, metric)[1] is not None else None
         return stats.wilson(*prop) if prop is not None else None
-    if key not in _CI_CACHE:
+    if key not in cache:
         _kernels_registered()
         items = doc_items(run, task, metric)
         present, value = run.value(task, metric)
         ok = items is not None and present and value is not None and any(v is not None for v in items.values())
-        _CI_CACHE[key] = stats.interval(list(items.values()), aggregation(run, task, metric), BOOTSTRAP["resamples"], BOOTSTRAP["seed"]) if ok else None
-    return _CI_CACHE[key]
+        cache[key] = stats.interval(list(items.values()), aggregation(run, task, metric), BOOTSTRAP["resamples"], BOOTSTRAP["seed"]) if ok else None
+    return cache[key]
 
 
 def ci_cell(run: Run, task: str, metric: str) -> str:

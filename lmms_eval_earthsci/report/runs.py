@@ -289,6 +289,7 @@ class Run:
     identity: tuple = ()
     model_path: str = ""  # the checkpoint (pretrained= / model= of --model_args), else --model
     step: int | None = None  # the training step read from the checkpoint's path or the run folder
+    intervals: dict = field(default_factory=dict, repr=False, compare=False)  # report.intervals' cache
 
     @property
     def path(self) -> str:

@@ -340,7 +340,7 @@ def versions_section(runs: list[Run], benches: list[Benchmark]) -> str:
         return ""
     text = ["## Task versions", "", "Each task's comparability version (`metadata.version`, recorded by lmms-eval in `versions`): it moves whenever a change could move the task's scores.", ""]
     text += differ + ([""] if differ else [])
-    if len(runs) > 1 or differ:
+    if (1 < len(runs) <= HEADLINE_COLUMNS_UP_TO) or differ:  # a sweep scored by one version: one line
         text.append(_table(["task"] + [r.column for r in runs], rows))
     else:
         text.append(", ".join(f"`{t}` {v}" for t, v in ((row[0], row[1]) for row in rows)))
@@ -437,13 +437,35 @@ def counts_table(bench: Benchmark, runs: list[Run]) -> str:
             per_unit.setdefault((_count_unit(bench, t, r), i), []).append(c)
     if not per_unit:
         return ""
+    order = sorted(per_unit, key=lambda k: (bench.report_spec().order(k[0]), k[1]))
+    if len(runs) > HEADLINE_COLUMNS_UP_TO:
+        return _counts_by_run(bench, runs, {k: _merge(v) for k, v in per_unit.items()}, order)
     rows = []
-    for unit, i in sorted(per_unit, key=lambda k: (bench.report_spec().order(k[0]), k[1])):
+    for unit, i in order:
         c = _merge(per_unit[(unit, i)])
         ex = [MISSING if c[k] is None else str(c[k]) for k in ("no_answer", "low_confidence")]
         rows.append([unit, runs[i].column, str(c["docs"])] + ex + _judge_cells(c))
     head = ["task", "run", "docs scored", "no answer extracted", "low-confidence picks", "judge failures", "judge cache hits"]
     return "\n".join(["### Counts", "", _table(head, rows, 2), ""])
+
+
+def _counts_by_run(bench: Benchmark, runs: list[Run], merged: dict, order: list) -> str:
+    """Past four runs: one row per task, one column per run, each cell ``docs · no answer · judge
+    failures`` (–: not counted there), so that a sweep's counts take a line per task."""
+    units = list(dict.fromkeys(u for u, _ in order))
+    rows = []
+    for unit in units:
+        cells = []
+        for i in range(len(runs)):
+            c = merged.get((unit, i))
+            if c is None:
+                cells.append(MISSING)
+                continue
+            judge = MISSING if c["judged"] is None else ("no judge" if not c["judged"] else str(c["judge_failed"]))
+            cells.append(f"{c['docs']} · {MISSING if c['no_answer'] is None else c['no_answer']} · {judge}")
+        rows.append([unit] + cells)
+    note = "Each cell: docs scored · no answer extracted · judge failures (a report of four runs or fewer also gives the failures' causes, low-confidence picks and judge cache hits)."
+    return "\n".join(["### Counts", "", note, "", _table(["task"] + [r.column for r in runs], rows), ""])
 
 
 def counts_note() -> str:

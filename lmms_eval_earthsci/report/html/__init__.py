@@ -15,7 +15,6 @@ images from the report's own files only; every text from a run is JSON data set 
 
 from __future__ import annotations
 
-import html
 import json
 import os
 import re
