@@ -24,7 +24,8 @@ NO_SUCH = "/nonexistent/earthsci/folder"
 # here fails test_every_setting_has_a_case)
 CASES = {
     "EARTHSCI_BENCHMARKS": (["my_lab.bench", "a.b:BENCH, c.d"], ["my lab", "a.b:", "1abc", ",,"]),
-    "EARTHSCI_CACHE_DIR": ([FOLDER, "{tmp}/new/sub"], [FOLDER + "/test_settings.py/sub", FOLDER + "/test_settings.py"]),
+    # /proc/nope/x: root passes every permission check there, and creating it fails (found by trying)
+    "EARTHSCI_CACHE_DIR": ([FOLDER, "{tmp}/new/sub"], [FOLDER + "/test_settings.py/sub", FOLDER + "/test_settings.py", "/proc/nope/x"]),
     "EARTHSCI_DATA_MIRROR": ([FOLDER], [NO_SUCH, FOLDER + "/test_settings.py"]),
     "EARTHSCI_BAD_RECORDS": (["raise", "skip", "SKIP"], ["skipp", "ignore"]),
     "EARTHSCI_RECOVER_RESPONSE_CACHE": (["0", "1", "false", "On"], ["2", "nah"]),
@@ -89,7 +90,7 @@ def test_each_process_checks_the_settings_it_reads():
 
     run = scoped("run")
     assert run == set(SETTINGS)  # a run reads every one of them
-    assert scoped("report") == {"EARTHSCI_BENCHMARKS"}
+    assert scoped("report") == {"EARTHSCI_BENCHMARKS", "EARTHSCI_CACHE_DIR"}  # the figures' thumbnails
     assert scoped("check-mirror") == {"EARTHSCI_BENCHMARKS", "EARTHSCI_MAC_IMAGE_MAX_SIDE", "EARTHSCI_MUSCICLAIMS_MAX_PIXELS"}
     assert scoped("rescore") == run and scoped("demo") == run
 
@@ -113,6 +114,10 @@ def test_unknown_names_warn_with_the_nearest_known_one():
         (["rescore", "{tmp}", "--out", "{tmp}/x"], "EARTHSCI_JUDGE_ON_FAILURE", "boom"),
         (["demo", "--out", "{tmp}/demo"], "EARTHSCI_BAD_RECORDS", "skipp"),
         (["write-fixtures", "{tmp}/fx"], "EARTHSCI_BENCHMARKS", "a b"),
+        # every command that keeps something in the cache folder (report: the figures' thumbnails)
+        (["report", "{tmp}", "--out", "{tmp}/x"], "EARTHSCI_CACHE_DIR", "/proc/nope/x"),
+        (["rescore", "{tmp}", "--out", "{tmp}/x"], "EARTHSCI_CACHE_DIR", "/proc/nope/x"),
+        (["demo", "--out", "{tmp}/demo"], "EARTHSCI_CACHE_DIR", "/proc/nope/x"),
     ],
 )
 def test_commands_stop_at_their_start_on_a_wrong_value(command, var, value, tmp_path, monkeypatch, capsys):

@@ -96,15 +96,21 @@ def existing_folder(v: str) -> bool:
     return os.path.isdir(os.path.expanduser(v))
 
 
-def creatable_folder(v: str) -> bool:
-    """A folder that exists and is writable, or can be created (its nearest existing parent is)."""
+def writable_folder(v: str) -> bool:
+    """A folder this process can create and write in, found by doing it (creating the folder and a file
+    in it), not by reading permissions: root passes every permission check, and a path under /proc or a
+    read-only mount says no only when written to."""
+    import tempfile
+
     path = os.path.abspath(os.path.expanduser(v))
-    while not os.path.exists(path):
-        parent = os.path.dirname(path)
-        if parent == path:
-            return False
-        path = parent
-    return os.path.isdir(path) and os.access(path, os.W_OK | os.X_OK)
+    try:
+        os.makedirs(path, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".earthsci-write-test-", dir=path)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError:
+        return False
+    return True
 
 
 def http_url(v: str) -> bool:
@@ -130,12 +136,14 @@ def module_list(v: str) -> bool:
 # --------------------------------------------------------------------------- the core's settings
 
 RUN = frozenset({"run"})
-FOLDER = "a folder that exists, or that can be created (its nearest existing parent is writable)"
+FOLDER = "a folder this process can create and write in"
 MODEL = "a local model folder that exists, or a Hugging Face model id (org/name)"
 
 CORE: tuple[Setting, ...] = (
     Setting("EARTHSCI_BENCHMARKS", "comma-separated Python modules (module or module:ATTR) each defining a Benchmark", module_list, frozenset({ALL})),
-    Setting("EARTHSCI_CACHE_DIR", FOLDER, creatable_folder, frozenset({"run", "demo"})),
+    # every command that keeps something there: a run (judge verdicts, WordNet), the demo (its tiny
+    # model), rescore (verdicts), report (the figures' thumbnails)
+    Setting("EARTHSCI_CACHE_DIR", FOLDER, writable_folder, frozenset({"run", "demo", "report"})),
     Setting("EARTHSCI_DATA_MIRROR", "an existing folder laid out as <org>/<name>/ per dataset repo (README, \"Offline\")", existing_folder),
     Setting("EARTHSCI_BAD_RECORDS", "raise or skip (a malformed record stops the run, or is left out and counted)", choice("raise", "skip")),
     Setting("EARTHSCI_RECOVER_RESPONSE_CACHE", "1 or 0 (also true/false, yes/no, on/off)", lambda v: v.lower() in FLAG_VALUES),
@@ -156,7 +164,7 @@ JUDGE_SUFFIXES: tuple[tuple[str, str, Callable[[str], bool]], ...] = (
     ("TIMEOUT", "a number of seconds > 0", positive_number),
     ("MAX_RETRIES", "an integer >= 0", integer(0)),
     ("MAX_TOKENS", "an integer >= 0 (0: not sent)", integer(0)),
-    ("CACHE", f"off (or none, 0), or {FOLDER}", lambda v: v.lower() in ("off", "none", "0") or creatable_folder(v)),
+    ("CACHE", f"off (or none, 0), or {FOLDER}", lambda v: v.lower() in ("off", "none", "0") or writable_folder(v)),
     ("CACHE_JOURNAL", "wal, delete, truncate or persist", choice("wal", "delete", "truncate", "persist")),
     ("BREAKER", "an integer >= 0 (consecutive failed docs that stop a pass; 0: never)", integer(0)),
     ("REASONING_EFFORT", "the reasoning effort the judge server accepts (any text, e.g. low, medium, high)", lambda v: True),
