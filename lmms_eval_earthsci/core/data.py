@@ -29,6 +29,7 @@ import hashlib
 import io
 import logging
 import os
+import sys
 import threading
 from typing import Any, Mapping
 
@@ -230,6 +231,46 @@ def data_route(data: Mapping[str, Any]) -> dict:
     return {"route": "hub", "why_not_the_runs_mirror": why}
 
 
+class NoDataRouteError(SystemExit):
+    """A task's data can be read from nowhere (no mirror, the Hub unreachable or offline, no cache): one
+    line naming the dataset and the fix, exit status 2. A ``SystemExit`` because lmms-eval swallows
+    exceptions (and exits 0) unless ``--verbosity DEBUG``."""
+
+    def __init__(self, line: str):
+        super().__init__(2)
+        self.line = line
+
+    def __str__(self) -> str:
+        return self.line
+
+
+_WARNED_CACHED: set[str] = set()
+
+
+def ensure_hub_route(repo: str, revision: str | None) -> None:
+    """Before ``datasets`` spends minutes on Hub retries: is there a way to ``repo``? The Hub answers
+    (:func:`hub.state`, a TCP probe of a few seconds, once per process), or the dataset is cached. Else
+    one line on stderr and :class:`NoDataRouteError`. A cached dataset behind an unreachable Hub runs
+    (``datasets`` falls back to its cache after its retries), with a line saying HF_HUB_OFFLINE=1 skips them."""
+    state, seen = hub.state()
+    if state == "up":
+        return
+    where = hub.dataset_cached(repo, revision)
+    if where is not None:
+        if state != "offline" and repo not in _WARNED_CACHED:
+            _WARNED_CACHED.add(repo)
+            print(f"lmms-eval-earthsci: the Hugging Face Hub is {state} ({seen}); {repo} is read from the cache {where} after datasets' Hub retries: HF_HUB_OFFLINE=1 skips them", file=sys.stderr, flush=True)
+        return
+    at = f" at {revision[:12]}" if revision else ""
+    why = "HF_HUB_OFFLINE is set and neither the Hub cache nor datasets' cache holds it" if state == "offline" else f"the Hugging Face Hub is {state} ({seen}) and no cache here holds it"
+    line = (
+        f"lmms-eval-earthsci: {repo}{at} cannot be read: {why}. On a machine with the Hub run `lmms-eval-earthsci mirror DIR`, "
+        f"then here `export {MIRROR_ENV}=DIR` (or HF_HUB_OFFLINE=1 with that machine's Hugging Face cache copied here)"
+    )
+    print(line, file=sys.stderr, flush=True)
+    raise NoDataRouteError(line)
+
+
 class HubRefusedError(RuntimeError):
     """The Hub refused a file of a task's dataset (401, 403, 404); the message names the repo, the file,
     the revision and the likely fix, in one line."""
@@ -283,6 +324,8 @@ def install_mirror_hook() -> bool:
                 if local != path:
                     logger.info("lmms_eval_earthsci: loading %s from the local mirror %s", path, local)
                     self.DATASET_PATH = local
+                elif record.get("source") == "hub" and path in KNOWN_DATASETS:  # ours: other tasks load as they do
+                    ensure_hub_route(str(path), record.get("revision"))
             try:
                 out = original(self, dataset_kwargs, *args, **kwargs)
             except Exception as exc:  # lmms-eval retries the load (tenacity): surface the real error, URL and all

@@ -50,3 +50,29 @@ def state(timeout: float = PROBE_SECONDS) -> tuple[str, str]:
         return "offline", "HF_HUB_OFFLINE is set"
     host, port = endpoint()
     return _probe(host, port, timeout)
+
+
+def dataset_cached(repo: str, revision: str | None = None) -> str | None:
+    """Where a Hub dataset could be read without the Hub (None: nowhere): the Hub cache holding its
+    snapshot (at ``revision`` when one is pinned), or ``datasets``' own cache of a build of it (the
+    folder ``datasets`` itself falls back to, ``<namespace>___<name>/<config>/<version>/<hash>``)."""
+    import glob
+
+    from huggingface_hub import constants
+
+    hub_repo = os.path.join(constants.HF_HUB_CACHE, "datasets--" + repo.replace("/", "--"))
+    if revision:
+        if os.path.isdir(os.path.join(hub_repo, "snapshots", revision)) or os.path.isfile(os.path.join(hub_repo, "refs", revision)):
+            return hub_repo
+    elif glob.glob(os.path.join(hub_repo, "snapshots", "*")):
+        return hub_repo
+    try:
+        import datasets
+        from datasets.naming import camelcase_to_snakecase
+
+        parts = repo.split("/")
+        parts[-1] = camelcase_to_snakecase(parts[-1])
+        built = os.path.join(os.path.expanduser(str(datasets.config.HF_DATASETS_CACHE)), "___".join(parts))
+    except Exception:  # pragma: no cover - datasets' internals moved: only the Hub cache counts
+        return None
+    return built if any(os.path.isdir(p) for p in glob.glob(os.path.join(built, "*", "*", "*"))) else None
