@@ -15,6 +15,7 @@ COMMANDS = {
     "run": "run `lmms-eval ARGS...` with our tasks and hooks in, without relying on the entry point",
     "demo": "the offline demo: a tiny local VLM on the bundled sample mirror, then a report",
     "report": "Markdown tables and PNG charts from lmms-eval output folders, beside the papers' numbers",
+    "mirror": "make a local mirror of our datasets (on a machine with the Hub): every benchmark's repos at their pins, then check-mirror",
     "check-mirror": "check a local mirror: repos present, revisions against our pins, every record valid",
     "write-fixtures": "write the small synthetic mirror the tests use",
     "rescore": "score a finished --log_samples / --predict_only run again (judge pass included) without the model, or import the authors' released outputs (--from)",
@@ -46,6 +47,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--order", default=None, metavar="RUN,RUN,...", help="these runs first, in this order (labels or run folders); the rest after, by training step and name")
     p.add_argument("--label", action="append", default=[], metavar="FOLDER=NAME", help="name the run of FOLDER (a run folder, results file or label); repeatable")
     p.add_argument("--keep-reruns", action="store_true", help="a task run twice by the same model makes two runs (default: the newest results file is used, the other set aside and named)")
+    sub.add_parser("mirror", help=COMMANDS["mirror"], add_help=False).add_argument("args", nargs=argparse.REMAINDER)
     p = sub.add_parser("check-mirror", help=COMMANDS["check-mirror"], description=COMMANDS["check-mirror"])
     p.add_argument("mirror", metavar="DIR", help="the mirror root (the folder EARTHSCI_DATA_MIRROR points at)")
     p.add_argument("--tasks", default=None, help="comma-separated task names (default: every task whose repo is in DIR)")
@@ -95,6 +97,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from lmms_eval_earthsci.rescore import main as rescore_main
 
         return rescore_main(argv[1:])
+    if argv[:1] == ["mirror"]:
+        from lmms_eval_earthsci.mirror_build import main as mirror_main
+
+        return mirror_main(argv[1:])  # its own parser: `mirror --help` is its help
     if argv[:1] == ["demo"]:
         from lmms_eval_earthsci.demo import main as demo_main
 

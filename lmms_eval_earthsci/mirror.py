@@ -18,6 +18,7 @@ from typing import Any
 
 import yaml
 
+from lmms_eval_earthsci import TASKS_DIR, registry
 from lmms_eval_earthsci.core import data
 from lmms_eval_earthsci.yamlgen import task_yaml_paths
 
@@ -54,6 +55,19 @@ def task_configs() -> dict[str, dict]:
         cfg = _load(path)
         if isinstance(cfg.get("task"), str):
             out[task] = cfg
+    return out
+
+
+def group_members() -> dict[str, list[str]]:
+    """Our group YAMLs (and every registered benchmark's): group -> its tasks and groups."""
+    out = {}
+    for root in [TASKS_DIR, *registry.external_task_dirs()]:
+        for base, _, names in sorted(os.walk(root)) if root and os.path.isdir(root) else ():
+            for name in sorted(n for n in names if n.endswith(".yaml")):
+                cfg = _load(os.path.join(base, name))
+                members = cfg.get("task")
+                if isinstance(cfg.get("group"), str) and isinstance(members, list):
+                    out.setdefault(cfg["group"], [m if isinstance(m, str) else str(m.get("task") or m.get("group") or "") for m in members])
     return out
 
 
@@ -110,7 +124,7 @@ def _check_mirror(root: str, tasks: list[str] | None) -> tuple[int, str]:
             status = 1
             rev = f"revision {recorded} recorded, but our tasks pin {', '.join(sorted(pins))}: re-download at the pin"
         elif pins and not recorded:
-            rev = f"no revision recorded (our pin: {', '.join(sorted(pins))}; `hf download --revision <pin> --local-dir` records it)"
+            rev = f"no revision recorded (our pin: {', '.join(sorted(pins))}; `lmms-eval-earthsci mirror` records it)"
         else:
             rev = f"revision {recorded or 'not recorded'}" + (" (= our pin)" if pins and recorded in pins else "" if pins else " (no pin in our tasks)")
         lines.append(f"- {repo}: {fp['files']} files, {fp['bytes'] / 1e6:.1f} MB; {rev}")

@@ -274,6 +274,9 @@ class Benchmark:
     task_dir: str | None = None
     # the Hub repos its tasks read, and the writer of each repo's fixture copy ("module:function(root, repo)")
     datasets: tuple[str, ...] = ()
+    # repo -> path patterns (fnmatch, as huggingface_hub's allow_patterns) of the repo files its rows
+    # name, which no task YAML lists (MuSciClaims' figures, MAC's covers): `mirror` downloads them too
+    repo_files: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     fixtures: Mapping[str, str] = field(default_factory=dict)
     # --from FORMAT of `rescore` -> "module:function(path, options) -> replay plan"
     importers: Mapping[str, str] = field(default_factory=dict)

@@ -106,8 +106,7 @@ def mirror_path(dataset_path: str | None) -> str | None:
     if dataset_path in KNOWN_DATASETS:
         raise MirrorError(
             f"{MIRROR_ENV}={root} is set but holds no copy of {dataset_path!r}: expected the Hub repo's "
-            f"files under {local} (e.g. `hf download --repo-type dataset {dataset_path} "
-            f"--local-dir {local}` on a machine with Hub access)"
+            f"files under {local} (on a machine with Hub access: `lmms-eval-earthsci mirror {root}`)"
         )
     return None
 

@@ -36,7 +36,7 @@ Endpoints (``{repo}`` is ``org/name``, ``{rev}`` a percent-quoted revision):
 ``server.requests`` records every request (:class:`HubRequest`: method, path, repo, revision as
 requested, file, whether an ``Authorization`` header was present -- never its value --, status);
 ``add_fault`` makes matching requests fail (``404``/``500``/any status, ``drop``, ``slow``,
-``truncate``); ``token=`` makes every request without ``Authorization: Bearer <token>`` get a 401 (no
+``truncate``, ``stall``); ``token=`` makes every request without ``Authorization: Bearer <token>`` get a 401 (no
 ``X-Error-Code``: the client raises ``HfHubHTTPError`` with ``response.status_code == 401``; over
 plain http huggingface_hub does not turn an API 401 into ``RepositoryNotFoundError``).
 Requests to the dataset-viewer (``datasets-server.<host>``, used by ``datasets`` only for revision
@@ -109,6 +109,7 @@ class HubRequest:
     user_agent: str | None = None
     status: int | None = None
     fault: str | None = None  # kind of the injected fault, if one was applied
+    stall: float = 0.0  # a ``stall`` fault: seconds the cut-off response waits before closing
     time: float = 0.0
 
 
@@ -210,6 +211,7 @@ class FakeHubServer(LoopbackServer):
         self.requests: list[HubRequest] = []
         self.errors: list[str] = []  # tracebacks of bugs in this server (answered with a 500)
         self.faults: list[HubFault] = []
+        self._stalls = threading.Event()
         self._lock = threading.Lock()
         super().__init__()
 
@@ -309,11 +311,13 @@ class FakeHubServer(LoopbackServer):
         (``"figures/*.png"``), a glob on the URL path if it starts with ``/`` (any request), or a
         callable taking the :class:`HubRequest`. ``kind``: an HTTP status (``"404"`` -- for a file an
         ``EntryNotFound`` 404 --, ``"500"``, ``"503"``, ...), ``"drop"`` (close the connection without
-        a response), ``"slow"`` (sleep ``delay`` seconds, then answer normally) or ``"truncate"``
-        (announce the full Content-Length, send half the body, close). ``times``: how many requests it
+        a response), ``"slow"`` (sleep ``delay`` seconds, then answer normally), ``"truncate"``
+        (announce the full Content-Length, send half the body, close) or ``"stall"`` (the same, but wait
+        ``delay`` seconds, or until :meth:`release_stalls`, before closing: a client killed meanwhile
+        is cut off mid-file, as by a dropped link its own retries never see). ``times``: how many requests it
         hits (default: all). ``methods``: only these methods (e.g. ``"GET"`` to spare HEAD). The first
         registered fault that matches applies."""
-        if kind not in ("drop", "slow", "truncate") and not (kind.isdigit() and len(kind) == 3):
+        if kind not in ("drop", "slow", "truncate", "stall") and not (kind.isdigit() and len(kind) == 3):
             raise ValueError(f"unknown fault kind {kind!r}")
         if isinstance(match, str):
             pattern = match
@@ -339,7 +343,7 @@ class FakeHubServer(LoopbackServer):
             for f in self.faults:
                 if f.exhausted or (f.methods and req.method not in f.methods):
                     continue
-                if f.kind == "truncate" and req.method != "GET":  # only a body can be cut short
+                if f.kind in ("truncate", "stall") and req.method != "GET":  # only a body can be cut short
                     continue
                 if f.match(req):
                     f.hits += 1
@@ -380,7 +384,7 @@ class FakeHubServer(LoopbackServer):
                 return
             if fault.kind == "slow":
                 time.sleep(fault.delay)
-            elif fault.kind == "truncate":
+            elif fault.kind in ("truncate", "stall"):
                 pass  # below, once the file is known
             else:
                 status = int(fault.kind)
@@ -398,7 +402,10 @@ class FakeHubServer(LoopbackServer):
             if isinstance(route, _HubError):
                 raise route
             handler, args = route
-            handler(h, req, *args, body=body, truncate=fault is not None and fault.kind == "truncate")
+            cut = fault.kind if fault is not None and fault.kind in ("truncate", "stall") else False
+            if cut == "stall":
+                req.stall = fault.delay
+            handler(h, req, *args, body=body, truncate=cut)
         except _HubError as e:
             self._error(h, req, e)
         except (BrokenPipeError, ConnectionResetError):
@@ -503,7 +510,17 @@ class FakeHubServer(LoopbackServer):
             h.wfile.write(data[: len(data) // 2] if truncate else data)
         if truncate:
             h.wfile.flush()
+            if truncate == "stall":
+                self._stalls.wait(req.stall)
             h.close_connection = True
+
+    def release_stalls(self) -> None:
+        """End every ``stall`` fault's wait (their connections close)."""
+        self._stalls.set()
+
+    def stop(self) -> None:
+        self.release_stalls()
+        super().stop()
 
     def _json(self, h, req, obj: Any, status: int = 200, headers: dict | None = None) -> None:
         self._send(h, req, status, json.dumps(obj).encode(), {"Content-Type": "application/json", **(headers or {})})

@@ -17,13 +17,15 @@ BENCHMARK = Benchmark(
     version=1.0,
     yaml_files="lmms_eval_earthsci.evals.mac.yamls:mac_files",
     datasets=("mhjiang0408/MAC_Bench",),
+    # the covers the CSVs' rows name: <publisher>/Cover/<journal>/<issue>.<ext>
+    repo_files={"mhjiang0408/MAC_Bench": ("*/Cover/*",)},
     fixtures={"mhjiang0408/MAC_Bench": "lmms_eval_earthsci.evals.mac.fixtures:write_mac"},
     kernels="lmms_eval_earthsci.evals.mac.kernels:kernels",
     suite=("mac2025",),
     suite_nojudge=("mac2025",),
     demo_tasks=("mac2025",),
     settings=(
-        Setting("EARTHSCI_MAC_IMAGE_MAX_SIDE", "an integer >= 1 (pixels of a cover's longer side), or 0 (also none, null) for full size", lambda v: v.lower() in ("none", "null") or integer(0)(v), frozenset({"run", "check-mirror"})),
+        Setting("EARTHSCI_MAC_IMAGE_MAX_SIDE", "an integer >= 1 (pixels of a cover's longer side), or 0 (also none, null) for full size", lambda v: v.lower() in ("none", "null") or integer(0)(v), frozenset({"run", "check-mirror", "mirror"})),
         # DAD's two stages through the judge engine: EARTHSCI_DAD_<S> before EARTHSCI_JUDGE_<S>
         *judge_family("EARTHSCI_DAD", frozenset({"run"})),
     ),

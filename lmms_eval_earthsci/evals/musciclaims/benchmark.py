@@ -15,10 +15,12 @@ BENCHMARK = Benchmark(
     version=1.0,
     yaml_files="lmms_eval_earthsci.evals.musciclaims.yamls:musciclaims_files",
     datasets=("StonyBrookNLP/MuSciClaims",),
+    # the figures the rows name (associated_figure_filepath: paper_figures/<file>)
+    repo_files={"StonyBrookNLP/MuSciClaims": ("paper_figures/*",)},
     fixtures={"StonyBrookNLP/MuSciClaims": "lmms_eval_earthsci.evals.musciclaims.fixtures:write_musciclaims"},
     kernels="lmms_eval_earthsci.evals.musciclaims.kernels:kernels",
     suite=("musciclaims_rd",),
     suite_nojudge=("musciclaims_rd",),
     demo_tasks=("musciclaims",),
-    settings=(Setting("EARTHSCI_MUSCICLAIMS_MAX_PIXELS", "an integer >= 0 (a figure's pixel cap; 0: none)", integer(0), frozenset({"run", "check-mirror"})),),
+    settings=(Setting("EARTHSCI_MUSCICLAIMS_MAX_PIXELS", "an integer >= 0 (a figure's pixel cap; 0: none)", integer(0), frozenset({"run", "check-mirror", "mirror"})),),
 )
