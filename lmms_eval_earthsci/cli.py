@@ -84,6 +84,35 @@ def _check_settings(argv: list[str]) -> int | None:
     return None
 
 
+def _typos(args: list[str]) -> list[str]:
+    """A line per ``--tasks`` name that looks like one of ours (a benchmark's prefix: ``emma_...``) but is
+    none of our tasks or groups, with the nearest of ours: lmms-eval itself says "Tasks not found" and
+    exits 0. Other names (lmms-eval's own tasks, upstream ``emma``) pass untouched."""
+    import difflib
+
+    from lmms_eval_earthsci import registry
+    from lmms_eval_earthsci.yamlgen import our_names
+
+    value = None
+    for i, arg in enumerate(args):
+        if arg == "--tasks" and i + 1 < len(args):
+            value = args[i + 1]
+        elif arg.startswith("--tasks="):
+            value = arg.split("=", 1)[1]
+    if not value:
+        return []
+    benches = registry.benchmarks()
+    ours = our_names()
+    out = []
+    for name in (x.strip() for x in value.split(",")):
+        if not name or name in ours or os.path.exists(name) or not any(b.owns(name) and name != b.name for b in benches):
+            continue
+        near = difflib.get_close_matches(name, sorted(ours), n=1, cutoff=0.6)
+        hint = f"did you mean {near[0]}?" if near else "`lmms-eval --tasks list` lists every task"
+        out.append(f"{name} is none of our tasks or groups ({hint}); lmms-eval would say \"Tasks not found\" and exit 0")
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     status = _check_settings(argv)
@@ -118,6 +147,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if a.command == "run":
         rest = list(a.args)
+        typos = _typos(rest)
+        if typos:
+            print("\n".join(f"lmms-eval-earthsci run: {t}" for t in typos), file=sys.stderr)
+            return 2
         if "--include_path" not in rest:
             rest = ["--include_path", TASKS_DIR, *rest]
         return run_lmms_eval(rest)
@@ -145,9 +178,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(text if status != 2 else f"lmms-eval-earthsci check-mirror: {text}", file=sys.stdout if status == 0 else sys.stderr)
         return status
     if a.command == "write-fixtures":
+        import datasets
+
+        from lmms_eval_earthsci.core.data import fingerprint
         from lmms_eval_earthsci.testing.fixtures import write_mirror
 
-        print(write_mirror(a.dir))
+        datasets.disable_progress_bars()  # one line per repo, not one bar per parquet file
+
+        def said(repo: str, folder: str) -> None:
+            fp = fingerprint(folder)
+            print(f"  {repo}: {fp['files']} files, {fp['bytes'] / 1e3:.0f} kB", flush=True)
+
+        print(f"fixture mirror {os.path.abspath(a.dir)}:", flush=True)
+        write_mirror(a.dir, on_repo=said)
         return 0
     return 2  # pragma: no cover - argparse rejects unknown commands
 

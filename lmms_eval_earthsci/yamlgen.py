@@ -90,6 +90,21 @@ def task_yaml_paths(extra_roots: Sequence[str] = ()) -> dict[str, str]:
     return out
 
 
+_GROUP_LINE = re.compile(r"^group:\s*([\w.-]+)\s*$", re.MULTILINE)
+
+
+def our_names() -> set[str]:
+    """Every task and group name our task folders (and registered benchmarks') define, read as text."""
+    names = set(task_yaml_paths())
+    for root in [TASKS_DIR, *registry.external_task_dirs()]:
+        for base, _, files in sorted(os.walk(root)) if root and os.path.isdir(root) else ():
+            for name in files:
+                if name.endswith(".yaml"):
+                    with open(os.path.join(base, name), encoding="utf-8") as f:
+                        names.update(_GROUP_LINE.findall(f.read()))
+    return names
+
+
 def metric_aggregations(path: str) -> dict[str, str]:
     """``{metric: "module.function"}`` of a task YAML's ``metric_list`` (our generated layout)."""
     with open(path, encoding="utf-8") as f:

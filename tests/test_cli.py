@@ -21,7 +21,7 @@ def test_top_level_help_lists_every_command(capsys):
         assert command in out
 
 
-@pytest.mark.parametrize("command", ["tasks-dir", "report", "check-mirror", "write-fixtures", "rescore"])
+@pytest.mark.parametrize("command", ["tasks-dir", "report", "mirror", "check-mirror", "write-fixtures", "rescore"])
 def test_subcommand_help_writes_nothing(command, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     with pytest.raises(SystemExit) as e:
@@ -136,3 +136,27 @@ def test_check_mirror(mirror, tmp_path, capsys):
 
     assert cli.main(["check-mirror", str(tmp_path / "empty")]) == 2
     assert cli.main(["check-mirror", mirror, "--tasks", "nope"]) == 2
+
+
+def test_run_names_the_nearest_of_our_tasks_for_a_typo(capsys):
+    """lmms-eval says "Tasks not found" and exits 0; `run` sees its arguments: a name that looks like ours
+    (a benchmark's prefix) but is none of our tasks or groups stops it, naming the nearest. Other names
+    (lmms-eval's own tasks, upstream `emma`) pass untouched."""
+    assert cli.main(["run", "--model", "dummy", "--tasks", "emma_mini_mat,mmmu_val,emma,mac2025_t2i_infoo", "--limit", "1"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err == [
+        'lmms-eval-earthsci run: emma_mini_mat is none of our tasks or groups (did you mean emma_mini_math?); lmms-eval would say "Tasks not found" and exit 0',
+        'lmms-eval-earthsci run: mac2025_t2i_infoo is none of our tasks or groups (did you mean mac2025_t2i_info?); lmms-eval would say "Tasks not found" and exit 0',
+    ]
+    assert cli._typos(["--tasks=earthsci,emma_mini_math,scifibench,mac2025_dad,mmmu_val"]) == []
+
+
+def test_write_fixtures_says_one_line_per_repo(tmp_path, capfd):
+    from lmms_eval_earthsci.testing.fixtures import writers
+
+    assert cli.main(["write-fixtures", str(tmp_path / "fx")]) == 0
+    out, err = capfd.readouterr()
+    lines = out.splitlines()
+    assert lines[0] == f"fixture mirror {tmp_path / 'fx'}:" and len(lines) == 1 + len(writers())
+    assert all(line.startswith("  ") and " files, " in line for line in lines[1:])
+    assert "Creating parquet" not in err and err.strip() == ""

@@ -6,6 +6,7 @@ the Hub path. Nothing in it is copied from any dataset: questions, options and f
 
 from __future__ import annotations
 
+import os
 from typing import Callable, Sequence
 
 from lmms_eval_earthsci import registry
@@ -17,14 +18,17 @@ def writers() -> dict[str, Callable[[str], str]]:
     return {repo: resolve_ref(ref) for b in registry.benchmarks() for repo, ref in b.fixtures.items()}
 
 
-def write_mirror(root: str, repos: Sequence[str] | None = None) -> str:
-    """Write fixture copies of ``repos`` (default: every benchmark's repos) under ``root``."""
+def write_mirror(root: str, repos: Sequence[str] | None = None, on_repo: Callable[[str, str], None] | None = None) -> str:
+    """Write fixture copies of ``repos`` (default: every benchmark's repos) under ``root``; ``on_repo(repo,
+    its folder)`` after each (the command's one line per repo)."""
     table = writers()
     unknown = sorted(set(repos or ()) - set(table))
     if unknown:
         raise KeyError(f"no fixture writer for {', '.join(unknown)} (known: {', '.join(sorted(table))})")
     for repo in repos or list(table):
         table[repo](root, repo)
+        if on_repo is not None:
+            on_repo(repo, os.path.join(root, *repo.split("/")))
     return root
 
 
