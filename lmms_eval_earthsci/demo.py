@@ -17,12 +17,14 @@ With a GPU and Hub access the same command runs a real model on the real data::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import subprocess
 import sys
 import time
 
 from lmms_eval_earthsci import cache_dir, registry
+from lmms_eval_earthsci.core.harness import output_to
 from lmms_eval_earthsci.core.judge import JudgeConfig
 from lmms_eval_earthsci.sample_mirror import sample_mirror_root
 
@@ -75,7 +77,31 @@ def parse(argv):
     ap.add_argument("--limit", default=None)
     ap.add_argument("--data", choices=["sample", "hub"], default="sample", help="sample: the bundled mirror (offline); hub: the real datasets")
     ap.add_argument("--max_new_tokens", type=int, default=None, help="generation cap (default 32 for the tiny model, the tasks' own otherwise)")
+    ap.add_argument("--verbose", action="store_true", help="print the report and its logs too (by default they go to report.md and the log file)")
     return ap.parse_known_args(argv)
+
+
+def headline_lines(runs) -> list[str]:
+    """Each benchmark's headline numbers in one line: ``  EMMA  emma_mini 36.25 · emma_full 32.71``."""
+    from lmms_eval_earthsci.report.papers import fmt
+    from lmms_eval_earthsci.report.sections import headline_keys
+
+    out = []
+    for b in registry.benchmarks():
+        keys = headline_keys(b, runs)
+        tasks = [t for t, _ in keys]
+        cells = [f"{t if tasks.count(t) == 1 else f'{t} ({m})'} {fmt(runs[0].value(t, m)[1], m)}" for t, m in keys]
+        if cells:
+            out.append(f"  {b.title:<12} " + " · ".join(cells))
+    return out
+
+
+def failure_lines(log_path: str) -> list[str]:
+    """What to show of a failed run's log: our one-line errors where there are any, else its last lines."""
+    with open(log_path, errors="replace") as f:
+        lines = f.read().splitlines()
+    ours = [line for line in lines if line.startswith("lmms-eval-earthsci")]
+    return ours or lines[-30:]
 
 
 def main(argv=None) -> int:
@@ -90,7 +116,7 @@ def main(argv=None) -> int:
 
         t0 = time.time()
         path = tinyvlm.build(os.path.join(CACHE, "tiny-llava"))
-        print(f"tiny VLM ready at {path} ({time.time() - t0:.1f} s); its answers are random noise: this demo shows the pipeline, not a model")
+        print(f"tiny VLM ready at {path} ({time.time() - t0:.1f} s): random weights, its answers are random noise (this demo shows the pipeline, not a model)")
         model, model_args = "llava_hf", f"pretrained={path},device=cpu,device_map=cpu"
         max_new = max_new or 32
         env.setdefault("HF_HUB_OFFLINE", "1")
@@ -105,27 +131,41 @@ def main(argv=None) -> int:
     if max_new:
         cmd += ["--gen_kwargs", f"max_new_tokens={max_new}"]
     cmd += passthrough
-    print("running:", " ".join(cmd), flush=True)
-    t0 = time.time()
     log_path = os.path.join(out, "lmms_eval.log")
+    where = "the bundled sample mirror" if args.data == "sample" else "the Hub's data"
+    print(f"lmms-eval: {len(args.tasks.split(','))} task group(s) on {where} (its log: {log_path})", flush=True)
+    t0 = time.time()
     with open(log_path, "w") as log:
+        log.write("running: " + " ".join(cmd) + "\n")
+        log.flush()
         proc = subprocess.run(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
     if proc.returncode != 0:
-        with open(log_path) as f:
-            tail = f.read()[-4000:]
-        print(tail, file=sys.stderr)
+        print("\n".join(failure_lines(log_path)), file=sys.stderr)
         print(f"demo FAILED: lmms-eval exited with {proc.returncode}; full log: {log_path}", file=sys.stderr)
         return proc.returncode or 1
-    print(f"lmms-eval finished in {time.time() - t0:.0f} s (log: {log_path})")
+    print(f"lmms-eval finished in {time.time() - t0:.0f} s", flush=True)
     from lmms_eval_earthsci.report import read_runs, write_report  # lazy: matplotlib and scipy, after the run
 
     runs_dir = os.path.join(out, "runs")
-    judged = judged_metrics_run(read_runs([runs_dir]))
-    intro = report_intro(tiny_model=args.model is None, sample_data=args.data == "sample", judge_configured=JudgeConfig.from_env().configured, judged=judged)
-    path, text = write_report([runs_dir], os.path.join(out, "report"), intro=intro, html=True)
-    print(text)
-    print(f"\nlmms-eval's outputs (results JSON, samples JSONL): {runs_dir}")
-    print(f"report: {path} (PNG charts beside it); with every sample: {os.path.join(os.path.dirname(path), 'report.html')} (open it from disk)")
+    t0 = time.time()
+    quiet = contextlib.nullcontext() if args.verbose else output_to(log_path)
+    with quiet:
+        runs = read_runs([runs_dir])
+        judged = judged_metrics_run(runs)
+        intro = report_intro(tiny_model=args.model is None, sample_data=args.data == "sample", judge_configured=JudgeConfig.from_env().configured, judged=judged)
+        path, text = write_report([runs_dir], os.path.join(out, "report"), intro=intro, html=True)
+    if args.verbose:
+        print(text)
+    print(f"report written in {time.time() - t0:.0f} s", flush=True)
+    note = " (a tiny untrained model: noise, not a result; report.md explains)" if args.model is None else ""
+    print(f"headline{note}:")
+    print("\n".join(headline_lines(runs)))
+    report_dir = os.path.dirname(path)
+    print("outputs:")
+    print(f"  lmms-eval's results JSON and samples JSONL: {runs_dir}")
+    print(f"  lmms-eval's log (and the report's): {log_path}")
+    print(f"  report: {path} (PNG charts and summary.csv beside it)")
+    print(f"  every sample: {os.path.join(report_dir, 'report.html')} (open it from disk)")
     return 0
 
 

@@ -27,6 +27,7 @@ dataset's own id.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import glob
 import json
 import os
@@ -38,7 +39,7 @@ from typing import Any, Sequence
 from lmms_eval_earthsci import registry
 from lmms_eval_earthsci.core.benchmark import resolve_ref
 from lmms_eval_earthsci.core.data import MIRROR_ENV, DataRouteError, data_route, mirror_env
-from lmms_eval_earthsci.core.harness import group_leaves, run_lmms_eval
+from lmms_eval_earthsci.core.harness import group_leaves, output_to, run_lmms_eval
 from lmms_eval_earthsci.core.messages import note_chat
 from lmms_eval_earthsci.core.releases import RescoreError, read_jsonl, read_records, release_name, release_plan_dict
 from lmms_eval_earthsci.yamlgen import task_yaml_paths
@@ -311,8 +312,9 @@ def _new_results(out: str, before: set[str]) -> str | None:
     return max(fresh, key=os.path.getmtime) if fresh else None
 
 
-def rescore(plan: dict, out: str, force: bool = False, extra: Sequence[str] = ()) -> tuple[str, dict]:
-    """Run lmms-eval on the plan's tasks with the replay model; returns (results path, rescore record)."""
+def rescore(plan: dict, out: str, force: bool = False, extra: Sequence[str] = (), log: str | None = None) -> tuple[str, dict]:
+    """Run lmms-eval on the plan's tasks with the replay model; returns (results path, rescore record).
+    ``log``: lmms-eval's output (and the judge pass's) goes to this file instead of the terminal."""
     tasks = plan["tasks"].split(",")
     leaf = list(plan["entries"])
     installed = current_versions(leaf, plan.get("include_path"))
@@ -343,13 +345,13 @@ def rescore(plan: dict, out: str, force: bool = False, extra: Sequence[str] = ()
         argv += ["--include_path", plan["include_path"]]
     argv += list(extra)
     started = time.time()
-    with mirror_env(route.get(MIRROR_ENV)):
+    with mirror_env(route.get(MIRROR_ENV)), (output_to(log) if log else contextlib.nullcontext()):
         run_lmms_eval(argv)
     if STATE["problems"]:
         raise RescoreError(f"{len(STATE['problems'])} doc(s) do not match the {plan['source']['kind']}, nothing scored:\n  " + "\n  ".join(STATE["problems"][:20]))
     path = _new_results(out, before)
     if path is None:
-        raise RescoreError(f"lmms-eval wrote no results under {out} (see its log above; rerun with -- --verbosity DEBUG)")
+        raise RescoreError(f"lmms-eval wrote no results under {out} (see its log {'in ' + log if log else 'above'}; rerun with -- --verbosity DEBUG)")
     with open(path, encoding="utf-8") as f:
         results = json.load(f)
     served = set(STATE["served"])
@@ -401,7 +403,19 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--force", action="store_true", help="rescore a run of another task version (or whose prompts changed), recording it")
     ap.add_argument("--from", dest="fmt", default=None, choices=sorted(importers()), help="import the authors' released outputs from FILE instead of a run")
     ap.add_argument("--set", dest="subset", default="mini", choices=["mini", "full"], help="--from emma-release: EMMA-mini or full EMMA (default mini)")
+    ap.add_argument("--verbose", action="store_true", help="lmms-eval's log on the terminal (by default it goes to NEW_DIR/rescore.log)")
     return ap
+
+
+def _summary(results_path: str) -> str:
+    """The rescored run's headline numbers, a line per task (as the report's headline picks them)."""
+    from lmms_eval_earthsci.report import read_runs  # lazy: the report's modules, after the run
+    from lmms_eval_earthsci.report.papers import fmt
+    from lmms_eval_earthsci.report.sections import headline_keys
+
+    runs = read_runs([results_path])
+    lines = [f"  {t} · {m}: {fmt(runs[0].value(t, m)[1], m)}" for b in registry.benchmarks() for t, m in headline_keys(b, runs)]
+    return "\n".join(lines)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -419,12 +433,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             plan = plan_from_release(a.fmt, a.run, {"set": a.subset, "tasks": a.tasks})
         else:
             plan = plan_from_run(a.run, a.tasks.split(",") if a.tasks else None)
-        path, record = rescore(plan, a.out, force=a.force, extra=extra)
+        log = None if a.verbose else os.path.join(os.path.abspath(a.out), "rescore.log")
+        if log:
+            os.makedirs(a.out, exist_ok=True)
+            open(log, "w").close()
+        print(f"rescoring {len(plan['entries'])} task(s) of {plan['source'].get('path', a.run)} without the model" + (f" (lmms-eval's log: {log})" if log else ""), flush=True)
+        path, record = rescore(plan, a.out, force=a.force, extra=extra, log=log)
     except RescoreError as exc:
         print(f"lmms-eval-earthsci rescore: {exc}", file=sys.stderr)
         return 2
     problems = record["not_in_tasks"] + record["target_mismatches"]
     print(f"rescored {sum(STATE['served'].values())} responses of {len({t for t, _ in STATE['served']})} task(s): {path}")
+    print(_summary(path))
     for key, label in (("version_changes", "version changes (forced)"), ("prompt_changes", "prompts changed (forced)")):
         if record[key]:
             print(f"  {label}: {len(record[key])}")

@@ -39,6 +39,22 @@ def build(out_dir: str, seed: int = 0, std: float = 0.2) -> str:
     marker = os.path.join(out_dir, MARKER)
     if os.path.exists(marker) and open(marker).read().strip() == VERSION:
         return out_dir
+    from transformers.utils import logging as hf_logging
+
+    # torchvision is removed on purpose on CPU machines (README, "Install"): transformers' warning that
+    # CLIPImageProcessor falls back to its PIL backend, and the shard-writing progress bar, say nothing
+    # to a demo user
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    try:
+        return _build(out_dir, marker, seed, std)
+    finally:
+        hf_logging.set_verbosity(verbosity)
+        hf_logging.enable_progress_bar()
+
+
+def _build(out_dir: str, marker: str, seed: int, std: float) -> str:
     import torch
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import CLIPImageProcessor, CLIPVisionConfig, LlamaConfig, LlavaConfig, LlavaForConditionalGeneration, LlavaProcessor, PreTrainedTokenizerFast

@@ -71,6 +71,19 @@ def test_demo_subset_writes_report(hf_home, tmp_path):
     proc = subprocess.run(cmd, env=env, cwd=str(tmp_path), capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "random noise" in proc.stdout and "report:" in proc.stdout
+    # a terminal a person reads: a line per stage, the headline numbers, where every output is (last);
+    # lmms-eval's and the report's logs in the log file, the report in report.md
+    lines = proc.stdout.splitlines() + proc.stderr.splitlines()
+    assert len(lines) <= 40 and "## Headline" not in proc.stdout and "| DEBUG" not in proc.stdout + proc.stderr, proc.stdout + proc.stderr
+    assert proc.stdout.splitlines()[-5:] == [
+        "outputs:",
+        f"  lmms-eval's results JSON and samples JSONL: {out / 'runs'}",
+        f"  lmms-eval's log (and the report's): {out / 'lmms_eval.log'}",
+        f"  report: {out / 'report' / 'report.md'} (PNG charts and summary.csv beside it)",
+        f"  every sample: {out / 'report' / 'report.html'} (open it from disk)",
+    ]
+    assert any(line.startswith("  EMMA ") and "emma_mini_math" in line for line in lines)
+    assert "lmms_eval_earthsci" in (out / "lmms_eval.log").read_text()  # the logs went there
     from test_report import no_ci
 
     report = "\n".join(no_ci((out / "report" / "report.md").read_text()))  # intervals: tests/test_report.py

@@ -95,6 +95,10 @@ def test_predict_only_then_rescore_equals_the_direct_run(runs):
     assert all(set(k.split(",")[0] for k in m if "," in k) <= {"bypass", "bypass_stderr", "bypass_stderr_clt", "bypass_stderr_clustered"} for m in pred["results"].values())
     # the rescore asked the judge, never the model
     assert runs["re_bodies"] and all(b.get("model") == JUDGE for b in runs["re_bodies"])
+    # its terminal: progress and a summary; lmms-eval's log in NEW_DIR/rescore.log
+    out = runs["stdout"].splitlines()
+    assert out[0].startswith("rescoring ") and out[0].endswith(f"(lmms-eval's log: {tmp / 're' / 'rescore.log'})") and out[1].startswith("rescored ")
+    assert len(out) <= 40 and "| INFO" not in runs["stdout"] and "lmms_eval" in (tmp / "re" / "rescore.log").read_text()
     # results: every metric of every task equal
     leaf = [t for t in TASKS.split(",")]
     for task in leaf:

@@ -3,6 +3,8 @@ results it writes."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
 from typing import Mapping, Sequence
 
@@ -27,3 +29,25 @@ def group_leaves(task: str, groups: Mapping[str, Sequence[str]]) -> list[str]:
     if task not in groups:
         return [task]
     return [leaf for t in groups[task] for leaf in group_leaves(t, groups)]
+
+
+@contextlib.contextmanager
+def output_to(path: str):
+    """Everything this process writes to its standard output and error (lmms-eval's and our logging,
+    progress bars, library warnings, from Python or C) appended to ``path`` for the block, at the file
+    descriptors: a command's terminal keeps its own lines only (``demo``, ``rescore``)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = os.dup(1), os.dup(2)
+    with open(path, "a") as log:
+        os.dup2(log.fileno(), 1)
+        os.dup2(log.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            os.close(saved[0])
+            os.close(saved[1])
