@@ -35,13 +35,20 @@ def no_mirror_env(mirror, hf_home, **extra):
     return env
 
 
-@pytest.mark.parametrize("route", ["closed port", "offline, empty cache"])
+@pytest.mark.parametrize("route", ["closed port", "offline, empty cache", "demo --data hub"])
 def test_no_route_to_the_data_stops_in_seconds_with_one_line(route, mirror, tmp_path):
-    extra = {"HF_ENDPOINT": f"http://127.0.0.1:{closed_port()}"} if route == "closed port" else {"HF_HUB_OFFLINE": "1"}
+    extra = {"HF_HUB_OFFLINE": "1"} if route == "offline, empty cache" else {"HF_ENDPOINT": f"http://127.0.0.1:{closed_port()}"}
     env = no_mirror_env(mirror, str(tmp_path / "empty_hf_home"), **extra)
+    if route == "demo --data hub":  # the demo runs lmms-eval, then shows our line from its log
+        cmd = [os.path.join(os.path.dirname(sys.executable), "lmms-eval-earthsci"), "demo", "--model", "dummy", "--model_args", "response=A", "--data", "hub", "--tasks", "emma_mini_math", "--limit", "2", "--out", str(tmp_path / "demo")]
+    else:
+        cmd = [LMMS_EVAL, *ARGS, "--output_path", str(tmp_path / "o")]
     t0 = time.time()
-    proc = subprocess.run([LMMS_EVAL, *ARGS, "--output_path", str(tmp_path / "o")], env=env, cwd=str(tmp_path), capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(cmd, env=env, cwd=str(tmp_path), capture_output=True, text=True, timeout=300)
     took = time.time() - t0
+    if route == "demo --data hub":
+        assert proc.stderr.splitlines()[-1] == f"demo FAILED: lmms-eval exited with 2; full log: {tmp_path / 'demo' / 'lmms_eval.log'}"
+        assert not os.path.exists(tmp_path / "demo" / "runs") and len(proc.stderr.splitlines()) == 2
     ours = [line for line in proc.stderr.splitlines() if line.startswith("lmms-eval-earthsci:")]
     # datasets' Hub retries alone took 82 s; lmms-eval's start takes 8-9 s on an idle 2-core machine (the
     # whole stop: 8-10 s) and up to ~20 s beside the suite's other worker: 40 s tells the two apart
@@ -50,8 +57,8 @@ def test_no_route_to_the_data_stops_in_seconds_with_one_line(route, mirror, tmp_
     (line,) = ours
     assert line.startswith(f"lmms-eval-earthsci: {EMMA_MINI} at {emma.REVISION_MINI[:12]} cannot be read: ")
     assert "EARTHSCI_DATA_MIRROR" in line and "HF_HUB_OFFLINE" in line and "lmms-eval-earthsci mirror DIR" in line
-    assert ("Hub is absent" in line and "Connection refused" in line) if route == "closed port" else "HF_HUB_OFFLINE is set and neither" in line
-    assert not os.path.exists(tmp_path / "o")  # nothing ran
+    assert ("Hub is absent" in line and "Connection refused" in line) if route != "offline, empty cache" else "HF_HUB_OFFLINE is set and neither" in line
+    assert not os.path.exists(tmp_path / "o") and not os.path.exists(tmp_path / "demo" / "runs")  # nothing ran
 
 
 def test_a_slow_hub_and_a_cached_dataset_are_not_refused(mirror, tmp_path):
