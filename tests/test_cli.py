@@ -160,3 +160,25 @@ def test_write_fixtures_says_one_line_per_repo(tmp_path, capfd):
     assert lines[0] == f"fixture mirror {tmp_path / 'fx'}:" and len(lines) == 1 + len(writers())
     assert all(line.startswith("  ") and " files, " in line for line in lines[1:])
     assert "Creating parquet" not in err and err.strip() == ""
+
+
+def test_the_torchvision_fallback_warning_is_dropped_and_nothing_else():
+    """We remove torchvision on purpose on CPU machines: transformers' warning about its PIL fallback says
+    nothing to a user; any other warning of that logger still gets through."""
+    import logging
+
+    from lmms_eval_earthsci.core.hooks import quiet_torchvision_fallback
+
+    quiet_torchvision_fallback()
+    quiet_torchvision_fallback()  # idempotent: one filter
+    log = logging.getLogger("transformers.utils.import_utils")
+    seen = []
+    handler = logging.Handler()
+    handler.emit = lambda record: seen.append(record.getMessage())
+    log.addHandler(handler)
+    try:
+        log.warning("`CLIPImageProcessor` requires torchvision (not installed); falling back to `CLIPImageProcessorPil` for backward compatibility.")
+        log.warning("something else")
+    finally:
+        log.removeHandler(handler)
+    assert seen == ["something else"] and len(log.filters) == 1

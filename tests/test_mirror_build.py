@@ -126,3 +126,20 @@ def test_a_run_on_the_made_mirror_without_the_hub_equals_the_fixture_mirrors(mir
     assert made_res["results"] == fix_res["results"]
     for task, rows in fixture.items():
         assert [{k: v for k, v in r.items() if k != "doc_hash"} for r in made[task]] == [{k: v for k, v in r.items() if k != "doc_hash"} for r in rows], task
+
+
+def test_hf_token_is_honoured_and_never_written(mirror, tmp_path):
+    """A private Hub (every request needs the token): without HF_TOKEN a 401 line; with it the mirror is
+    made, every request carrying it, and the token is in no file of the mirror."""
+    secret = "hf_mirror_secret_42"
+    with FakeHubServer(served(mirror), token=secret) as hub:
+        refused = mirror_cmd(hub, tmp_path / "hf", tmp_path / "m", "--benchmarks", "emma")
+        hub.clear_requests()
+        made = mirror_cmd(hub, tmp_path / "hf", tmp_path / "m", "--benchmarks", "emma", token=secret)
+        requests = list(hub.requests)
+    assert refused.returncode == 1 and "answered 401" in refused.stderr and "HF_TOKEN" in refused.stderr
+    assert made.returncode == 0, made.stdout + made.stderr
+    assert requests and all(r.authorization for r in requests)
+    for path in glob.glob(str(tmp_path / "m" / "**" / "*"), recursive=True):
+        if os.path.isfile(path):
+            assert secret.encode() not in open(path, "rb").read(), path

@@ -173,6 +173,20 @@ def warn_registration(msg: str) -> None:
 _RUNTIME_HOOKS = False
 
 
+class _TorchvisionFallback(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "requires torchvision (not installed); falling back to" not in record.getMessage()
+
+
+def quiet_torchvision_fallback() -> None:
+    """transformers' warning that an image processor falls back to its PIL backend without torchvision,
+    dropped: on CPU machines we remove torchvision on purpose (README, "Install"), and the PIL backend is
+    what the models then use. Only that message; nothing is imported."""
+    logger = logging.getLogger("transformers.utils.import_utils")
+    if not any(isinstance(f, _TorchvisionFallback) for f in logger.filters):
+        logger.addFilter(_TorchvisionFallback())
+
+
 def install_runtime_hooks() -> None:
     """Everything besides task indexing that a run of our tasks needs (see the module docstring).
     Idempotent."""
@@ -183,6 +197,7 @@ def install_runtime_hooks() -> None:
     # a wrong EARTHSCI_* value stops the process here, before any task is built (SettingsError, exit 2)
     enforce(declared(), "run")
     forward_logs()
+    quiet_torchvision_fallback()
     redact_hf_token()
     release_distributed_at_exit()
     recover_killed_response_runs()  # nothing to do on lmms-eval versions without the layered cache
