@@ -244,6 +244,21 @@ class NoDataRouteError(SystemExit):
 
 
 _WARNED_CACHED: set[str] = set()
+# set by a command that loads tasks to read what a finished run read (the report's figures): no route is
+# then an ordinary error it reports in place (DataRouteError), not a run's stop with a line on stderr
+NO_ROUTE_STOPS = {"process": True}
+
+
+@contextlib.contextmanager
+def no_route_as_error():
+    """Within the block, :func:`ensure_hub_route` raises :class:`DataRouteError` (quietly) instead of
+    stopping the process."""
+    before = NO_ROUTE_STOPS["process"]
+    NO_ROUTE_STOPS["process"] = False
+    try:
+        yield
+    finally:
+        NO_ROUTE_STOPS["process"] = before
 
 
 def ensure_hub_route(repo: str, revision: str | None) -> None:
@@ -266,6 +281,8 @@ def ensure_hub_route(repo: str, revision: str | None) -> None:
         f"lmms-eval-earthsci: {repo}{at} cannot be read: {why}. On a machine with the Hub run `lmms-eval-earthsci mirror DIR`, "
         f"then here `export {MIRROR_ENV}=DIR` (or HF_HUB_OFFLINE=1 with that machine's Hugging Face cache copied here)"
     )
+    if not NO_ROUTE_STOPS["process"]:
+        raise DataRouteError(line[len("lmms-eval-earthsci: ") :])
     print(line, file=sys.stderr, flush=True)
     raise NoDataRouteError(line)
 

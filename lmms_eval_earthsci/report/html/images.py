@@ -174,11 +174,11 @@ def run_images(run, wanted: Mapping[str, Iterable[str]], store: ThumbStore) -> d
 
 
 def _from_data(run, missing: Mapping[str, list[str]], store: ThumbStore) -> dict[str, dict[str, list[str] | str]]:
-    from lmms_eval_earthsci.core.data import data_route, mirror_env, undecoded
+    from lmms_eval_earthsci.core.data import data_route, mirror_env, no_route_as_error, undecoded
 
     route = data_route({t: ((run.configs.get(t) or {}).get("metadata") or {}).get("earthsci_data") for t in missing})
     out: dict[str, dict[str, list[str] | str]] = {}
-    with mirror_env(route.get("EARTHSCI_DATA_MIRROR")):
+    with mirror_env(route.get("EARTHSCI_DATA_MIRROR")), no_route_as_error():
         tasks = _build_tasks(missing, run.include_path)
         for task, ids in missing.items():
             obj = tasks.get(task)
