@@ -118,3 +118,61 @@ def test_http_through_a_plain_proxy_and_no_proxy(tmp_path, monkeypatch):
         monkeypatch.setenv("NO_PROXY", "127.0.0.1")
         results = judge_all(client(srv, tmp_path))
         assert [r.content for r in results] == ["Correct"] * 8 and len(proxy.requests) == 8  # direct
+
+
+# --------------------------------------------------------------------------- bodies with figures
+
+
+def _payloads(raw, png_path):
+    from PIL import Image
+
+    pil = Image.new("RGB", (7, 5), (10, 200, 30))
+    text = 'Is "x" ≈ y?\n\tnaïve \\ \u2028 \ud83d\ude00 and a mark \ue0000\ue000 in the text'
+    yield {"model": "judge", "messages": J.to_openai_messages([{"role": "user", "content": text}]), "temperature": 0.0}
+    yield {"model": "judge", "messages": J.to_openai_messages([{"role": "user", "content": [{"type": "image", "url": raw}, {"type": "text", "text": text}]}]), "temperature": 0.0, "max_tokens": 8}
+    parts = [{"type": "text", "text": "two figures"}, {"type": "image", "url": {"bytes": raw, "path": None}}, {"type": "image", "url": png_path}, {"type": "image", "url": pil}]
+    yield {"model": "judge", "messages": J.to_openai_messages([{"role": "system", "content": "judge"}, {"role": "user", "content": parts}]), "temperature": 0.0, "reasoning_effort": "low"}
+    # a data URL handed in as a string is a plain string: written the ordinary way
+    yield {"model": "judge", "messages": J.to_openai_messages([{"role": "user", "content": [{"type": "image", "url": "data:image/png;base64,AAAA"}]}]), "temperature": 0.0}
+
+
+def test_a_body_with_figures_is_byte_identical_to_json(tmp_path):
+    """The spliced encoding of data URLs is exactly json.dumps(sort_keys, ensure_ascii=False): the verdict
+    cache keys and the scoring fingerprints do not move."""
+    import os
+
+    raw = b"\x89PNG\r\n\x1a\n" + os.urandom(200_000)
+    png = tmp_path / "f.png"
+    png.write_bytes(raw[:5000])
+    cfg = J.JudgeConfig(base_url="http://127.0.0.1:1/v1", model="judge")
+    n = 0
+    for payload in _payloads(raw, str(png)):
+        body = J.encode_payload(payload)
+        assert body == J.encode_plain(payload) and J.request_key(cfg, body) == J.request_key(cfg, J.encode_plain(payload))
+        n += 1
+    assert n == 4
+    spliced = J.encode_payload(next(p for i, p in enumerate(_payloads(raw, str(png))) if i == 2))
+    assert spliced.count(b'"data:image/png;base64,') == 3  # the premise: the figures went the spliced way
+
+
+def test_figures_reach_the_server_byte_identical_to_the_stored_ones(tmp_path):
+    import base64
+    import os
+
+    figures = [b"\x89PNG\r\n\x1a\n" + os.urandom(300_000 + 17 * i) for i in range(6)]
+    with FakeOpenAIServer(responder=lambda body: "Correct") as srv:
+        client = J.JudgeClient(J.JudgeConfig(base_url=srv.base_url, model="judge", cache_dir=None, concurrency=3))
+        try:
+            requests = [(lambda f=f, i=i: [{"role": "user", "content": [{"type": "text", "text": f"doc {i}"}, {"type": "image", "url": {"bytes": f, "path": None}}]}]) for i, f in enumerate(figures)]
+            results = client.complete_many(requests)
+        finally:
+            client.close()
+        bodies = list(srv.requests)
+    assert all(r.ok for r in results) and len(bodies) == len(figures)
+    got = {}
+    for body in bodies:
+        parts = body["messages"][0]["content"]
+        url = next(p["image_url"]["url"] for p in parts if p.get("type") == "image_url")
+        assert url.startswith("data:image/png;base64,")
+        got[text_of(body)] = base64.b64decode(url.split(",", 1)[1], validate=True)
+    assert [got[f"doc {i}"] for i in range(len(figures))] == figures

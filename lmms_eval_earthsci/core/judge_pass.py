@@ -21,9 +21,10 @@ The same hook also runs a benchmark's *batch preparation* (:func:`batched`) firs
 well across docs (sentence embeddings for MSEarth's similarity fallback) is done for the whole shard in
 one call, and ``process_results`` looks its results up the same way.
 
-Memory stays bounded: images are read *undecoded* (the dataset's stored bytes, no PIL round trip) by
-the worker that sends the request, one doc at a time per worker, and dropped after sending; nothing
-but small per-doc dicts ever reaches lmms-eval's cross-rank gather.
+Memory stays bounded: images are read *undecoded* (the dataset's stored bytes, no PIL round trip) when
+the client's builder threads build the request, no more requests built than are in flight plus a few
+(``core.judge.client.BUILD_AHEAD``), and dropped once the reply is in; nothing but small per-doc dicts ever
+reaches lmms-eval's cross-rank gather.
 
 If the pass did not run for a doc (the hook is missing because lmms-eval internals changed, or the
 pass itself failed on this rank), ``process_results`` falls back to judging its doc on the spot
@@ -210,7 +211,7 @@ def request_summary(messages: Messages) -> dict:
 
 
 def _recording(build: Callable[[], Messages], into: dict) -> Callable[[], Messages]:
-    """``build`` that also notes its request's summary in ``into`` (inside the worker that sends it)."""
+    """``build`` that also notes its request's summary in ``into`` (in the builder thread that builds it)."""
     def wrapped():
         msgs = build()
         into["request"] = request_summary(msgs)
@@ -452,7 +453,7 @@ def _rank_items(task, media: bool, tags: Any = None) -> list["PassItem"]:
 
     def images_of(doc_id: int) -> Callable[[], dict]:
         def load() -> dict:
-            with lock:  # the undecoded view is built once, not by every worker at once
+            with lock:  # the undecoded view is built once, not by every builder thread at once
                 if "ds" not in cache:
                     cache["ds"] = undecoded(task.eval_docs)
             row = cache["ds"][doc_id]

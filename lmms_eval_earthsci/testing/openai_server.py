@@ -220,9 +220,11 @@ class FakeOpenAIServer(LoopbackServer):
             raise ValueError(f"unknown fault kind {f.kind!r}")
 
 
-def _serve_asyncio(latency: float, max_concurrency: int | None, reply: str) -> None:
+def _serve_asyncio(latency: float, max_concurrency: int | None, reply: str, skim: bool = False) -> None:
     """A lighter server for throughput benchmarks (aiohttp, one event loop, no thread per
-    connection), so the server's own CPU cost does not mask the client's. Same protocol."""
+    connection), so the server's own CPU cost does not mask the client's. Same protocol. ``skim``: the
+    body is read but not parsed (a multi-megabyte figure costs the server a copy, not a JSON parse),
+    so that a benchmark of image requests measures the client."""
     import asyncio
 
     from aiohttp import web
@@ -231,7 +233,7 @@ def _serve_asyncio(latency: float, max_concurrency: int | None, reply: str) -> N
         slots = asyncio.Semaphore(max_concurrency) if max_concurrency else None
 
         async def chat(request):
-            body = await request.json()
+            body = {} if skim and await request.read() is not None else await request.json()
             if slots:
                 await slots.acquire()
             try:
@@ -271,9 +273,10 @@ def main(argv=None) -> int:
     ap.add_argument("--max-concurrency", type=int, default=None)
     ap.add_argument("--reply", default="Correct")
     ap.add_argument("--engine", choices=["threads", "asyncio"], default="threads")
+    ap.add_argument("--skim", action="store_true", help="(asyncio engine) read each body without parsing it")
     args = ap.parse_args(argv)
     if args.engine == "asyncio":
-        _serve_asyncio(args.latency, args.max_concurrency, args.reply)
+        _serve_asyncio(args.latency, args.max_concurrency, args.reply, args.skim)
         return 0
     srv = FakeOpenAIServer(responder=lambda body: args.reply, latency=args.latency, max_concurrency=args.max_concurrency, record=False).start()
     print(f"PORT {srv.port}", flush=True)

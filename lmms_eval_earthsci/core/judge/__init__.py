@@ -3,7 +3,7 @@ Azure OpenAI), one module a concern:
 
 - :mod:`.config`    settings from ``EARTHSCI_JUDGE_*`` (table there) and the result of one request
 - :mod:`.cache`     the SQLite verdict cache (WAL locally, rollback journal on network filesystems)
-- :mod:`.transport` the HTTP exchange (one persistent connection per worker thread)
+- :mod:`.transport` the HTTP exchange (one event loop and one aiohttp session per process)
 - :mod:`.client`    retries, backoff, circuit breaker, concurrency, token accounting, :func:`get_judge`
 
 Never constructed at import and never needed to load a task or compute rule-based metrics:
@@ -11,10 +11,10 @@ Never constructed at import and never needed to load a task or compute rule-base
 """
 
 from lmms_eval_earthsci.core.judge.cache import VerdictCache, filesystem_type, journal_mode_for
-from lmms_eval_earthsci.core.judge.client import JudgeClient, JudgeStats, close_all, encode_payload, get_judge, request_key, to_openai_messages
+from lmms_eval_earthsci.core.judge.client import JudgeClient, JudgeStats, close_all, encode_payload, encode_plain, get_judge, request_key, to_openai_messages
 from lmms_eval_earthsci.core.judge.config import JUDGE_ENV, JudgeConfig, JudgeResult
 
 __all__ = [
     "JUDGE_ENV", "JudgeClient", "JudgeConfig", "JudgeResult", "JudgeStats", "VerdictCache",
-    "close_all", "encode_payload", "filesystem_type", "get_judge", "journal_mode_for", "request_key", "to_openai_messages",
+    "close_all", "encode_payload", "encode_plain", "filesystem_type", "get_judge", "journal_mode_for", "request_key", "to_openai_messages",
 ]

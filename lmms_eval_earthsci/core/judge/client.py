@@ -24,9 +24,11 @@ import json
 import logging
 import os
 import random
+import re
 import sqlite3
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
@@ -47,6 +49,14 @@ def _mime(raw: bytes) -> str:
     if raw[:4] == b"RIFF" and raw[8:12] == b"WEBP":
         return "image/webp"
     return "image/png"
+
+
+class DataURL(str):
+    """A data URL this module made from an image's bytes (``data:<mime>;base64,<base64>``): every character
+    is one JSON leaves as it is, so :func:`encode_payload` splices it into the body instead of having
+    ``json`` scan and copy megabytes of it."""
+
+    __slots__ = ()
 
 
 def _image_to_data_url(img: Any) -> str:
@@ -70,7 +80,7 @@ def _image_to_data_url(img: Any) -> str:
         buf = io.BytesIO()
         img.save(buf, format="PNG")
         raw = buf.getvalue()
-    return f"data:{_mime(raw)};base64," + base64.b64encode(raw).decode("ascii")
+    return DataURL(f"data:{_mime(raw)};base64," + base64.b64encode(raw).decode("ascii"))
 
 
 def to_openai_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict]:
@@ -92,9 +102,44 @@ def to_openai_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict]:
     return out
 
 
-def encode_payload(payload: Mapping[str, Any]) -> bytes:
-    """The request body, serialized once, canonically (sorted keys): sent as is and hashed for the key."""
+def encode_plain(payload: Mapping[str, Any]) -> bytes:
+    """The request body as ``json`` writes it, canonically (sorted keys, UTF-8): what
+    :func:`encode_payload` must equal byte for byte (cache keys and scoring fingerprints hash it)."""
     return json.dumps(payload, sort_keys=True, ensure_ascii=False).encode("utf-8", "surrogatepass")
+
+
+_SPLICE = "\ue000{}\ue000"  # a private-use character no request of ours holds around a number
+_SPLICED = re.compile('"\ue000(\\d+)\ue000"')
+
+
+def encode_payload(payload: Mapping[str, Any]) -> bytes:
+    """The request body, serialized once, canonically (sorted keys): sent as is and hashed for the key.
+    Byte for byte :func:`encode_plain`; the data URLs this module made (:class:`DataURL`) are written
+    in without ``json`` copying them (base64 needs no escaping), so a multi-megabyte figure costs one
+    copy, not a scan and two copies."""
+    urls: list[str] = []
+
+    def light(o):
+        if isinstance(o, DataURL):
+            urls.append(o)
+            return _SPLICE.format(len(urls) - 1)
+        if isinstance(o, dict):
+            return {k: light(v) for k, v in o.items()}
+        if isinstance(o, (list, tuple)):
+            return [light(v) for v in o]
+        return o
+
+    small = light(payload)
+    if not urls:
+        return encode_plain(payload)
+    text = json.dumps(small, sort_keys=True, ensure_ascii=False)
+    pieces = _SPLICED.split(text)
+    if len(pieces) != 2 * len(urls) + 1 or sorted(int(i) for i in pieces[1::2]) != list(range(len(urls))):
+        return encode_plain(payload)  # a text that looks like a splice mark: the plain way
+    out = []
+    for j, piece in enumerate(pieces):
+        out.append(piece.encode("utf-8", "surrogatepass") if j % 2 == 0 else b'"' + urls[int(piece)].encode("ascii") + b'"')
+    return b"".join(out)
 
 
 def request_key(cfg: JudgeConfig, body: bytes) -> str:
@@ -124,6 +169,12 @@ def _usage(raw: Any) -> dict:
         out["reasoning_tokens"] = reasoning
     return out
 
+
+# request bodies are built off the event loop by this many threads (base64 and json hold the GIL, so more
+# add little on 2 cores; hashing and the SQLite lookup release it), at most BUILD_AHEAD beyond the
+# requests in flight
+BUILD_THREADS = 2
+BUILD_AHEAD = 8
 
 # replies that no retry and no other doc can fix: the endpoint, model or key is wrong
 _FATAL_STATUS = (401, 403, 404)
@@ -196,6 +247,7 @@ class JudgeClient:
         self._stats_lock = threading.Lock()
         self._transport = Transport(config.timeout, config.ca_bundle)
         self._url, self._headers = self._endpoint()
+        self._builder: ThreadPoolExecutor | None = None
 
     def _cache_failed(self, what: str, path: str, exc: BaseException) -> None:
         """One warning for the client's life; the cache is dropped and judging goes on uncached."""
@@ -211,6 +263,9 @@ class JudgeClient:
         cache, self.cache = self.cache, None
         if cache is not None:
             cache.close()
+        builder, self._builder = self._builder, None
+        if builder is not None:
+            builder.shutdown(wait=False, cancel_futures=True)
         self._transport.close()
 
     # -- plumbing
@@ -339,14 +394,26 @@ class JudgeClient:
         breaker.record(result, transport_failure=True)
         return result
 
-    async def _acomplete(self, messages, breaker: _Breaker, settings) -> JudgeResult:
-        """One request on the transport's event loop: built, looked up in the cache, sent and retried
-        with backoff (a tripped ``breaker`` ends its waits and skips what is left). Never raises."""
+    def _build_pool(self) -> ThreadPoolExecutor:
+        """The threads that build request bodies (messages, images, encoding, the key, the cache lookup),
+        so that the event loop only sends and receives; made on first use."""
+        with self._stats_lock:
+            if self._builder is None:
+                self._builder = ThreadPoolExecutor(max_workers=BUILD_THREADS, thread_name_prefix="earthsci-judge-build")
+            return self._builder
+
+    async def _acomplete(self, messages, breaker: _Breaker, settings, send_slots: asyncio.Semaphore | None = None) -> JudgeResult:
+        """One request: built and looked up in the cache by a builder thread (off the event loop), then
+        sent and retried with backoff on the loop, holding one of ``send_slots`` (the requests in flight)
+        while it is sent (a tripped ``breaker`` ends its waits and skips what is left). Never raises."""
         try:
-            prepared = self._prepare(messages, settings)
+            prepared = await asyncio.get_running_loop().run_in_executor(self._build_pool(), self._prepare, messages, settings)
             if isinstance(prepared, JudgeResult):
                 return prepared
-            return await self._send(*prepared, breaker)
+            if send_slots is None:
+                return await self._send(*prepared, breaker)
+            async with send_slots:
+                return await self._send(*prepared, breaker)
         except Exception as exc:  # as complete(): never raises
             self._count(failures=1)
             return JudgeResult(None, error=f"judge client error: {type(exc).__name__}: {exc}", cause=f"client error {type(exc).__name__}")
@@ -372,7 +439,8 @@ class JudgeClient:
 
     def complete_many(self, requests: Sequence[Any], progress: bool = False, desc: str = "judging", concurrency: int | None = None, **settings) -> list[JudgeResult]:
         """Judge many requests with ``concurrency`` (default ``config.concurrency``) in flight; results
-        in input order. Each request may be a callable building its messages inside the worker."""
+        in input order. Each request may be a callable building its messages: it is called in a builder
+        thread, at most ``width + BUILD_AHEAD`` requests ahead of their replies."""
         if not requests:
             return []
         bar = None
@@ -388,20 +456,23 @@ class JudgeClient:
         breaker = _Breaker(self.config.breaker)
 
         async def run_all():
-            slots = asyncio.Semaphore(width)  # at most `width` requests of this call in flight
+            sending = asyncio.Semaphore(width)  # at most `width` requests of this call in flight
+            # bodies built ahead of a free slot, no further: a body lives from its build to its reply,
+            # so memory holds `width + BUILD_AHEAD` bodies however many docs the pass has
+            built = asyncio.Semaphore(width + BUILD_AHEAD)
 
             async def one(req):
-                async with slots:
+                async with built:
                     try:
-                        return await self._acomplete(req, breaker, settings)
+                        return await self._acomplete(req, breaker, settings, sending)
                     finally:
                         if bar is not None:
                             bar.update(1)
 
             return await asyncio.gather(*(one(r) for r in requests))
 
-        # the whole pass runs on the transport's event loop: each request's messages are built, its
-        # cache entry read and its reply parsed there, between the awaits of the others' I/O
+        # the pass's requests are sent and received on the transport's event loop; their bodies are
+        # built by the builder threads (_build_pool), never on the loop
         results = list(asyncio.run_coroutine_threadsafe(run_all(), self._transport.loop()).result())
         if bar is not None:
             bar.close()
@@ -443,7 +514,7 @@ def get_judge(overrides: Mapping[str, Any] | None = None, purpose: str = "judge 
 
 @atexit.register
 def close_all() -> None:
-    """Leave nothing of ours running at interpreter exit (worker threads, SQLite handles)."""
+    """Leave nothing of ours running at interpreter exit (builder threads, HTTP sessions, SQLite handles)."""
     with _JUDGES_LOCK:
         clients = list(_JUDGES.values())
         _JUDGES.clear()

@@ -1,11 +1,11 @@
 """The judge's HTTP exchange, on aiohttp: one event loop per process, in a daemon thread, with one
 ``ClientSession`` whose connection pool every judge request of the process shares.
 
-The client's worker threads (:mod:`.client`: they build messages and images, read the verdict cache and
-run the retries) hand each POST to the loop and wait for its reply; the loop carries the protocol work
-(HTTP/1.1 parsing, keep-alive, chunked and content-length bodies, TLS, proxies). Measured side by side
-(``benchmarks/judge_throughput.py``): the pass keeps 0.97-0.98 of a loopback server's limit at 0.5 s
-latency.
+The client (:mod:`.client`) builds each request's body off the loop, in its builder threads (messages,
+images, encoding, the cache key and lookup), and runs each request's sending, retries and backoff as a
+coroutine on the loop, which so only sends and receives; the loop carries the protocol work (HTTP/1.1
+parsing, keep-alive, chunked and content-length bodies, TLS, proxies). Measured side by side:
+``benchmarks/judge_throughput.py`` and the judge's README.
 
 - **Timeouts** apply per socket operation (``sock_connect``, ``sock_read``), as before: a long answer
   that keeps streaming is not cut, a silent server is.
