@@ -58,9 +58,17 @@ def spec(image_kb: int) -> JudgeSpec:
     return JudgeSpec(name="bench", build=_with_figure if image_kb else _text, parse=lambda reply: reply.strip().lower() == "correct", uses_images=bool(image_kb))
 
 
+_NOISE: dict[int, bytes] = {}
+
+
 def figure(doc_id: int, image_kb: int) -> dict:
-    """A doc's figure as a dataset row stores it: undecoded bytes, incompressible."""
-    return {"bytes": PNG + random.Random(doc_id).randbytes(image_kb * 1024 - len(PNG)), "path": None}
+    """A doc's figure as a dataset row stores it: undecoded bytes, incompressible, different for every
+    doc (a window of one random buffer, as cheap to read as an Arrow row, not generated per doc)."""
+    n = image_kb * 1024 - len(PNG)
+    if n not in _NOISE:
+        _NOISE[n] = random.Random(0).randbytes(4 * n)
+    offset = (doc_id * 7919) % (3 * n)
+    return {"bytes": PNG + _NOISE[n][offset : offset + n], "path": None}
 
 
 def items(n: int, image_kb: int, tag: str, start: int = 0) -> list[PassItem]:
@@ -93,7 +101,16 @@ def main(argv=None):
     ap.add_argument("--repeats", type=int, default=3, help="passes of (a); the median is reported")
     ap.add_argument("--image-kb", type=int, nargs="+", default=[0], help="figure sizes in KiB (0: text only)")
     ap.add_argument("--rss", type=int, default=None, metavar="DOCS", help="one pass of DOCS docs with the first --image-kb figure, then this process's peak RSS")
+    ap.add_argument("--build-ahead", type=int, default=None, help="bodies built beyond the requests in flight (default: the client's BUILD_AHEAD)")
+    ap.add_argument("--build-threads", type=int, default=None, help="threads building bodies (default: the client's BUILD_THREADS)")
     args = ap.parse_args(argv)
+    from lmms_eval_earthsci.core.judge import client as judge_client
+
+    if args.build_ahead is not None:
+        judge_client.BUILD_AHEAD = args.build_ahead
+    if args.build_threads is not None:
+        judge_client.BUILD_THREADS = args.build_threads
+    print(f"build-ahead {judge_client.BUILD_AHEAD}, build threads {judge_client.BUILD_THREADS}")
     if args.rss:
         return peak_rss(args)
     for kb in args.image_kb:

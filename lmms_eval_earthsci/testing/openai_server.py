@@ -233,7 +233,12 @@ def _serve_asyncio(latency: float, max_concurrency: int | None, reply: str, skim
         slots = asyncio.Semaphore(max_concurrency) if max_concurrency else None
 
         async def chat(request):
-            body = {} if skim and await request.read() is not None else await request.json()
+            if skim:  # the body's chunks are read as they come and dropped: no join, no parse
+                async for _ in request.content.iter_any():
+                    pass
+                body = {}
+            else:
+                body = await request.json()
             if slots:
                 await slots.acquire()
             try:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import atexit
-import base64
 import hashlib
 import io
 import json
@@ -31,6 +30,11 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
+
+try:  # SIMD base64, the same bytes as the stdlib's (a figure of 1.5 MB: 0.04 ms instead of 1.6 ms)
+    from pybase64 import b64encode
+except ImportError:  # pragma: no cover - a declared dependency; the stdlib's is the fallback
+    from base64 import b64encode
 
 from lmms_eval_earthsci.core.judge.cache import VerdictCache
 from lmms_eval_earthsci.core.judge.config import JUDGE_ENV, JudgeConfig, JudgeResult
@@ -80,7 +84,8 @@ def _image_to_data_url(img: Any) -> str:
         buf = io.BytesIO()
         img.save(buf, format="PNG")
         raw = buf.getvalue()
-    return DataURL(f"data:{_mime(raw)};base64," + base64.b64encode(raw).decode("ascii"))
+    # one copy into the string (the base64 written after its prefix, decoded once as ASCII)
+    return DataURL(b"data:" + _mime(raw).encode() + b";base64," + b64encode(raw), "ascii")
 
 
 def to_openai_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict]:
@@ -112,24 +117,27 @@ _SPLICE = "\ue000{}\ue000"  # a private-use character no request of ours holds a
 _SPLICED = re.compile('"\ue000(\\d+)\ue000"')
 
 
+def _lighten(o: Any, urls: list[str]) -> Any:
+    """``o`` with each :class:`DataURL` replaced by its splice mark (the URL appended to ``urls``). A
+    module function, not a closure: a recursive closure is a reference cycle that keeps megabytes of
+    figures alive until the garbage collector happens to run."""
+    if isinstance(o, DataURL):
+        urls.append(o)
+        return _SPLICE.format(len(urls) - 1)
+    if isinstance(o, dict):
+        return {k: _lighten(v, urls) for k, v in o.items()}
+    if isinstance(o, (list, tuple)):
+        return [_lighten(v, urls) for v in o]
+    return o
+
+
 def encode_payload(payload: Mapping[str, Any]) -> bytes:
     """The request body, serialized once, canonically (sorted keys): sent as is and hashed for the key.
     Byte for byte :func:`encode_plain`; the data URLs this module made (:class:`DataURL`) are written
     in without ``json`` copying them (base64 needs no escaping), so a multi-megabyte figure costs one
     copy, not a scan and two copies."""
     urls: list[str] = []
-
-    def light(o):
-        if isinstance(o, DataURL):
-            urls.append(o)
-            return _SPLICE.format(len(urls) - 1)
-        if isinstance(o, dict):
-            return {k: light(v) for k, v in o.items()}
-        if isinstance(o, (list, tuple)):
-            return [light(v) for v in o]
-        return o
-
-    small = light(payload)
+    small = _lighten(payload, urls)
     if not urls:
         return encode_plain(payload)
     text = json.dumps(small, sort_keys=True, ensure_ascii=False)
@@ -402,21 +410,31 @@ class JudgeClient:
                 self._builder = ThreadPoolExecutor(max_workers=BUILD_THREADS, thread_name_prefix="earthsci-judge-build")
             return self._builder
 
-    async def _acomplete(self, messages, breaker: _Breaker, settings, send_slots: asyncio.Semaphore | None = None) -> JudgeResult:
+    async def _acomplete(self, messages, breaker: _Breaker, settings, send_slots: asyncio.Semaphore | None = None, turn: tuple | None = None) -> JudgeResult:
         """One request: built and looked up in the cache by a builder thread (off the event loop), then
         sent and retried with backoff on the loop, holding one of ``send_slots`` (the requests in flight)
-        while it is sent (a tripped ``breaker`` ends its waits and skips what is left). Never raises."""
+        while it is sent (a tripped ``breaker`` ends its waits and skips what is left). ``turn``: (the
+        previous request's event, this one's): requests take their slots in input order, as they did
+        when they were built on the loop, whichever builder thread finishes first. Never raises."""
+        previous, mine = turn or (None, None)
         try:
             prepared = await asyncio.get_running_loop().run_in_executor(self._build_pool(), self._prepare, messages, settings)
             if isinstance(prepared, JudgeResult):
                 return prepared
+            if previous is not None:
+                await previous.wait()
             if send_slots is None:
                 return await self._send(*prepared, breaker)
             async with send_slots:
+                if mine is not None:
+                    mine.set()
                 return await self._send(*prepared, breaker)
         except Exception as exc:  # as complete(): never raises
             self._count(failures=1)
             return JudgeResult(None, error=f"judge client error: {type(exc).__name__}: {exc}", cause=f"client error {type(exc).__name__}")
+        finally:
+            if mine is not None:
+                mine.set()  # a cached, unbuildable or finished request lets the next one take its turn
 
     async def _send(self, body: bytes, key: str, breaker: _Breaker) -> JudgeResult:
         last = Retryable("no attempt made")
@@ -460,16 +478,17 @@ class JudgeClient:
             # bodies built ahead of a free slot, no further: a body lives from its build to its reply,
             # so memory holds `width + BUILD_AHEAD` bodies however many docs the pass has
             built = asyncio.Semaphore(width + BUILD_AHEAD)
+            turns = [asyncio.Event() for _ in requests]
 
-            async def one(req):
+            async def one(i, req):
                 async with built:
                     try:
-                        return await self._acomplete(req, breaker, settings, sending)
+                        return await self._acomplete(req, breaker, settings, sending, (turns[i - 1] if i else None, turns[i]))
                     finally:
                         if bar is not None:
                             bar.update(1)
 
-            return await asyncio.gather(*(one(r) for r in requests))
+            return await asyncio.gather(*(one(i, r) for i, r in enumerate(requests)))
 
         # the pass's requests are sent and received on the transport's event loop; their bodies are
         # built by the builder threads (_build_pool), never on the loop
