@@ -131,10 +131,6 @@ class Samples(Mapping):
             return list(self._loaded.get(task, []))
         return read_full(path)
 
-    def release(self) -> None:
-        """Forget what was read (it is read again on the next use)."""
-        self._loaded = {t: v for t, v in self._loaded.items() if not self.paths.get(t)}
-
 
 # --------------------------------------------------------------------------- one results file
 
