@@ -88,7 +88,7 @@ def _typos(args: list[str]) -> list[str]:
     """A line per ``--tasks`` name that looks like one of ours (a benchmark's prefix: ``emma_...``) but is
     none of our tasks or groups, with the nearest of ours: lmms-eval itself says "Tasks not found" and
     exits 0. Other names (lmms-eval's own tasks, upstream ``emma``) pass untouched."""
-    import difflib
+    import difflib  # lazy, as the command dispatch: `run` alone needs these
 
     from lmms_eval_earthsci import registry
     from lmms_eval_earthsci.yamlgen import our_names
@@ -178,7 +178,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(text if status != 2 else f"lmms-eval-earthsci check-mirror: {text}", file=sys.stdout if status == 0 else sys.stderr)
         return status
     if a.command == "write-fixtures":
-        import datasets
+        import datasets  # lazy, as the command dispatch: only write-fixtures loads datasets here
 
         from lmms_eval_earthsci.core.data import fingerprint
         from lmms_eval_earthsci.testing.fixtures import write_mirror

@@ -83,7 +83,7 @@ def parse(argv):
 
 def headline_lines(runs) -> list[str]:
     """Each benchmark's headline numbers in one line: ``  EMMA  emma_mini 36.25 · emma_full 32.71``."""
-    from lmms_eval_earthsci.report.papers import fmt
+    from lmms_eval_earthsci.report.papers import fmt  # lazy: matplotlib and scipy, after the run
     from lmms_eval_earthsci.report.sections import headline_keys
 
     out = []

@@ -119,7 +119,7 @@ def _refusal_line(exc: BaseException, p: RepoPlan) -> str:
 def fetch(p: RepoPlan, root: str) -> tuple[bool, str | None, str]:
     """Download one repo into ``root/<org>/<name>``: (fetched, the commit the copy records, a line saying
     what was fetched or why not)."""
-    from huggingface_hub import snapshot_download
+    from huggingface_hub import snapshot_download  # lazy: the command's help and usage errors need none of it
 
     dest = os.path.join(root, *p.repo.split("/"))
     before = data.fingerprint(dest) if os.path.isdir(dest) else {"files": 0, "bytes": 0}

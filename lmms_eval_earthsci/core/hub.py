@@ -6,6 +6,7 @@ answer in time), so that each can be said as it is."""
 from __future__ import annotations
 
 import functools
+import glob
 import os
 import socket
 import threading
@@ -56,9 +57,7 @@ def dataset_cached(repo: str, revision: str | None = None) -> str | None:
     """Where a Hub dataset could be read without the Hub (None: nowhere): the Hub cache holding its
     snapshot (at ``revision`` when one is pinned), or ``datasets``' own cache of a build of it (the
     folder ``datasets`` itself falls back to, ``<namespace>___<name>/<config>/<version>/<hash>``)."""
-    import glob
-
-    from huggingface_hub import constants
+    from huggingface_hub import constants  # lazy: only when the Hub cannot be reached
 
     hub_repo = os.path.join(constants.HF_HUB_CACHE, "datasets--" + repo.replace("/", "--"))
     if revision:
@@ -66,7 +65,7 @@ def dataset_cached(repo: str, revision: str | None = None) -> str | None:
             return hub_repo
     elif glob.glob(os.path.join(hub_repo, "snapshots", "*")):
         return hub_repo
-    try:
+    try:  # lazy, as above
         import datasets
         from datasets.naming import camelcase_to_snakecase
 

@@ -26,6 +26,7 @@ import math
 import os
 import re
 import sys
+import tempfile
 from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping, Sequence
 
@@ -100,8 +101,6 @@ def writable_folder(v: str) -> bool:
     """A folder this process can create and write in, found by doing it (creating the folder and a file
     in it), not by reading permissions: root passes every permission check, and a path under /proc or a
     read-only mount says no only when written to."""
-    import tempfile
-
     path = os.path.abspath(os.path.expanduser(v))
     try:
         os.makedirs(path, exist_ok=True)

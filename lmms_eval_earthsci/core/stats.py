@@ -273,9 +273,7 @@ def interval(items: Sequence[Any], dotted: str | None, n_resamples: int = DEFAUL
 def tango_interval(n10: int, n01: int, n: int, confidence: float = CONFIDENCE) -> tuple[float, float]:
     """Tango's score interval (Stat. Med. 1998) for the difference of two paired proportions,
     ``(n10 - n01) / n``: the differences a score test (McNemar's, asymptotically) does not reject."""
-    import math
-
-    from scipy.optimize import brentq
+    from scipy.optimize import brentq  # lazy, as every scipy import here: the report alone needs it
     from scipy.stats import norm
 
     z = float(norm.ppf(1 - (1 - confidence) / 2))
