@@ -83,16 +83,15 @@ def parse(argv):
 
 def headline_lines(runs) -> list[str]:
     """Each benchmark's headline numbers in one line: ``  EMMA  emma_mini 36.25 · emma_full 32.71``."""
-    from lmms_eval_earthsci.report.papers import fmt  # lazy: matplotlib and scipy, after the run
-    from lmms_eval_earthsci.report.sections import headline_keys
+    from lmms_eval_earthsci.report.sections import headline_values  # lazy: matplotlib and scipy, after the run
 
+    by_bench: dict = {}
+    for b, t, m, value in headline_values(runs[0]):
+        by_bench.setdefault(b.title, []).append((t, m, value))
     out = []
-    for b in registry.benchmarks():
-        keys = headline_keys(b, runs)
-        tasks = [t for t, _ in keys]
-        cells = [f"{t if tasks.count(t) == 1 else f'{t} ({m})'} {fmt(runs[0].value(t, m)[1], m)}" for t, m in keys]
-        if cells:
-            out.append(f"  {b.title:<12} " + " · ".join(cells))
+    for title, keys in by_bench.items():
+        tasks = [t for t, _, _ in keys]
+        out.append(f"  {title:<12} " + " · ".join(f"{t if tasks.count(t) == 1 else f'{t} ({m})'} {value}" for t, m, value in keys))
     return out
 
 

@@ -410,12 +410,10 @@ def _parser() -> argparse.ArgumentParser:
 def _summary(results_path: str) -> str:
     """The rescored run's headline numbers, a line per task (as the report's headline picks them)."""
     from lmms_eval_earthsci.report import read_runs  # lazy: the report's modules, after the run
-    from lmms_eval_earthsci.report.papers import fmt
-    from lmms_eval_earthsci.report.sections import headline_keys
+    from lmms_eval_earthsci.report.sections import headline_values
 
-    runs = read_runs([results_path])
-    lines = [f"  {t} · {m}: {fmt(runs[0].value(t, m)[1], m)}" for b in registry.benchmarks() for t, m in headline_keys(b, runs)]
-    return "\n".join(lines)
+    (run,) = read_runs([results_path])
+    return "\n".join(f"  {t} · {m}: {value}" for _, t, m, value in headline_values(run))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

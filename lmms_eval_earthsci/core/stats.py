@@ -233,10 +233,10 @@ def _kernel(dotted: str | None):
     return KERNELS.get(dotted or "lmms_eval_earthsci.core.metrics.mean_present")
 
 
-def proportion(items: Sequence[Any], dotted: str | None) -> tuple[int, int, float] | None:
-    """(docs right, docs scored, scale) when the metric is a right/wrong mean: its aggregation is a mean
-    (a mean kernel) and every scored doc is 0 or ``scale`` (100: percent, or 1); None otherwise. A metric
-    whose docs are all 0 counts as percent (every metric of ours is)."""
+def _right_wrong(items: Sequence[Any], dotted: str | None) -> tuple[np.ndarray, np.ndarray, float] | None:
+    """(values, scored mask, scale) of a right/wrong mean: its aggregation is a mean (a mean kernel) and
+    every scored doc is 0 or ``scale`` (100: percent, or 1); None otherwise. A metric whose docs are all
+    0 counts as percent (every metric of ours is)."""
     kernel = _kernel(dotted)
     if kernel is None or kernel[1] is not _mean_stat:
         return None
@@ -249,8 +249,18 @@ def proportion(items: Sequence[Any], dotted: str | None) -> tuple[int, int, floa
         return None
     for scale in (100.0, 1.0):
         if np.all((scored == 0) | (scored == scale)):
-            return int(np.sum(scored == scale)), int(scored.size), scale
+            return v, m, scale
     return None
+
+
+def proportion(items: Sequence[Any], dotted: str | None) -> tuple[int, int, float] | None:
+    """(docs right, docs scored, scale) when the metric is a right/wrong mean (:func:`_right_wrong`)."""
+    rw = _right_wrong(items, dotted)
+    if rw is None:
+        return None
+    v, m, scale = rw
+    scored = v[m > 0]
+    return int(np.sum(scored == scale)), int(scored.size), scale
 
 
 def wilson(k: int, n: int, scale: float = 100.0, confidence: float = CONFIDENCE) -> Interval:
@@ -312,7 +322,7 @@ def _bootstrap_p(distribution: np.ndarray) -> float | None:
 
 def paired(items_a: Mapping[Any, Any], items_b: Mapping[Any, Any], dotted: str | None, n_resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED, confidence: float = CONFIDENCE) -> Paired:
     """Run a minus run b on the docs both have (keyed by doc_id): for a right/wrong metric McNemar's exact
-    test and its exact conditional interval; for the others the paired bootstrap (each resample draws the
+    test and Tango's score interval; for the others the paired bootstrap (each resample draws the
     same docs from both runs), its interval and p-value. Docs in one run only are counted, not compared."""
     common = [k for k in items_a if k in items_b]
     only_a, only_b = len(items_a) - len(common), len(items_b) - len(common)
@@ -321,11 +331,9 @@ def paired(items_a: Mapping[Any, Any], items_b: Mapping[Any, Any], dotted: str |
     diff = None if pa is None or pb is None else pa - pb
     if diff is None:
         return Paired(None, Interval(None, None, n_resamples, len(common)), len(common), only_a, only_b, None, None)
-    prop_a, prop_b = proportion(a, dotted), proportion(b, dotted)
-    if prop_a is not None and prop_b is not None and prop_a[2] == prop_b[2]:
-        scale = prop_a[2]
-        encode = _kernel(dotted)[0]
-        (va, ma), (vb, mb) = encode(a), encode(b)
+    rw_a, rw_b = _right_wrong(a, dotted), _right_wrong(b, dotted)
+    if rw_a is not None and rw_b is not None and rw_a[2] == rw_b[2]:
+        (va, ma, scale), (vb, mb, _) = rw_a, rw_b
         both = (ma > 0) & (mb > 0)  # docs scored in both runs (a judged doc without a verdict is not)
         if np.any(both):
             ra, rb = (va[both] == scale).tolist(), (vb[both] == scale).tolist()

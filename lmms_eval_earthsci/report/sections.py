@@ -293,6 +293,12 @@ def headline_section(runs: list[Run], benches: list[Benchmark], paper_model: str
     return "\n".join(text) + "\n"
 
 
+def headline_values(run: Run) -> list[tuple[Benchmark, str, str, str]]:
+    """(benchmark, task, metric, formatted value) of the run's headline metrics, benchmark by benchmark:
+    what a command prints of a run it just made (the demo, rescore)."""
+    return [(b, t, m, fmt(run.value(t, m)[1], m)) for b in registry.benchmarks() for t, m in headline_keys(b, [run])]
+
+
 def _n_tasks(n: int) -> str:
     return f"{n} task" + ("" if n == 1 else "s")
 
