@@ -43,6 +43,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="the bootstrap's seed (default 0)")
     p.add_argument("--no-html", action="store_true", help="write report.md and the charts only, not report.html and its sample browser")
     p.add_argument("--no-images", action="store_true", help="report.html without the docs' figures (no dataset is loaded)")
+    p.add_argument("--figure-budget", type=float, default=None, metavar="MB", help="disk for the figures' large copies (the overlay opened by clicking a figure), docs where runs disagree first, then docs some run got wrong (default 500; 0: thumbnails only)")
     p.add_argument("--baseline", default=None, metavar="RUN", help="the run every other run is compared with (a label or a run folder; default: the first in order)")
     p.add_argument("--order", default=None, metavar="RUN,RUN,...", help="these runs first, in this order (labels or run folders); the rest after, by training step and name")
     p.add_argument("--label", action="append", default=[], metavar="FOLDER=NAME", help="name the run of FOLDER (a run folder, results file or label); repeatable")
@@ -157,16 +158,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     if a.command == "report":
         from lmms_eval_earthsci.report import ReportError, write_report
 
+        notes: list[str] = []
         try:
             path, text = write_report(
                 a.paths, a.out, a.paper_model, resamples=a.resamples, seed=a.seed, html=not a.no_html, images=not a.no_images,
                 labels=a.label, order=[x for x in (a.order or "").split(",") if x.strip()], baseline_run=a.baseline, keep_reruns=a.keep_reruns,
+                figure_budget_mb=a.figure_budget, notes=notes,
             )
         except ReportError as exc:
             print(f"lmms-eval-earthsci report: {exc}", file=sys.stderr)
             return 2
         print(text)
         print(f"\nreport: {path}" + ("" if a.no_html else f"\nwith its sample browser: {os.path.join(os.path.dirname(path), 'report.html')} (open it from disk)"))
+        for note in notes:
+            print(note)
         return 0
     if a.command == "check-mirror":
         from lmms_eval_earthsci.mirror import check_mirror

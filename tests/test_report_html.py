@@ -74,8 +74,9 @@ def test_a_cached_doc_set_loads_no_data_and_a_missing_one_says_why(tmp_path, mon
     store.save_manifest(I.docset_key("emma_mini_math", r.configs["emma_mini_math"], 1.0), {"0": [names[0]], "1": [names[1]]})
     called = []
     real = I._from_data
-    monkeypatch.setattr(I, "_from_data", lambda run, missing, store: called.append(dict(missing)) or real(run, missing, store))
-    write_report([run], str(tmp_path / "rep"), resamples=0, html=True)
+    monkeypatch.setattr(I, "_from_data", lambda run, missing, store, budget: called.append(dict(missing)) or real(run, missing, store, budget))
+    # thumbnails only (a budget would decode docs 0 and 1 again for their large copies, not cached here)
+    write_report([run], str(tmp_path / "rep"), resamples=0, html=True, figure_budget_mb=0)
     data = (tmp_path / "rep" / "browser" / "data" / "t0.js").read_text()
     docs = json.loads(data[data.index(",") + 1 : data.rindex(")")])["docs"]
     assert [d["images"] for d in docs[:2]] == [[names[0]], [names[1]]]
@@ -88,7 +89,7 @@ def test_a_cached_doc_set_loads_no_data_and_a_missing_one_says_why(tmp_path, mon
     assert "</" not in data and docs[0]["prompt"] == "q0 <b>"  # a JSON string in a script file: text
     # a second report finds every cached doc again without asking for data; --no-html writes no page
     called.clear()
-    write_report([run], str(tmp_path / "rep2"), resamples=0, html=False)
+    write_report([run], str(tmp_path / "rep2"), resamples=0, html=False, figure_budget_mb=0)
     assert not (tmp_path / "rep2" / "report.html").exists() and called == []
 
 
@@ -100,12 +101,19 @@ def test_two_runs_are_side_by_side_and_a_changed_prompt_is_flagged(tmp_path):
     rows[2]["emma_acc"] = {"score": 0.0, "extraction": "C", "rule": "boxed"}
     path.write_text("".join(json.dumps(x) + "\n" for x in rows[1:]))  # doc 0 only in run a
     runs = read_runs([a, b])
-    docs = task_docs(registry.get("emma"), "emma_mini_math", runs)
+    docs = task_docs(registry.get("emma"), "emma_mini_math", runs)["docs"]
     assert [d["id"] for d in docs] == ["0", "1", "2"]
     assert docs[0]["runs"][1] is None and not docs[0]["prompts_differ"]
-    assert docs[1]["prompts_differ"] and docs[1]["runs"][1]["prompt"] == "another prompt"
+    assert docs[1]["prompts_differ"] and docs[1]["runs"][1]["prompt"] == "another prompt" and "prompt" not in docs[1]["runs"][0]
     assert [r["verdict"] for r in docs[2]["runs"]] == ["right", "wrong"]
     assert docs[2]["fields"] == {"category": "path tracing"}
+    # split for the page: the list's part kept per run, each run's details handed over as the run is read
+    got = {}
+    split = task_docs(registry.get("emma"), "emma_mini_math", runs, lambda i, by_doc: got.setdefault(i, by_doc))
+    assert sorted(got) == [0, 1] and sorted(got[0]) == ["0", "1", "2"] and sorted(got[1]) == ["1", "2"]
+    assert set(split["docs"][2]["runs"][1]) == {"verdict", "score", "answer", "detail", "stage"}
+    assert got[1]["2"]["responses"] == ["\\boxed{B}"] and got[1]["1"]["prompt"] == "another prompt" and "prompt" not in got[1]["2"]
+    assert split["no_verdict"] == [None, None]
 
 
 def test_discordant_counts_link_to_the_disagreement_filter_in_both_tables(tmp_path):
@@ -134,3 +142,109 @@ def test_discordant_counts_link_to_the_disagreement_filter_in_both_tables(tmp_pa
         '<a class="mcnemar" href="#samples?task=emma_mini_math&amp;pair=a_right&amp;a=1&amp;b=0">2</a>'
     )
     assert cell("Changes against the baseline", row, 10, "x") == "x"
+
+
+MCQ_PROMPT = "Caption: rainfall.\nQuestion:\nWhich month is wettest?\nOptions:\nA. January\nB. April\nC. July\nD. October\n\nBased on the image, select the correct option."
+
+
+@pytest.mark.parametrize(
+    "bench, task, sample, verdict, answer, detail",
+    [
+        # MSEarth: the option scored and its text, not the raw response; the similarity that decided it
+        ("msearth", "msearth_mcq", {"target": "C. July", "msearth_acc": {"score": 0.0, "answer": "zrveedim ocean", "rule": "similarity", "option": "B", "similarity": 0.147, "runner_up_similarity": 0.1148}}, "wrong", "B. April", "similarity fallback: 0.147 (runner-up 0.115); below 0.5: a low-confidence pick"),
+        ("msearth", "msearth_mcq", {"target": "C. July", "msearth_acc": {"score": 100.0, "answer": "c", "rule": "letter", "option": "C"}}, "right", "C. July", "read as a letter"),
+        ("msearth", "msearth_mcq", {"target": "C. July", "msearth_acc": {"score": 100.0, "answer": "July", "rule": "content"}}, "right", "C. July", "the option's text, exactly"),
+        ("msearth", "msearth_mcq", {"target": "C. July", "msearth_acc": {"score": 0.0, "answer": "", "rule": "none"}}, "no_answer", None, None),
+        ("msearth", "msearth_open", {"target": "spring", "msearth_oe_acc": {"id": "x", "answer": "late spring", "score": 100.0, "judge": {"status": "judged"}}}, "right", "late spring", None),
+        # MAC: the pick with its probability; an unparsed answer says why
+        ("mac", "mac2025_i2t_info", {"mac_acc": {"gold": "B", "pred": "B", "parsed": True, "path": "json", "correct": True, "probs": {"A": 0.1, "B": 0.7, "C": 0.1, "D": 0.1}}}, "right", "B", "probability 0.70"),
+        ("mac", "mac2025_i2t_info", {"mac_acc": {"gold": "B", "pred": None, "parsed": False, "path": "none", "problem": "no JSON object"}}, "no_answer", None, "no JSON object"),
+        ("musciclaims", "musciclaims_d", {"musciclaims_macro_f1": {"gold": "SUPPORT", "pred": "CONTRADICT", "stage": "json"}}, "wrong", "CONTRADICT", None),
+    ],
+)
+def test_each_benchmark_says_what_was_scored(bench, task, sample, verdict, answer, detail):
+    got = view(registry.get(bench).report_spec(), task, {"doc_id": 0, "input": MCQ_PROMPT, "resps": [["raw"]], "target": "x", **sample})
+    assert (got["verdict"], got["answer"], got["detail"]) == (verdict, answer, detail)
+
+
+def _write_run(tmp_path, name, task, samples, configs=None, cli=None, model="m"):
+    d = tmp_path / name / "m"
+    d.mkdir(parents=True)
+    (d / f"20261123_000000_samples_{task}.jsonl").write_text("".join(json.dumps(s) + "\n" for s in samples))
+    cfg = {"model": "fake", "model_args": f"model={model}", "resolved_cli_args": cli or {}}
+    (d / "20261123_000000_results.json").write_text(json.dumps({"results": {task: {"alias": task}}, "configs": configs or {}, "versions": {task: 1.0}, "config": cfg}))
+    return str(tmp_path / name)
+
+
+def test_no_verdict_says_why_from_what_the_run_recorded(tmp_path):
+    """A judged task without a judge, a --predict_only run, a metric the run could not compute: each
+    run's reason in the task's data (the page shows it under "no verdict")."""
+    judged = [{"doc_id": 0, "input": "p", "resps": [["r"]], "target": "3", "emma_acc": {"score": 0.0, "extraction": "2", "rule": "boxed"}, "emma_judge_acc": None}]
+    predict = [{"doc_id": 0, "input": "p", "resps": [["r"]], "target": "3"}]
+    caption = [{"doc_id": 0, "input": "p", "resps": [["r"]], "target": "c", "msearth_cap_score": None}]
+    runs = read_runs([
+        _write_run(tmp_path, "nojudge", "emma_mini_judge_math", judged),
+        _write_run(tmp_path, "predict", "emma_mini_judge_math", predict, cli={"predict_only": True}, model="n"),
+    ])
+    data = task_docs(registry.get("emma"), "emma_mini_judge_math", runs)
+    assert [r["verdict"] for r in data["docs"][0]["runs"]] == ["no_verdict", "no_verdict"]
+    assert data["no_verdict"][0].startswith("no LLM judge was configured for this run, so emma_judge_acc has no value (set EARTHSCI_JUDGE_BASE_URL")
+    assert data["no_verdict"][1].startswith("a --predict_only run: its responses were logged, nothing was scored")
+    cfg = {"msearth_caption": {"metadata": {"earthsci_unavailable": {"msearth_cap_score": "the judge endpoint refused every request (HTTP 401)"}}}}
+    (run,) = read_runs([_write_run(tmp_path, "unavailable", "msearth_caption", caption, configs=cfg)])
+    data = task_docs(registry.get("msearth"), "msearth_caption", [run])
+    assert data["no_verdict"] == ["msearth_cap_score could not be computed in this run: the judge endpoint refused every request (HTTP 401)"]
+
+
+def test_links_are_encoded_part_by_part():
+    """Python's links parse back part by part (as app.js parses them) for values holding the
+    characters that broke whole-fragment decoding."""
+    from urllib.parse import unquote
+
+    from lmms_eval_earthsci.report.html import fragment
+
+    values = {"task": "mac2025_i2t_info", "f.journal": "ACS Fake Materials & Interfaces", "q": "a&b=c %41 #x ü 漢 +1", "doc": "7"}
+    link = fragment(**values)
+    assert link.startswith("#samples?") and link.count("&") == len(values) - 1 and "#" not in link[1:] and " " not in link
+    parsed = dict(part.split("=", 1) for part in link.split("?", 1)[1].split("&"))
+    assert {unquote(k): unquote(v) for k, v in parsed.items()} == values
+
+
+def test_the_large_figures_budget_is_shared_by_doc_counts_and_passed_on():
+    b = I.LargeBudget(1000, {"a": 30, "b": 10, "c": 60})
+    assert b.allows("a") and b.share["a"] == 300
+    b.spend("a", 100)
+    b.finish("a")  # a left 200: the tasks started after it share it
+    assert b.allows("b") and b.share["b"] == (1000 - 300 + 200) * 10 // 70
+    b.spend("b", 500)  # overrun by the doc in flight: b is done
+    assert not b.allows("b") and b.used == 600 and b.docs == 2
+    b.finish("b")
+    assert b.allows("c") and b.share["c"] == 1000 - 300 + 200 - 128
+    assert not I.LargeBudget(0, {"a": 3}).allows("a")
+
+
+def test_a_figure_and_its_large_copy_come_from_one_decode():
+    from PIL import Image
+    import io
+
+    buf = io.BytesIO()
+    Image.new("RGB", (3000, 1500), (200, 30, 30)).save(buf, "JPEG")
+    thumb, large = I.copies(Image.open(io.BytesIO(buf.getvalue())), large=True)
+    assert Image.open(io.BytesIO(thumb)).size == (256, 128) and Image.open(io.BytesIO(large)).size == (1024, 512)
+    assert I.copies(Image.open(io.BytesIO(buf.getvalue())), large=False)[1] is None
+
+
+def test_the_generic_report_names_no_benchmarks_field():
+    """Breakdown, answer and gold fields are declared by each benchmark's report spec; the generic
+    report and the core's benchmark declaration name none of them."""
+    import re
+
+    root = os.path.dirname(registry.__file__)
+    files = [os.path.join(d, f) for d, _, fs in os.walk(os.path.join(root, "report")) for f in fs if f.endswith((".py", ".js"))]
+    files.append(os.path.join(root, "core", "benchmark.py"))
+    fields = {k for b in registry.benchmarks() for spec in [b.report_spec()] for k in (*spec.breakdown_fields, *spec.record_fields, spec.answer_field, spec.gold_field) if k} - {"task", "gold"}  # the words of lmms-eval and of the page itself too
+    assert {"sphere", "publisher", "journal", "pred", "gt_content"} <= fields
+    for path in files:
+        text = open(path).read()
+        named = sorted(k for k in fields if re.search(r"""["']%s["']""" % re.escape(k), text))
+        assert not named, (path, named)

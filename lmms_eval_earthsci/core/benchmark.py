@@ -119,9 +119,6 @@ class RunView:
         raise NotImplementedError
 
 
-BREAKDOWN_FIELDS = ("category", "type", "task", "sphere", "image", "publisher")
-
-
 class ReportSpec:
     """A benchmark's section of ``report``: which numbers lead, how its tasks are ordered and grouped
     into tables, its charts, how its samples are counted, its paper numbers. The defaults suit a
@@ -146,6 +143,15 @@ class ReportSpec:
     counts_note: str = ""
     #: how it scores a doc the judge failed on, where that is not "wrong" (a clause; "" for wrong)
     judge_failure_note: str = ""
+    #: the breakdowns of its slice metrics: ``<benchmark>_<field>_<value>`` with one of these fields is
+    #: the slice "<field> <value>" (``emma_category_path_tracing``: "category path tracing")
+    breakdown_fields: tuple[str, ...] = ()
+    #: categorical fields of a doc's headline record that the sample browser offers as filters
+    record_fields: tuple[str, ...] = ()
+    #: the key of the headline record (else of its extraction record) holding the answer as scored,
+    #: and the key holding the gold ("": the sample's ``target``)
+    answer_field: str = ""
+    gold_field: str = ""
 
     def __init__(self, benchmark: "Benchmark | None" = None):
         self.benchmark = benchmark
@@ -196,10 +202,12 @@ class ReportSpec:
         return task
 
     def slice_label(self, metric: str) -> str:
-        """``emma_category_2d_transformation`` -> ``category 2d transformation``; other metrics keep their name."""
-        rest = metric[len(self.name) + 1 :] if metric.startswith(self.name + "_") else metric
+        """``emma_category_2d_transformation`` -> ``category 2d transformation`` (a field of
+        :attr:`breakdown_fields` after the benchmark's name, or after a metric prefix of another name:
+        ``toy_kind_even``); other metrics keep their name."""
+        rest = metric[len(self.name) + 1 :] if metric.startswith(self.name + "_") else metric.partition("_")[2]
         fieldname, _, label = rest.partition("_")
-        if fieldname in BREAKDOWN_FIELDS and label:
+        if fieldname in self.breakdown_fields and label:
             return f"{fieldname} {label.replace('_', ' ')}"
         return metric
 
@@ -228,6 +236,14 @@ class ReportSpec:
         """How the browser labels a doc's figures, in ``doc_to_visual`` order (SciFIBench C→F: the options
         A-E); None: numbered 1, 2, ..."""
         return None
+
+    def scored_answer(self, task: str, sample: Mapping[str, Any], record: Mapping[str, Any]) -> tuple[str | None, str | None]:
+        """(the answer as it was scored, what decided it) for the browser and its exports, from ``record``
+        (the headline record, else its extraction record when only that has :attr:`answer_field`) and
+        the sample (its prompt ``input``, e.g. for an option's text). Default: the record's
+        :attr:`answer_field`, no detail."""
+        v = record.get(self.answer_field) if self.answer_field else None
+        return (None if v in (None, "") or isinstance(v, bool) else str(v)), None
 
     def browser_view(self, task: str, docs: list[dict]) -> None:
         """Add this benchmark's views to the browser's docs of ``task`` (each ``{id, fields, gold, runs:

@@ -60,12 +60,14 @@ def default_out(first: str) -> str:
 def write_report(
     paths: Sequence[str], out_dir: str | None = None, paper_model: str | None = None, intro: str | None = None, resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED,
     html: bool = False, images: bool = True, labels: Sequence[str] = (), order: Sequence[str] = (), baseline_run: str | None = None, keep_reruns: bool = False,
+    figure_budget_mb: float | None = None, notes: list[str] | None = None,
 ) -> tuple[str, str]:
     """Write ``report.md``, the PNGs and ``summary.csv`` / ``summary.json``; returns (report path,
     markdown). ``intro``: a paragraph put first, under "What you are looking at" (the demo explains its
     tiny model there). ``resamples`` (0: no intervals) and ``seed``: the bootstrap of the error bars and
     paired comparisons. ``html``: also ``report.html`` with the sample browser (:mod:`.html`;
-    ``images``: with the docs' figures). ``labels`` (``FOLDER=NAME``), ``order``, ``baseline_run`` and
+    ``images``: with the docs' figures, their large copies under ``figure_budget_mb``; the size of its
+    folder is appended to ``notes``). ``labels`` (``FOLDER=NAME``), ``order``, ``baseline_run`` and
     ``keep_reruns``: the runs of a sweep (:mod:`.sweep`)."""
     if resamples < 0:
         raise ReportError("--resamples must be 0 (no error bars) or more")
@@ -100,5 +102,7 @@ def write_report(
     if html:
         from lmms_eval_earthsci.report.html import write_html  # lazy: only when the page is asked for
 
-        write_html(runs, benches, out_dir, text, images=images, base=base)
+        _, size = write_html(runs, benches, out_dir, text, images=images, base=base, figure_budget_mb=figure_budget_mb)
+        if notes is not None:
+            notes.append(size)
     return path, text

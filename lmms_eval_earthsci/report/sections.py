@@ -122,8 +122,6 @@ def _extraction(spec: ReportSpec, sample: dict) -> str | None:
             return "none"
         if rule == "similarity":
             sim = v.get("similarity")
-            if sim is None and v.get("option") is None and v.get("parsed") is None:
-                return "none"  # the fallback had no option to pick from
             if _number(sim) and spec.low_confidence_similarity is not None and sim < spec.low_confidence_similarity:
                 return "weak"
         return "answer"

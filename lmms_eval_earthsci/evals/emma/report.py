@@ -22,6 +22,9 @@ def family(task: str) -> str:
 class EmmaReport(ReportSpec):
     judged_metrics = ("emma_judge_acc",)
     extraction_fields = {"emma_acc": "rule"}
+    breakdown_fields = ("category", "type", "task")
+    answer_field = "extraction"
+    gold_field = "gt_content"
     protocol_notes = {
         "sampled": ProtocolNote("†", "the EMMA paper sampled this open model at temperature 0.7 (its Table 6); our EMMA tasks are greedy (`--gen_kwargs temperature=0.7,do_sample=True` samples as the paper did).", "sampled at T=0.7"),
         "rules": ProtocolNote("‡", "the EMMA paper's number is rule-based (Table 2, CoT); `emma_judge_acc` is the LLM judge's verdict on the CoT responses.", "rule-based"),

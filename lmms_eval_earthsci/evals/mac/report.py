@@ -24,6 +24,10 @@ class MACReport(ReportSpec):
     headline_metric = RECORD
     extraction_fields = {RECORD: "path"}
     three_decimals = CALIBRATION_METRICS
+    breakdown_fields = ("publisher",)
+    record_fields = ("journal", "publisher")
+    answer_field = "pred"
+    gold_field = "gold"
     counts_note = "for MAC, an answer the official probability parser could not read (wrong in `mac_acc`, left out of ECE / NLL / RMS)"
     protocol_notes = {
         "calibration": ProtocolNote("°", "the MAC paper's ECE may come from an earlier, unknown script, and the official ECE code normalises each probability dict in place (distorting the NLL and RMS computed after it); ours normalise a copy: `mac_ece` / `mac_nll` / `mac_rms` may differ slightly.", "ECE script unknown"),
@@ -57,6 +61,14 @@ class MACReport(ReportSpec):
 
     def image_labels(self, task):
         return ("A", "B", "C", "D") if "_t2i_" in task else None  # T2I: the four candidate covers
+
+    def scored_answer(self, task, sample, record):
+        """The option picked (the largest normalised probability) with its probability; unparsed: why."""
+        pred, probs = record.get("pred"), record.get("probs")
+        if not pred:
+            return None, (str(record["problem"]) if record.get("problem") else None)
+        p = probs.get(pred) if isinstance(probs, dict) else None
+        return str(pred), (f"probability {p:.2f}" if isinstance(p, (int, float)) else None)
 
     def browser_view(self, task, docs):
         """Each option with the probability every run gave it (the official parser's dict), the gold and

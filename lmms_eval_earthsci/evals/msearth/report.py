@@ -3,6 +3,8 @@ by image type and category and one by sphere; the paper's Tables 4, 5 and 10 bes
 
 from __future__ import annotations
 
+import re
+
 from lmms_eval_earthsci.core.benchmark import ChartSpec, ReportSpec
 
 HEADLINE = {
@@ -21,12 +23,27 @@ CHART_ORDER = {"image": ("single", "multi", "cross"), "category": ("discovery", 
 LOW_CONFIDENCE_SIMILARITY = 0.5
 
 
+_OPTION_LINE = re.compile(r"^\s*([A-Z])\s*[.)]\s*(.*\S)\s*$", re.M)
+
+
+def _option_line(prompt: str, letter: str | None, gold: str | None) -> str | None:
+    """The option line ("B. April") of ``letter`` in the prompt's options (after its last "Options:"), or
+    the line the gold names when ``letter`` is None; None when the prompt has no such line."""
+    options = prompt.rsplit("Options:", 1)[-1] if "Options:" in prompt else ""
+    want = (letter or (gold or "")[:1]).upper()
+    for m in _OPTION_LINE.finditer(options):
+        if m.group(1) == want:
+            return f"{m.group(1)}. {m.group(2)}"
+    return None
+
+
 class MSEarthReport(ReportSpec):
     judged_metrics = ("msearth_oe_acc", "msearth_cap_score")
     low_confidence_similarity = LOW_CONFIDENCE_SIMILARITY
     counts_note = f"a low-confidence pick is MSEarth's similarity fallback choosing an option at cosine similarity < {LOW_CONFIDENCE_SIMILARITY} (an answer that is noise, not counted as extracted)"
     judge_failure_note = "left out of the mean for MSEarth captions"
     extraction_fields = {"msearth_acc": "rule"}
+    breakdown_fields = ("category", "image", "sphere")
     model_spellings = {
         "gemini2.5flash": "Gemini-2.5-Flash",  # MSEarth Table 4 "Gemini2.5-Flash"
         "gemini2.5flashthinking": "Gemini-2.5-Flash-Thinking",
@@ -37,6 +54,29 @@ class MSEarthReport(ReportSpec):
         "qwen2.5vl32bchat": "Qwen2.5-VL-32B",
         "qwen2.5vl72bchat": "Qwen2.5-VL-72B",
     }
+
+    def no_answer(self, metric, record):
+        # the similarity fallback had no option to pick from
+        return True if record.get("rule") == "similarity" and record.get("similarity") is None and record.get("option") is None else None
+
+    def scored_answer(self, task, sample, record):
+        """MCQ: the option scored, its text (from the prompt's option lines) and what decided it (a
+        letter, the option's exact text, or the similarity fallback with its similarity and the runner-up's);
+        open-ended and captions: the answer the judge read."""
+        if "rule" not in record:
+            answer = record.get("answer")
+            return (str(answer) if answer not in (None, "") else None), None
+        letter = record.get("option")
+        if record.get("rule") == "content":  # the answer was the gold option's text, exactly
+            return _option_line(str(sample.get("input") or ""), None, str(sample.get("target") or "")), "the option's text, exactly"
+        if not letter:
+            return None, None
+        line = _option_line(str(sample.get("input") or ""), str(letter), None) or str(letter)
+        if record.get("rule") == "similarity" and record.get("similarity") is not None:
+            runner = record.get("runner_up_similarity")
+            below = f"; below {LOW_CONFIDENCE_SIMILARITY}: a low-confidence pick" if record["similarity"] < LOW_CONFIDENCE_SIMILARITY else ""
+            return line, f"similarity fallback: {record['similarity']:.3f}" + (f" (runner-up {runner:.3f})" if runner is not None else "") + below
+        return line, "read as a letter"
 
     def headline_metrics(self, task):
         return HEADLINE.get(task, ("msearth_acc",))

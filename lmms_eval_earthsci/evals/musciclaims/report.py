@@ -24,6 +24,9 @@ class MuSciClaimsReport(ReportSpec):
     headline_metric = "musciclaims_macro_f1"
     extraction_fields = {"musciclaims_macro_f1": "stage"}
     record_metrics = True  # a record per doc (None: not scored, e.g. a panel)
+    record_fields = ("variant", "domain")
+    answer_field = "pred"  # the decision (INVALID: none parsed)
+    gold_field = "gold"
     counts_note = "for MuSciClaims, no answer extracted is an INVALID decision"
     protocol_notes = {
         "v1": ProtocolNote("§", "the MuSciClaims paper's number is from v1 (arXiv 2506.04585 v1), on 918 biology items; the Hub data has 1,515 rows over biology, chemistry and physics: only `musciclaims_macro_f1_biology` compares directly.", "paper v1: 918 biology items"),

@@ -13,11 +13,15 @@ JUDGE_METRIC = "scifibench_acc_judge"
 class SciFIBenchReport(ReportSpec):
     judged_metrics = (JUDGE_METRIC,)
     extraction_fields = {"scifibench_acc": "stage"}
+    breakdown_fields = ("category",)
+    record_fields = ("split", "category")
+    answer_field = "parsed"
+    gold_field = "gold"
     model_spellings = {"gemini1.5pro": "Gemini 1.5 Pro"}  # SciFIBench's spelling; MAC prints "Gemini-1.5-Pro"
-
 
     def image_labels(self, task):
         return ("A", "B", "C", "D", "E") if "_c2f" in task else None  # C→F: the five candidate figures
+
     def headline_metrics(self, task):
         return (JUDGE_METRIC,) if task.endswith("_judge") else ("scifibench_acc",)
 

@@ -2,33 +2,43 @@
 view of it side by side.
 
 A run's view of a doc (:func:`view`) is read from its lmms-eval sample: the prompt as sent (``input``),
-the raw responses (every one under ``--repeats``) and the filtered one, the task's headline record
-(extracted answer, the extraction stage, gold, score, the judge's record), and a *verdict*:
+the raw responses (every one under ``--repeats``) and the filtered one, the task's headline record, the
+answer as scored and what decided it (the benchmark's :meth:`~ReportSpec.scored_answer`: MSEarth's option
+and its text, by letter or by similarity; MAC's pick and its probability), the judge's record, and a
+*verdict*:
 
 - ``right`` / ``wrong``: the headline record's score (or its ``pred`` against its ``gold``);
 - ``no_answer``: the extraction found no answer (each benchmark's ``extraction_fields``, as the counts
   table reads them);
 - ``judge_failed``: the judge could not judge it (its record's status);
-- ``no_verdict``: nothing scored it (a judged metric without a judge, a ``--predict_only`` run);
+- ``no_verdict``: nothing scored it; the task's data says why (:func:`no_verdict_reason`: no judge
+  configured, a ``--predict_only`` run, a metric the run could not compute);
 - ``scored``: a graded score with no right or wrong (MSEarth captioning's 1-5).
 
-The doc's breakdown fields (subject, category, split, sphere, ...) come from the slice metrics its sample
-carries (each benchmark's ``slice_label``) and from its record's categorical fields.
+Wrong, no answer and judge failed are the *not right* of the paired comparisons (McNemar's cells).
+
+The doc's breakdown fields come from the slice metrics its sample carries (the benchmark's
+``breakdown_fields``, through ``slice_label``) and from its record's ``record_fields``: this module names
+no benchmark's field.
+
+A task's docs are written in two parts (:func:`task_docs`): what the browser filters and lists (fields,
+gold, prompt, figures, each run's verdict, scored answer and stage) and, per run, what a doc's card opens
+(responses, judge record, the headline record), so that the page loads in full only the runs it shows.
 """
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from lmms_eval_earthsci.core.benchmark import Benchmark, ReportSpec
 from lmms_eval_earthsci.report.runs import Run, _number
 from lmms_eval_earthsci.report.sections import _extraction, _judge_record
 
 VERDICTS = ("right", "wrong", "no_answer", "judge_failed", "no_verdict", "scored")
-RECORD_FIELDS = ("split", "category", "subject", "publisher", "journal", "variant", "domain", "type", "sphere", "image_type")
-ANSWER_KEYS = ("extraction", "parsed", "pred", "answer", "option", "majority")
-STAGE_KEYS = ("rule", "stage", "path")
-GOLD_KEYS = ("gold", "gt_content", "answer_letter")
+NOT_RIGHT = ("wrong", "no_answer", "judge_failed")  # McNemar's "wrong" side, as report.comparisons scores them
+# a run's view, split: what the list and filters read (kept for every run) / what a doc's card opens
+SUMMARY_KEYS = ("verdict", "score", "answer", "detail", "stage")
+DETAIL_KEYS = ("responses", "filtered", "judge", "record", "metric")
 
 
 def _responses(sample: Mapping[str, Any]) -> list[str]:
@@ -54,14 +64,6 @@ def _filtered(sample: Mapping[str, Any]) -> str | None:
     return None if v is None or isinstance(v, (list, tuple)) else str(v)
 
 
-def _first(record: Mapping[str, Any], keys: Sequence[str]) -> Any:
-    for k in keys:
-        v = record.get(k)
-        if v not in (None, "") and not isinstance(v, bool):  # MAC's `parsed: true` is a flag, not the answer
-            return v
-    return None
-
-
 def main_metric(spec: ReportSpec, task: str, sample: Mapping[str, Any]) -> str | None:
     """The headline metric whose record this sample carries (a judged task's judged metric first)."""
     for m in (*[j for j in spec.judged_metrics if j in sample], *spec.headline_metrics(task)):
@@ -85,8 +87,9 @@ def view(spec: ReportSpec, task: str, sample: Mapping[str, Any]) -> dict:
         verdict = "judge_failed"
     elif extraction == "none" and not (is_judged and score is not None):
         verdict = "no_answer"
-    elif "gold" in rec and "pred" in rec and score is None:
-        verdict = "no_answer" if rec.get("pred") in (None, "", "INVALID") else ("right" if rec.get("pred") == rec.get("gold") else "wrong")
+    elif score is None and spec.answer_field in rec and spec.gold_field in rec:  # a decision against its gold
+        pred = rec.get(spec.answer_field)
+        verdict = "no_answer" if pred in (None, "") else ("right" if pred == rec.get(spec.gold_field) else "wrong")
     elif score is None:
         verdict = "no_verdict"
     elif metric and metric.endswith("_score"):
@@ -95,27 +98,28 @@ def view(spec: ReportSpec, task: str, sample: Mapping[str, Any]) -> dict:
         verdict = "right" if score > 0 else "wrong"
     fields = {}
     for m, v in sample.items():
-        if _number(v) and not isinstance(v, bool):
+        if _number(v):
             label = spec.slice_label(m)
             if label != m and " " in label:
                 key, value = label.split(" ", 1)
                 fields[key] = value
-    for k in RECORD_FIELDS:
-        v = rec.get(k, rule_rec.get(k) if isinstance(rule_rec, Mapping) else None)
+    for k in spec.record_fields:
+        v = rec.get(k, rule_rec.get(k))
         if isinstance(v, str) and v and k not in fields:
             fields[k] = v
-    answer = _first(rec, ANSWER_KEYS)
-    if answer is None and isinstance(rule_rec, Mapping):
-        answer = _first(rule_rec, ANSWER_KEYS)
-    stage = _first(rec, STAGE_KEYS) or (_first(rule_rec, STAGE_KEYS) if isinstance(rule_rec, Mapping) else None)
-    gold = _first(rec, GOLD_KEYS)
+    source = rec if spec.answer_field and spec.answer_field in rec else (rule_rec or rec)
+    answer, detail = spec.scored_answer(task, sample, source)
+    stage_key = next((k for n, k in spec.extraction_fields.items() if isinstance(sample.get(n), Mapping)), None)
+    stage = (rule_rec or {}).get(stage_key) if stage_key else None
+    gold = rec.get(spec.gold_field) if spec.gold_field else None
     return {
         "verdict": verdict,
         "score": score,
         "metric": metric,
-        "answer": None if answer is None else (answer if isinstance(answer, str) else str(answer)),
-        "stage": None if stage is None else str(stage),
-        "gold": str(gold if gold is not None else sample.get("target", "")),
+        "answer": answer,
+        "detail": detail,
+        "stage": None if stage in (None, "") else str(stage),
+        "gold": str(gold if gold not in (None, "") else sample.get("target", "")),
         "prompt": str(sample.get("input", "")),
         "responses": _responses(sample),
         "filtered": _filtered(sample),
@@ -125,6 +129,22 @@ def view(spec: ReportSpec, task: str, sample: Mapping[str, Any]) -> dict:
     }
 
 
+def no_verdict_reason(spec: ReportSpec, run: Run, task: str, metric: str | None) -> str:
+    """Why a doc of ``task`` has no verdict in ``run``, from what the run recorded: a ``--predict_only``
+    run, a judged metric without a judge, a metric the run could not compute (``Run.unavailable``)."""
+    source = run.source.get(task) or (run.files[-1] if run.files else None)
+    cli = (source.config.get("resolved_cli_args") or {}) if source is not None else {}
+    if isinstance(cli, dict) and cli.get("predict_only"):
+        return "a --predict_only run: its responses were logged, nothing was scored (`lmms-eval-earthsci rescore` scores them)"
+    why = run.unavailable.get(task, {})
+    for m in dict.fromkeys([metric, *spec.headline_metrics(task)]):
+        if m in why:
+            return f"{m} could not be computed in this run: {why[m]}"
+    if metric in spec.judged_metrics:
+        return f"no LLM judge was configured for this run, so {metric} has no value (set EARTHSCI_JUDGE_BASE_URL and EARTHSCI_JUDGE_MODEL, or judge it later: `lmms-eval-earthsci rescore`)"
+    return f"the sample carries no value of {metric or ' / '.join(spec.headline_metrics(task)) or 'a headline metric'}"
+
+
 def leaf_tasks(bench: Benchmark, runs: Sequence[Run]) -> list[str]:
     """The benchmark's tasks that have samples in some run, in its report order."""
     spec = bench.report_spec()
@@ -132,38 +152,53 @@ def leaf_tasks(bench: Benchmark, runs: Sequence[Run]) -> list[str]:
     return sorted(names, key=lambda t: (spec.order(t), t))
 
 
-def task_docs(bench: Benchmark, task: str, runs: Sequence[Run]) -> list[dict]:
-    """Every doc of ``task`` over the runs: ``{id, fields, gold, prompt, prompts_differ, runs: [view or
-    None per run]}``, in doc order. Under ``--repeats`` lmms-eval logs a doc once, with every response."""
+def _doc_order(doc: str) -> tuple:
+    return (0, int(doc)) if doc.isdigit() else (1, doc)
+
+
+def task_docs(bench: Benchmark, task: str, runs: Sequence[Run], details: Callable[[int, dict], None] | None = None) -> dict:
+    """Every doc of ``task`` over the runs, read one run at a time: ``{"docs": [{id, fields, gold, prompt,
+    prompts_differ, runs: [summary (SUMMARY_KEYS) or None per run]}], "no_verdict": [why, per run]}`` in
+    doc order. Each run's details (``{doc id: DETAIL_KEYS, and "prompt" where the run's differs}``) go to
+    ``details(run index, by doc)`` as soon as the run is read (without ``details``: into each summary).
+    Under ``--repeats`` lmms-eval logs a doc once, with every response."""
     spec = bench.report_spec()
-    by_doc: dict[str, list] = {}
+    by_doc: dict[str, dict] = {}
+    reasons: list[str | None] = []
     for i, r in enumerate(runs):
+        mine: dict[str, dict] = {}
+        reason = None
         for sample in r.full_samples(task) if task in r.samples else ():
-            doc = str(sample.get("doc_id"))
-            slot = by_doc.setdefault(doc, [None] * len(runs))
-            slot[i] = view(spec, task, sample)
-    out = []
-    for doc, views in sorted(by_doc.items(), key=lambda kv: (0, int(kv[0])) if kv[0].isdigit() else (1, kv[0])):
-        present = [v for v in views if v is not None]
-        prompts = {v["prompt"] for v in present}
-        fields: dict = {}
-        for v in present:
+            v = view(spec, task, sample)
+            doc = by_doc.setdefault(str(sample.get("doc_id")), {"id": str(sample.get("doc_id")), "fields": {}, "gold": v["gold"], "prompt": v["prompt"], "prompts_differ": False, "runs": [None] * len(runs)})
             for k, x in v["fields"].items():
-                fields.setdefault(k, x)
-        first = present[0]
-        out.append(
-            {
-                "id": doc,
-                "fields": fields,
-                "gold": first["gold"],
-                "prompt": first["prompt"],
-                "prompts_differ": len(prompts) > 1,
-                "runs": [None if v is None else {k: v[k] for k in ("verdict", "score", "metric", "answer", "stage", "gold", "responses", "filtered", "judge", "record")} | ({"prompt": v["prompt"]} if len(prompts) > 1 else {}) for v in views],
-            }
-        )
-    spec.browser_view(task, out)
+                doc["fields"].setdefault(k, x)
+            summary = {k: v[k] for k in SUMMARY_KEYS}
+            summary["record"] = v["record"]  # for the benchmark's browser_view; dropped after it
+            detail = {k: v[k] for k in DETAIL_KEYS}
+            if v["prompt"] != doc["prompt"]:
+                doc["prompts_differ"] = True
+                detail["prompt"] = v["prompt"]
+            if v["verdict"] == "no_verdict" and reason is None:
+                reason = no_verdict_reason(spec, r, task, v["metric"])
+            doc["runs"][i] = summary
+            mine[doc["id"]] = detail
+        reasons.append(reason)
+        if details is not None:
+            details(i, mine)
+        else:
+            for d, x in mine.items():
+                by_doc[d]["runs"][i].update(x)
+        del mine
+    docs = [by_doc[d] for d in sorted(by_doc, key=_doc_order)]
+    spec.browser_view(task, docs)
+    if details is not None:
+        for d in docs:
+            for s in d["runs"]:
+                if s is not None:
+                    s.pop("record", None)
     labels = spec.image_labels(task)
     if labels:
-        for d in out:
+        for d in docs:
             d["image_labels"] = list(labels)
-    return out
+    return {"docs": docs, "no_verdict": reasons}

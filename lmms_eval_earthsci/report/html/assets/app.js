@@ -1,14 +1,17 @@
 // The sample browser of an lmms_eval_earthsci report, opened from disk (file://): no server, no request
-// outside the report folder. Data comes as script files (browser/index.js, browser/data/t<N>.js) that
-// call EARTHSCI.index(...) and EARTHSCI.task(...): file:// pages cannot fetch() local files.
+// outside the report folder. Data comes as script files that call EARTHSCI.index(...) (browser/index.js),
+// EARTHSCI.task(...) (browser/data/t<N>.js: a task's docs, each run's verdict and scored answer) and
+// EARTHSCI.details(...) (browser/data/t<N>_r<K>.js: run K's responses and records, loaded for the runs
+// shown in full): file:// pages cannot fetch() local files.
 // Everything from a run (prompts, responses, judge replies, field values) is untrusted text: it is put
 // in the page with textContent / value only, never parsed as HTML.
 "use strict";
 (function () {
   const PAGE = 25;
   const VERDICT_LABEL = { right: "right", wrong: "wrong", no_answer: "no answer", judge_failed: "judge failed", no_verdict: "no verdict", scored: "scored" };
-  const WRONG = new Set(["wrong", "no_answer", "judge_failed"]);
-  const S = { index: null, loaded: {}, waiting: {}, state: null, root: null };
+  // McNemar's "wrong" side, as the paired comparisons count it: the one-click "not right" filter
+  const NOT_RIGHT = new Set(["wrong", "no_answer", "judge_failed"]);
+  const S = { index: null, loaded: {}, details: {}, waiting: {}, state: null, root: null, extraRuns: new Set() };
 
   function el(tag, attrs, ...kids) {
     const e = document.createElement(tag);
@@ -24,19 +27,25 @@
   }
 
   // ------------------------------------------------------------------ state <-> URL fragment
+  // "#samples?k=v&k=v": each key and value percent-encoded on its own (as report/html/__init__.py's
+  // fragment() builds them), split before decoding, so "&", "=", "%", "#" and any text round-trip; a part
+  // that does not decode (a hand-edited stray "%") is taken as it is.
   function defaults() {
     return { task: "", verdicts: [], fields: {}, q: "", run: 0, a: 0, b: 1, pair: "", page: 0, doc: "" };
   }
+  function decode(x) {
+    try { return decodeURIComponent(x); } catch (e) { return x; }
+  }
   function parseHash() {
     const st = defaults();
-    const h = decodeURIComponent(location.hash || "");
+    const h = location.hash || "";
     if (!h.startsWith("#samples")) return null;
-    const q = h.indexOf("?") >= 0 ? h.slice(h.indexOf("?") + 1) : "";
-    for (const part of q.split("&")) {
+    const i = h.indexOf("?");
+    for (const part of (i >= 0 ? h.slice(i + 1) : "").split("&")) {
       if (!part) continue;
-      const i = part.indexOf("=");
-      const k = i < 0 ? part : part.slice(0, i);
-      const v = i < 0 ? "" : part.slice(i + 1);
+      const j = part.indexOf("=");
+      const k = decode(j < 0 ? part : part.slice(0, j));
+      const v = decode(j < 0 ? "" : part.slice(j + 1));
       if (k === "task") st.task = v;
       else if (k === "verdict") st.verdicts = v ? v.split(",") : [];
       else if (k === "q") st.q = v;
@@ -47,18 +56,20 @@
     }
     return st;
   }
+  function fragment(parts) {
+    return "#samples?" + parts.map(([k, v]) => encodeURIComponent(k) + "=" + encodeURIComponent(String(v))).join("&");
+  }
   function writeHash(st) {
     const parts = [];
-    const enc = encodeURIComponent;
-    if (st.task) parts.push("task=" + enc(st.task));
-    if (st.verdicts.length) parts.push("verdict=" + enc(st.verdicts.join(",")));
-    for (const [k, v] of Object.entries(st.fields)) if (v) parts.push("f." + enc(k) + "=" + enc(v));
-    if (st.q) parts.push("q=" + enc(st.q));
-    if (st.run) parts.push("run=" + st.run);
-    if (st.pair) parts.push("pair=" + enc(st.pair) + "&a=" + st.a + "&b=" + st.b);
-    if (st.page) parts.push("page=" + st.page);
-    if (st.doc) parts.push("doc=" + enc(st.doc));
-    const h = "#samples?" + parts.join("&");
+    if (st.task) parts.push(["task", st.task]);
+    if (st.verdicts.length) parts.push(["verdict", st.verdicts.join(",")]);
+    for (const [k, v] of Object.entries(st.fields)) if (v) parts.push(["f." + k, v]);
+    if (st.q) parts.push(["q", st.q]);
+    if (st.run) parts.push(["run", st.run]);
+    if (st.pair) parts.push(["pair", st.pair], ["a", st.a], ["b", st.b]);
+    if (st.page) parts.push(["page", st.page]);
+    if (st.doc) parts.push(["doc", st.doc]);
+    const h = fragment(parts);
     if (location.hash !== h) history.replaceState(null, "", h);
   }
 
@@ -68,19 +79,40 @@
     if (idx.groups[name]) return idx.groups[name].filter((t) => idx.byName[t] !== undefined);
     return idx.byName[name] !== undefined ? [name] : [];
   }
-  function load(names, done) {
-    const todo = names.filter((t) => !S.loaded[t]);
+  function script(key, src, fail, done) {
+    (S.waiting[key] = S.waiting[key] || []).push(done);
+    if (S.waiting[key].length > 1) return;
+    const s = document.createElement("script");
+    s.src = src;
+    s.onerror = () => { fail(); for (const f of S.waiting[key].splice(0)) f(); };
+    document.head.appendChild(s);
+  }
+  function loadAll(jobs, done) {
+    // jobs: [key, src, isLoaded(), fail()]: script files to load, then done()
+    const todo = jobs.filter((j) => !j[2]());
     if (!todo.length) return done();
     let left = todo.length;
-    for (const t of todo) {
-      (S.waiting[t] = S.waiting[t] || []).push(() => { if (--left === 0) done(); });
-      if (S.waiting[t].length === 1) {
-        const s = document.createElement("script");
-        s.src = S.index.tasks[S.index.byName[t]].file;
-        s.onerror = () => { S.loaded[t] = { docs: [], error: "could not load " + s.src }; for (const f of S.waiting[t].splice(0)) f(); };
-        document.head.appendChild(s);
-      }
+    for (const [key, src, , fail] of todo) script(key, src, fail, () => { if (--left === 0) done(); });
+  }
+  function load(names, done) {
+    loadAll(names.map((t) => [t, S.index.tasks[S.index.byName[t]].file, () => !!S.loaded[t], () => { S.loaded[t] = { docs: [], no_verdict: [], error: "could not load " + S.index.tasks[S.index.byName[t]].file }; }]), done);
+  }
+  function fullRuns(st) {
+    const n = S.index.runs.length;
+    if (n <= S.index.full_runs) return [...Array(n).keys()];
+    return [...new Set([st.run, st.a, st.b, ...S.extraRuns])].filter((i) => i >= 0 && i < n).sort((x, y) => x - y);
+  }
+  function loadDetails(names, runs, done) {
+    const jobs = [];
+    for (const t of names) {
+      const files = S.index.tasks[S.index.byName[t]].details || [];
+      for (const i of runs) if (files[i]) jobs.push([t + "#" + i, files[i], () => !!(S.details[t] && S.details[t][i]), () => { (S.details[t] = S.details[t] || {})[i] = {}; }]);
     }
+    loadAll(jobs, done);
+  }
+  function detailOf(t, d, i) {
+    const byRun = S.details[t];
+    return byRun && byRun[i] ? byRun[i][d.id] || null : undefined; // undefined: not loaded
   }
 
   // ------------------------------------------------------------------ filtering
@@ -89,24 +121,33 @@
     for (const t of names) for (const d of (S.loaded[t] || { docs: [] }).docs) out.push([t, d]);
     return out;
   }
-  function text(d) {
-    if (d._text === undefined) {
-      const parts = [d.prompt];
-      for (const r of d.runs) if (r) { parts.push(r.prompt || ""); for (const x of r.responses) parts.push(x); }
-      d._text = parts.join("\n").toLowerCase();
-    }
-    return d._text;
+  function searcher(q) {
+    // case-insensitive, without keeping a lower-cased copy of every doc's text
+    if (!q) return null;
+    const re = new RegExp(q.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"), "i");
+    const runs = fullRuns(S.state);
+    return (t, d) => {
+      if (re.test(d.prompt)) return true;
+      for (const i of runs) {
+        const x = detailOf(t, d, i);
+        if (!x) continue;
+        if (x.prompt && re.test(x.prompt)) return true;
+        for (const r of x.responses) if (re.test(r)) return true;
+      }
+      return false;
+    };
   }
   function verdictOf(d, i) { const r = d.runs[i]; return r ? r.verdict : "missing"; }
-  function matches(d, st, skip) {
-    if (skip !== "verdict" && st.verdicts.length && !st.verdicts.includes(verdictOf(d, st.run))) return false;
+  function verdictMatch(v, wanted) { return wanted.includes(v) || (wanted.includes("not_right") && NOT_RIGHT.has(v)); }
+  function matches(t, d, st, skip, search) {
+    if (skip !== "verdict" && st.verdicts.length && !verdictMatch(verdictOf(d, st.run), st.verdicts)) return false;
     for (const [k, v] of Object.entries(st.fields)) if (v && d.fields[k] !== v) return false;
-    if (st.q && !text(d).includes(st.q.toLowerCase())) return false;
+    if (search && !search(t, d)) return false;
     if (st.pair) {
-      // McNemar's cells: scored right in one run, scored wrong in the other (no answer and a failed
-      // judgement score wrong); a doc one run lacks, or without a verdict, is in neither
+      // McNemar's cells: right in one run, not right (wrong, no answer, judge failed) in the other; a doc
+      // one run lacks, or without a verdict, is in neither
       const va = verdictOf(d, st.a), vb = verdictOf(d, st.b);
-      const aR = va === "right" && WRONG.has(vb), bR = vb === "right" && WRONG.has(va);
+      const aR = va === "right" && NOT_RIGHT.has(vb), bR = vb === "right" && NOT_RIGHT.has(va);
       if (st.pair === "a_right" && !aR) return false;
       if (st.pair === "b_right" && !bR) return false;
       if (st.pair === "any" && !(aR || bR)) return false;
@@ -123,7 +164,14 @@
     render();
   }
 
-  function controls(all, st) {
+  function countVerdicts(all, st, search) {
+    const counts = {};
+    for (const [t, d] of all) if (matches(t, d, st, "verdict", search)) { const v = verdictOf(d, st.run); counts[v] = (counts[v] || 0) + 1; }
+    counts.not_right = [...NOT_RIGHT].reduce((n, v) => n + (counts[v] || 0), 0);
+    return counts;
+  }
+
+  function controls(all, st, counts) {
     const idx = S.index;
     const box = el("div", { cls: "controls" });
     const taskSel = el("select", { id: "f-task", onchange: (e) => setState({ task: e.target.value, fields: {}, doc: "" }) });
@@ -137,18 +185,18 @@
       runSel.value = String(st.run);
       box.appendChild(el("label", {}, "verdicts of ", runSel));
     }
-    // verdict checkboxes, each with its count under the other filters
+    // verdict checkboxes, each with its count under the other filters; "not right" first, the union of
+    // wrong, no answer and judge failed (what the paired comparisons count as wrong)
     const vbox = el("span", { cls: "verdicts" });
-    const counts = {};
-    for (const [, d] of all) if (matches(d, st, "verdict")) { const v = verdictOf(d, st.run); counts[v] = (counts[v] || 0) + 1; }
-    for (const v of Object.keys(VERDICT_LABEL)) {
+    const toggle = (v, cb) => {
+      const set = new Set(S.state.verdicts);
+      if (cb.checked) set.add(v); else set.delete(v);
+      setState({ verdicts: [...set] });
+    };
+    for (const [v, label, title] of [["not_right", "not right", "wrong, no answer or judge failed: what the paired comparisons count as wrong"], ...Object.entries(VERDICT_LABEL).map(([k, l]) => [k, l, null])]) {
       const cb = el("input", { type: "checkbox", id: "f-verdict-" + v, checked: st.verdicts.includes(v) });
-      cb.addEventListener("change", () => {
-        const set = new Set(S.state.verdicts);
-        if (cb.checked) set.add(v); else set.delete(v);
-        setState({ verdicts: [...set] });
-      });
-      vbox.appendChild(el("label", { cls: "verdict v-" + v }, cb, " " + VERDICT_LABEL[v] + " ", el("span", { cls: "count", id: "count-" + v, text: counts[v] || 0 })));
+      cb.addEventListener("change", () => toggle(v, cb));
+      vbox.appendChild(el("label", { cls: "verdict v-" + v, title: title }, cb, " " + label + " ", el("span", { cls: "count", id: "count-" + v, text: counts[v] || 0 })));
     }
     box.appendChild(vbox);
     // breakdown fields of the docs shown
@@ -161,14 +209,14 @@
       sel.value = st.fields[k] || "";
       box.appendChild(sel);
     }
-    const q = el("input", { type: "search", id: "f-q", placeholder: "text in prompt or response", value: st.q });
+    const many = idx.runs.length > idx.full_runs;
+    const q = el("input", { type: "search", id: "f-q", placeholder: many ? "text in prompt or the shown runs' responses" : "text in prompt or response", value: st.q });
     q.addEventListener("change", () => setState({ q: q.value }));
     q.addEventListener("keyup", (e) => { if (e.key === "Enter") setState({ q: q.value }); });
     box.appendChild(q);
     if (idx.runs.length > 1) {
       const pair = el("select", { id: "f-pair", onchange: (e) => setState({ pair: e.target.value }) });
-      const A = idx.runs[st.a] || "A", B = idx.runs[st.b] || "B";
-      for (const [v, label] of [["", "all docs"], ["any", "A and B disagree"], ["a_right", "A right, B wrong"], ["b_right", "B right, A wrong"]]) pair.appendChild(el("option", { value: v, text: label }));
+      for (const [v, label] of [["", "all docs"], ["any", "A and B disagree"], ["a_right", "A right, B not right"], ["b_right", "B right, A not right"]]) pair.appendChild(el("option", { value: v, text: label }));
       pair.value = st.pair;
       const ab = (key) => {
         const s = el("select", { id: "f-" + key, onchange: (e) => setState({ [key]: parseInt(e.target.value, 10) }) });
@@ -177,7 +225,6 @@
         return s;
       };
       box.appendChild(el("label", {}, "A ", ab("a"), " B ", ab("b"), " ", pair));
-      void A; void B;
     }
     const exp = el("span", { cls: "export" });
     exp.appendChild(el("button", { id: "export-jsonl", onclick: () => exportDocs("jsonl") }, "export JSONL"));
@@ -186,17 +233,57 @@
     return box;
   }
 
+  // where the docs are when a verdict filter shows none: "9 docs have no answer"
+  function emptyHint(st, counts) {
+    const where = Object.keys(VERDICT_LABEL).filter((v) => counts[v]).map((v) => counts[v] + (counts[v] === 1 ? " doc " : " docs ") + (v === "no_answer" ? (counts[v] === 1 ? "has no answer" : "have no answer") : (counts[v] === 1 ? "is " : "are ") + VERDICT_LABEL[v]));
+    if (!where.length) return "No doc matches these filters.";
+    const wanted = st.verdicts.map((v) => (v === "not_right" ? "not right" : VERDICT_LABEL[v] || v)).join(" or ");
+    return "No doc is " + wanted + " under the other filters: " + where.join(", ") + ".";
+  }
+
+  // ------------------------------------------------------------------ figures and the overlay
+  function openOverlay(items, at) {
+    // items: [{src, large (or null), caption}]; a key or a click closes it, arrows step through items
+    const old = document.getElementById("overlay");
+    if (old) old.remove();
+    let i = at;
+    const img = el("img", { id: "overlay-img", alt: "" });
+    const cap = el("p", { id: "overlay-caption" });
+    const box = el("div", { id: "overlay", role: "dialog", "aria-modal": "true", tabindex: "-1" }, img, cap);
+    const show = () => {
+      const it = items[i];
+      img.src = it.large || it.src;
+      img.alt = it.caption;
+      cap.textContent = it.caption + (it.large ? "" : " (thumbnail only: this doc's large copy is past the report's figure budget, report --figure-budget)") + (items.length > 1 ? "  ·  " + (i + 1) + " of " + items.length + " (← →)" : "") + "  ·  Esc or click closes";
+    };
+    const close = () => { box.remove(); document.removeEventListener("keydown", key); };
+    const key = (e) => {
+      if (e.key === "ArrowRight" || e.key === "ArrowLeft") { i = (i + (e.key === "ArrowRight" ? 1 : items.length - 1)) % items.length; show(); e.preventDefault(); }
+      else close();
+    };
+    box.addEventListener("click", close);
+    document.addEventListener("keydown", key);
+    document.body.appendChild(box);
+    show();
+    box.focus();
+  }
+
   function images(d) {
     const box = el("div", { cls: "images" });
     if (typeof d.images === "string") box.appendChild(el("div", { cls: "placeholder", text: "figures not available: " + d.images }));
     else if (Array.isArray(d.images)) {
-      d.images.forEach((src, i) => {
+      const items = d.images.map((src, i) => {
         const label = d.image_labels && d.image_labels[i] ? d.image_labels[i] : String(i + 1);
-        const img = el("img", { src: "browser/img/" + src, alt: "figure " + label + " of doc " + d.id, loading: "lazy" });
-        img.addEventListener("error", () => img.replaceWith(el("div", { cls: "placeholder", text: "figure " + label + " is missing" })));
-        const picks = d.runs.map((r, k) => (r && r.answer === label ? S.index.runs[k] : null)).filter((x) => x);
-        const cap = el("figcaption", { text: label + (d.image_labels && label === d.gold ? " (gold)" : "") + (picks.length ? " ← " + picks.join(", ") : "") });
-        box.appendChild(el("figure", { cls: d.image_labels && label === d.gold ? "gold" : null }, img, cap));
+        return { src: "browser/img/" + src, large: d.large ? "browser/large/" + src : null, caption: "figure " + label + " of doc " + d.id, label };
+      });
+      items.forEach((it, i) => {
+        const img = el("img", { src: it.src, alt: it.caption, loading: "lazy", title: "click to enlarge", cls: "zoom" });
+        img.addEventListener("error", () => img.replaceWith(el("div", { cls: "placeholder", text: "figure " + it.label + " is missing" })));
+        img.addEventListener("click", () => openOverlay(items, i));
+        const picks = d.runs.map((r, k) => (r && r.answer === it.label ? S.index.runs[k] : null)).filter((x) => x);
+        const gold = d.image_labels && it.label === d.gold;
+        const cap = el("figcaption", { text: it.label + (gold ? " (gold)" : "") + (picks.length ? " ← " + picks.join(", ") : "") });
+        box.appendChild(el("figure", { cls: gold ? "gold" : null }, img, cap));
       });
     }
     return box;
@@ -232,40 +319,81 @@
     return t;
   }
 
-  function runView(r, name, samePrompt) {
+  function verdictLine(r, why) {
+    const p = el("p", { cls: "verdictline" }, el("span", { cls: "verdict v-" + r.verdict, text: VERDICT_LABEL[r.verdict] || r.verdict }), r.score === null || r.score === undefined ? "" : " score " + r.score);
+    if (r.verdict === "no_verdict" && why) p.appendChild(el("span", { cls: "why", text: " — " + why }));
+    return p;
+  }
+  function scoredLine(r) {
+    const ans = el("p", { cls: "answer" }, "scored: ", el("code", { text: r.answer === null || r.answer === undefined ? "(no answer)" : r.answer }));
+    if (r.detail) ans.appendChild(el("span", { cls: "detail", text: " · " + r.detail }));
+    if (r.stage) ans.appendChild(el("span", { cls: "stage", text: " · extraction: " + r.stage }));
+    return ans;
+  }
+
+  function runView(t, d, i, why, samePrompt) {
+    const r = d.runs[i], name = S.index.runs[i];
     const col = el("div", { cls: "run" });
     col.appendChild(el("h4", { text: name }));
     if (!r) { col.appendChild(el("p", { cls: "missing", text: "not in this run" })); return col; }
-    col.appendChild(el("p", {}, el("span", { cls: "verdict v-" + r.verdict, text: VERDICT_LABEL[r.verdict] || r.verdict }), r.score === null || r.score === undefined ? "" : " score " + r.score));
-    const ans = el("p", { cls: "answer" }, "extracted: ", el("code", { text: r.answer === null ? "(none)" : r.answer }));
-    if (r.stage) ans.appendChild(el("span", { cls: "stage", text: " by " + r.stage }));
-    col.appendChild(ans);
-    r.responses.forEach((x, i) => col.appendChild(el("details", { open: i === 0 }, el("summary", { text: r.responses.length > 1 ? "response " + (i + 1) + " of " + r.responses.length : "response" }), el("pre", { cls: "response", text: x }))));
-    if (r.filtered !== null && r.filtered !== undefined && !(r.responses.length === 1 && r.responses[0].trim() === r.filtered.trim())) col.appendChild(el("details", {}, el("summary", { text: "filtered response" }), el("pre", { text: r.filtered })));
-    if (!samePrompt && r.prompt) col.appendChild(el("details", {}, el("summary", { text: "prompt as sent in this run" }), el("pre", { text: r.prompt })));
-    if (r.judge) col.appendChild(el("details", { open: r.verdict === "judge_failed" }, el("summary", { text: "judge: " + (r.judge.status || "") + (r.judge.cause ? " (" + r.judge.cause + ")" : "") }), kv(r.judge)));
-    if (r.record && Object.keys(r.record).length) col.appendChild(el("details", {}, el("summary", { text: "record (" + r.metric + ")" }), kv(r.record)));
+    col.appendChild(verdictLine(r, why));
+    col.appendChild(scoredLine(r));
+    const x = detailOf(t, d, i);
+    if (x === undefined) { col.appendChild(el("p", { cls: "loading", text: "loading ..." })); return col; }
+    if (x === null) return col;
+    x.responses.forEach((txt, k) => col.appendChild(el("details", { open: k === 0 }, el("summary", { text: x.responses.length > 1 ? "raw response " + (k + 1) + " of " + x.responses.length : "raw response" }), el("pre", { cls: "response", text: txt }))));
+    if (x.filtered !== null && x.filtered !== undefined && !(x.responses.length === 1 && x.responses[0].trim() === x.filtered.trim())) col.appendChild(el("details", {}, el("summary", { text: "filtered response" }), el("pre", { text: x.filtered })));
+    if (!samePrompt && x.prompt) col.appendChild(el("details", {}, el("summary", { text: "prompt as sent in this run" }), el("pre", { text: x.prompt })));
+    if (x.judge) col.appendChild(el("details", { open: r.verdict === "judge_failed" }, el("summary", { text: "judge: " + (x.judge.status || "") + (x.judge.cause ? " (" + x.judge.cause + ")" : "") }), kv(x.judge)));
+    if (x.record && Object.keys(x.record).length) col.appendChild(el("details", {}, el("summary", { text: "record (" + x.metric + ")" }), kv(x.record)));
     return col;
   }
 
-  function docView(t, d) {
-    const idx = S.index;
+  // the runs not shown in full (past FULL_RUNS runs): one line each, a button to open one
+  function otherRuns(d, shown, whyOf) {
+    const t = el("table", { cls: "others" });
+    d.runs.forEach((r, i) => {
+      if (shown.includes(i)) return;
+      const more = el("button", { cls: "more", onclick: () => { S.extraRuns.add(i); render(); } }, "show in full");
+      t.appendChild(el("tr", {}, el("th", { text: S.index.runs[i] }), el("td", {}, r ? verdictLine(r, whyOf(i)) : "not in this run"), el("td", {}, r ? scoredLine(r) : ""), el("td", {}, r ? more : "")));
+    });
+    return t.childNodes.length ? el("details", { cls: "otherruns" }, el("summary", { text: "the other " + t.childNodes.length + " runs" }), t) : null;
+  }
+
+  function docView(t, d, shown) {
+    const data = S.loaded[t];
+    const whyOf = (i) => (data.no_verdict || [])[i];
     const card = el("article", { cls: "doc", id: "doc-" + t + "-" + d.id, "data-task": t, "data-doc": d.id });
     const head = el("header", {}, el("strong", { text: t + " · doc " + d.id }));
     for (const [k, v] of Object.entries(d.fields)) head.appendChild(el("span", { cls: "field", text: k + ": " + v }));
-    const link = el("a", { href: "#samples?task=" + encodeURIComponent(t) + "&doc=" + encodeURIComponent(d.id), text: "link" });
-    head.appendChild(link);
+    head.appendChild(el("a", { href: fragment([["task", t], ["doc", d.id]]), text: "link" }));
     card.appendChild(head);
-    if (d.prompts_differ) card.appendChild(el("p", { cls: "warning", text: "The runs' prompts for this doc differ (another dataset revision or task version?): each run's prompt is shown under it." }));
+    if (d.prompts_differ) card.appendChild(el("p", { cls: "warning", text: "The runs' prompts for this doc differ (another dataset revision or task version?): a run whose prompt differs from the one below shows its own." }));
     card.appendChild(images(d));
     card.appendChild(el("details", {}, el("summary", { text: "prompt" }), el("pre", { cls: "prompt", text: d.prompt })));
     card.appendChild(el("p", {}, "gold: ", el("code", { text: d.gold })));
     if (d.options) card.appendChild(crossTable(d.options, false));
     if (d.pair) card.appendChild(crossTable(d.pair, true));
     const runs = el("div", { cls: "runs" });
-    d.runs.forEach((r, i) => runs.appendChild(runView(r, idx.runs[i], !d.prompts_differ)));
+    for (const i of shown) runs.appendChild(runView(t, d, i, whyOf(i), !d.prompts_differ));
     card.appendChild(runs);
+    const others = otherRuns(d, shown, whyOf);
+    if (others) card.appendChild(others);
     return card;
+  }
+
+  function chartsBox(names) {
+    const charts = [];
+    for (const t of names) for (const c of S.index.tasks[S.index.byName[t]].charts || []) charts.push(c);
+    if (!charts.length) return null;
+    const box = el("details", { cls: "taskcharts" }, el("summary", { text: "this task's charts (" + charts.length + ")" }));
+    const items = charts.map((c) => ({ src: c, large: c, caption: c }));
+    charts.forEach((c, i) => {
+      const img = el("img", { src: c, alt: c, loading: "lazy", title: "click to enlarge", cls: "zoom" });
+      img.addEventListener("click", () => openOverlay(items, i));
+      box.appendChild(img);
+    });
+    return box;
   }
 
   let lastFiltered = [];
@@ -275,11 +403,21 @@
     root.textContent = "";
     if (!names.length) { root.appendChild(el("p", { text: "No samples for " + st.task + " (was the run made with --log_samples?)." })); return; }
     if (names.some((t) => !S.loaded[t])) { root.appendChild(el("p", { cls: "loading", text: "loading " + st.task + " ..." })); load(names, render); return; }
+    const shownRuns = fullRuns(st);
+    // the shown runs' details: the list is drawn at once (verdicts and answers are in the task's file),
+    // the cards' responses when they arrive; a text search waits for them
+    const unloaded = names.some((t) => shownRuns.some((i) => (S.index.tasks[S.index.byName[t]].details || [])[i] && !(S.details[t] && S.details[t][i])));
+    if (unloaded) {
+      loadDetails(names, shownRuns, render);
+      if (st.q) { root.appendChild(el("p", { cls: "loading", text: "loading " + st.task + " ..." })); return; }
+    }
     const all = docsOf(names);
     const t0 = performance.now();
-    const shown = all.filter(([, d]) => matches(d, st));
+    const search = searcher(st.q);
+    const shown = all.filter(([t, d]) => matches(t, d, st, null, search));
     lastFiltered = shown;
-    root.appendChild(controls(all, st));
+    const counts = countVerdicts(all, st, search);
+    root.appendChild(controls(all, st, counts));
     const pages = Math.max(1, Math.ceil(shown.length / PAGE));
     const page = Math.min(st.page, pages - 1);
     const nav = el("div", { cls: "nav" });
@@ -288,40 +426,56 @@
     nav.appendChild(el("span", { text: " page " + (page + 1) + " of " + pages + " " }));
     nav.appendChild(el("button", { disabled: page >= pages - 1, onclick: () => setState({ page: page + 1 }) }, "next"));
     root.appendChild(nav);
-    const charts = [];
-    for (const t of names) for (const c of S.index.tasks[S.index.byName[t]].charts || []) charts.push(c);
-    if (charts.length) {
-      const box = el("details", { cls: "taskcharts" }, el("summary", { text: "this task's charts (" + charts.length + ")" }));
-      for (const c of charts) box.appendChild(el("img", { src: c, alt: c, loading: "lazy" }));
-      root.appendChild(box);
-    }
+    if (!shown.length && all.length) root.appendChild(el("p", { id: "empty-hint", cls: "warning", text: st.verdicts.length ? emptyHint(st, counts) : "No doc matches these filters." }));
+    const charts = chartsBox(names);
+    if (charts) root.appendChild(charts);
     const list = el("div", { cls: "docs" });
-    for (const [t, d] of shown.slice(page * PAGE, (page + 1) * PAGE)) list.appendChild(docView(t, d));
+    for (const [t, d] of shown.slice(page * PAGE, (page + 1) * PAGE)) list.appendChild(docView(t, d, shownRuns));
     root.appendChild(list);
     root.setAttribute("data-filter-ms", String(Math.round(performance.now() - t0)));
     if (S.scrollPending) { S.scrollPending = false; document.getElementById("samples").scrollIntoView(); }
     for (const t of names) if (S.loaded[t].error) root.appendChild(el("p", { cls: "warning", text: S.loaded[t].error }));
   }
 
+  // ------------------------------------------------------------------ exports
+  // a spreadsheet runs a cell beginning with = + - @ (or a tab or carriage return) as a formula: such a
+  // cell gets a leading ' (OWASP's rule; the report's summary.csv does the same)
+  function csvCell(v) {
+    let s = String(v === null || v === undefined ? "" : v);
+    if (/^[=+\-@\t\r]/.test(s)) s = "'" + s;
+    return '"' + s.replace(/"/g, '""') + '"';
+  }
   function exportDocs(kind) {
     const idx = S.index;
-    const rows = lastFiltered.map(([t, d]) => ({ task: t, doc_id: d.id, fields: d.fields, gold: d.gold, runs: d.runs.map((r, i) => (r ? { run: idx.runs[i], verdict: r.verdict, score: r.score, answer: r.answer, stage: r.stage, response: r.responses.join("\n---\n") } : null)) }));
-    let body, type;
-    if (kind === "jsonl") { body = rows.map((r) => JSON.stringify(r)).join("\n") + "\n"; type = "application/x-ndjson"; }
-    else {
-      const q = (v) => '"' + String(v === null || v === undefined ? "" : v).replace(/"/g, '""') + '"';
-      const head = ["task", "doc_id", "gold"];
-      idx.runs.forEach((r, i) => head.push("run" + i + "_verdict", "run" + i + "_answer", "run" + i + "_response"));
-      const lines = [head.map(q).join(",")];
-      for (const r of rows) {
-        const cells = [r.task, r.doc_id, r.gold];
-        r.runs.forEach((x) => cells.push(x ? x.verdict : "", x ? x.answer : "", x ? x.response : ""));
-        lines.push(cells.map(q).join(","));
+    const names = tasksOf(S.state.task);
+    // every run's responses are exported: load the details of the runs not shown in full first
+    loadDetails(names, [...idx.runs.keys()], () => {
+      const rows = lastFiltered.map(([t, d]) => ({
+        task: t, doc_id: d.id, fields: d.fields, gold: d.gold,
+        runs: d.runs.map((r, i) => {
+          if (!r) return null;
+          const x = detailOf(t, d, i) || { responses: [] };
+          return { run: idx.runs[i], verdict: r.verdict, score: r.score, scored_answer: r.answer, scored_detail: r.detail, stage: r.stage, response: x.responses.join("\n---\n") };
+        }),
+      }));
+      let body, type;
+      if (kind === "jsonl") { body = rows.map((r) => JSON.stringify(r)).join("\n") + "\n"; type = "application/x-ndjson"; }
+      else {
+        const head = ["task", "doc_id", "gold"];
+        idx.runs.forEach((r, i) => head.push("run" + i + "_verdict", "run" + i + "_scored_answer", "run" + i + "_scored_detail", "run" + i + "_response"));
+        const lines = [head.map(csvCell).join(",")];
+        for (const r of rows) {
+          const cells = [r.task, r.doc_id, r.gold];
+          r.runs.forEach((x) => cells.push(x ? x.verdict : "", x ? x.scored_answer : "", x ? x.scored_detail : "", x ? x.response : ""));
+          lines.push(cells.map(csvCell).join(","));
+        }
+        body = lines.join("\n") + "\n"; type = "text/csv";
       }
-      body = lines.join("\n") + "\n"; type = "text/csv";
-    }
-    const a = el("a", { href: URL.createObjectURL(new Blob([body], { type })), download: "samples." + kind });
-    document.body.appendChild(a); a.click(); a.remove();
+      const url = URL.createObjectURL(new Blob([body], { type }));
+      const a = el("a", { href: url, download: "samples." + kind });
+      document.body.appendChild(a); a.click(); a.remove();
+      setTimeout(() => URL.revokeObjectURL(url), 1000); // the download has its copy by then
+    });
   }
 
   function start() {
@@ -345,6 +499,10 @@
     task(name, data) {
       S.loaded[name] = data;
       for (const f of (S.waiting[name] || []).splice(0)) f();
+    },
+    details(name, run, data) {
+      (S.details[name] = S.details[name] || {})[run] = data;
+      for (const f of (S.waiting[name + "#" + run] || []).splice(0)) f();
     },
   };
   window.addEventListener("hashchange", () => {
