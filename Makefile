@@ -5,6 +5,7 @@
 #   make test-times - the suite's time per file and its slowest tests
 #   make test-install - `make setup` with no pip settings, torch from a loopback CPU index (CI runs it)
 #   make test-browser - report.html in Debian's Chromium via Playwright (CI runs it)
+#   make screenshot - the README's screenshot of the sample browser, from the browser test's report
 #   make test-oldest - a smoke run against the oldest lmms-eval we support (its own venv; CI runs it)
 #   make test-vision - the MAC builder with OpenCLIP and EasyOCR (their own venv; CI runs it)
 # Both install into the project's own virtual environment at .venv.
@@ -49,7 +50,7 @@ $(1)/bin/python -m pip $(PIP_OPTS) install -q --no-index --no-deps "torch==$(TOR
 	|| $(1)/bin/python -m pip $(PIP_OPTS) install -q --no-deps --index-url $(TORCH_CPU_INDEX) "torch==$(TORCH_VERSION)"
 endef
 
-.PHONY: setup test test-fast test-install test-browser test-times test-oldest test-vision demo clean-venv
+.PHONY: setup test test-fast test-install browser-deps test-browser screenshot test-times test-oldest test-vision demo clean-venv
 
 $(VENV)/.installed: pyproject.toml Makefile
 	python3 -m venv $(VENV)
@@ -80,13 +81,19 @@ test-install: setup
 	$(PY) -m pytest -q -ra --run-install tests/test_install.py
 
 # report.html in Debian's Chromium driven by Playwright (its own browser downloads are not used)
-test-browser: setup
+browser-deps: setup
 	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && (apt-get install -y -q chromium >/dev/null 2>&1 || (apt-get update -q >/dev/null 2>&1 && apt-get install -y -q chromium >/dev/null 2>&1)); } || { echo "Debian's chromium is needed: apt-get install chromium" >&2; exit 1; }
 	@# playwright alone (the `browser` extra's one package): reinstalling the package would bring back
 	@# lmms-eval's torchvision, which breaks next to the CPU torch
 	$(PY) -m pip $(PIP_OPTS) install -q -c $(CONSTRAINTS) "playwright>=1.40"
 	@! $(PY) -m pip list 2>/dev/null | grep -i -E '^torchvision ' || (echo "torchvision in $(VENV)" >&2; exit 1)
+
+test-browser: browser-deps
 	$(PY) -m pytest -q -ra -s --run-browser tests/test_browser.py
+
+# the README's picture: the browser test's two fixture runs, SciFIBench C->F, written over the old one
+screenshot: browser-deps
+	EARTHSCI_README_SCREENSHOT=$(CURDIR)/lmms_eval_earthsci/report/html/sample_browser.png $(PY) -m pytest -q -ra --run-browser tests/test_browser.py -k readme_screenshot
 
 test-times: setup
 	$(PY) benchmarks/test_times.py $(PARALLEL)

@@ -137,7 +137,8 @@ def load_images(pg):
 
 def open_task(pg, task, extra=""):
     pg.evaluate("h => { location.hash = h; }", f"#samples?task={task}{extra}")
-    pg.wait_for_function("t => { const c = document.getElementById('f-task'); return c && c.value === t && document.getElementById('match-count'); }", arg=task)
+    # the list is drawn, and drawn again when the shown runs' details arrive: wait for that
+    pg.wait_for_function("t => { const c = document.getElementById('f-task'); return c && c.value === t && document.getElementById('match-count') && !document.querySelector('#browser .loading'); }", arg=task)
 
 
 def count(pg):
@@ -472,3 +473,20 @@ def test_past_four_runs_only_the_chosen_runs_load_in_full(sweep_page):
     want = [names[0], names[3], names[5]]
     pg.wait_for_function("w => JSON.stringify([...document.querySelector('article.doc').querySelectorAll('.runs .run h4')].map(h => h.textContent)) === JSON.stringify(w)", arg=want)
     assert loaded() == [0, 1, 3, 5]
+
+
+def test_readme_screenshot(page, tmp_path):
+    """The README's picture of the browser (`make screenshot` writes it over the package's copy): SciFIBench
+    C→F with the two runs side by side, its candidate figures lettered, gold and each run's pick marked."""
+    from PIL import Image
+
+    pg, log, root, runs, rep = page
+    open_task(pg, "scifibench_cs_c2f")
+    pg.wait_for_selector("article.doc pre.response")  # the runs' details are in: the list is drawn for good
+    load_images(pg)
+    caps = [c.inner_text() for c in pg.query_selector("article.doc").query_selector_all("figcaption")]
+    assert [c[0] for c in caps] == ["A", "B", "C", "D", "E"] and sum("(gold)" in c for c in caps) == 1
+    pg.evaluate("() => document.getElementById('samples').scrollIntoView()")
+    target = os.environ.get("EARTHSCI_README_SCREENSHOT") or str(tmp_path / "sample_browser.png")
+    pg.screenshot(path=target)
+    assert Image.open(target).size == (1300, 1200)

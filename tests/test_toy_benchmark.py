@@ -2,7 +2,8 @@
 in a folder of its own (its tasks, its task YAMLs, its fixture writer, its report spec) with an entry
 point in the ``lmms_eval_earthsci.benchmarks`` group, on ``PYTHONPATH`` of fresh processes. Without a
 line of ours changed, it is written into the fixture mirror, indexed by lmms-eval, run through the real
-CLI, gets its own report section (chart and interval) and is rescored."""
+CLI, gets its own report section (chart and interval), its own fields in the sample browser, and is
+rescored."""
 
 import json
 import os
@@ -57,7 +58,8 @@ FILES = {
 
         def process_results(doc, results):
             score = percent(results[0].strip() == doc["answer"])
-            return {"toy_acc": score, f"toy_kind_{doc['kind']}": score}
+            record = {"score": score, "answer": results[0].strip(), "level": "easy" if int(doc["answer"]) < 10 else "hard"}
+            return {"toy_acc": record, f"toy_kind_{doc['kind']}": score}
 
         declare_datasets(["toylab/ToyBench"])
         ensure_runtime_hooks()
@@ -67,6 +69,9 @@ FILES = {
 
         class ToyReport(ReportSpec):
             headline_metric = "toy_acc"
+            breakdown_fields = ("kind",)  # toy_kind_even: the browser's field "kind"
+            record_fields = ("level",)  # a field of the per-doc record
+            answer_field = "answer"
 
             def charts(self, view):
                 return [ChartSpec("toybench_by_kind", "ToyBench by kind", tuple((k, (("", t, f"toy_kind_{k}"),)) for t in view.tasks() for k in ("even", "odd")))]
@@ -161,6 +166,16 @@ def test_a_lab_benchmark_registered_from_outside_runs_reports_and_rescores(hf_ho
     assert cells[3] == "60.00" and "–" in cells[4] and cells[4] != "–"  # value and its 95% CI
     assert "## ToyBench" in lines and (rep / "toybench_by_kind.png").stat().st_size > 1000
     assert sorted(p.name for p in rep.glob("*.png")) == ["toybench_by_kind.png"]
+    # the sample browser: the lab's own fields and answers, with no line of report/ naming them
+    index = (rep / "browser" / "index.js").read_text()
+    (entry,) = [t for t in json.loads(index[index.index("(") + 1 : index.rindex(")")])["tasks"] if t["name"] == "toybench_qa"]
+    data = (rep / entry["file"]).read_text()
+    docs = json.loads(data[data.index(",") + 1 : data.rindex(")")])["docs"]
+    by_id = {int(d["id"]): d for d in docs}
+    for i, doc in enumerate(DOCS):
+        d = by_id[i]
+        assert d["fields"] == {"kind": doc["kind"], "level": "easy" if 2 * i < 10 else "hard"}
+        assert (d["runs"][0]["answer"], d["runs"][0]["verdict"]) == (reply({"messages": [{"role": "user", "content": doc["question"]}]}), "right" if i < 6 else "wrong")
 
     # rescore: the logged responses scored again, no model (rescore needs lmms-eval >= 0.7.3's model registry)
     if Version(version("lmms-eval")) < Version("0.7.3"):
