@@ -6,8 +6,9 @@ Side by side in one run:
 
 1. Figures: synthetic 1-2 MP figures (PNG charts, JPEG photo-like covers, half each), opened from
    their stored bytes as ``doc_to_visual`` opens them and thumbnailed by the report (``report.html.images``),
-   one thread vs the report's worker threads; the per-figure cost, scaled to 40,000 figures, and the
-   thumbnails' mean size.
+   one thread vs the report's worker threads; then the same with the large copy (1,024 px, the overlay's)
+   made from the same decode; the per-figure costs, scaled to 40,000 figures, and the copies' mean sizes
+   (what the default --figure-budget buys).
 2. Writing: a synthetic run of N_SAMPLES samples (default 20,000; EMMA task names, two figures a doc)
    whose thumbnails are already in the cache (what a second report of the same data finds): report.md
    alone, then report.md + report.html + its 40,000 thumbnails linked in. The first report's time is
@@ -59,7 +60,7 @@ def figures(n: int, seed: int = 0) -> list[bytes]:
 def part1() -> tuple[float, float]:
     from PIL import Image
 
-    from lmms_eval_earthsci.report.html.images import WORKERS, thumbnail
+    from lmms_eval_earthsci.report.html.images import DEFAULT_FIGURE_BUDGET_MB, WORKERS, copies, thumbnail
 
     data = figures(N_IMG)
 
@@ -67,6 +68,9 @@ def part1() -> tuple[float, float]:
         # as the report reads a doc: its stored bytes (undecoded), opened by doc_to_visual, decoded
         # by the thumbnail (a JPEG at thumbnail size)
         return len(thumbnail(Image.open(io.BytesIO(b))))
+
+    def both(b: bytes) -> int:
+        return len(copies(Image.open(io.BytesIO(b)), large=True)[1])
 
     t = time.perf_counter()
     sizes = [one(b) for b in data]
@@ -76,10 +80,17 @@ def part1() -> tuple[float, float]:
         list(pool.map(one, data))
     threaded = (time.perf_counter() - t) / len(data)
     mean = sum(sizes) / len(sizes)
+    t = time.perf_counter()
+    with ThreadPoolExecutor(WORKERS) as pool:
+        large = list(pool.map(both, data))
+    with_large = (time.perf_counter() - t) / len(data)
+    mean_large = sum(large) / len(large)
     print(f"1. figures ({len(data)} timed, half 1.6 MP PNG charts, half 1.5 MP JPEG covers)")
     print(f"   decode + thumbnail, 1 thread          {serial * 1000:6.1f} ms/figure -> 40,000 figures: {serial * 40_000 / 60:5.1f} min")
     print(f"   decode + thumbnail, {WORKERS} threads         {threaded * 1000:6.1f} ms/figure -> 40,000 figures: {threaded * 40_000 / 60:5.1f} min   (x{serial / threaded:.2f})")
     print(f"   thumbnail size                        {mean / 1024:6.1f} KiB mean -> 40,000: {mean * 40_000 / 2**20:.0f} MiB")
+    print(f"   + large copy, {WORKERS} threads               {with_large * 1000:6.1f} ms/figure (x{with_large / threaded:.2f} of the thumbnail alone)")
+    print(f"   large copy size                       {mean_large / 1024:6.1f} KiB mean -> the default budget ({DEFAULT_FIGURE_BUDGET_MB} MB) holds {DEFAULT_FIGURE_BUDGET_MB * 2**20 / mean_large:,.0f} figures; 40,000 would take {mean_large * 40_000 / 2**30:.1f} GiB")
     return threaded, mean
 
 

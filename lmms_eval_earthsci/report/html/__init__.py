@@ -188,9 +188,11 @@ def write_html(
 <nav class="toc"><a href="#headline">Headline</a><a href="#samples">Samples</a></nav>
 {body}
 <h2 id="samples">Samples</h2>
-<p>Every doc of every run: its figures, the prompt as sent, each run's response, extracted answer and verdict,
-and the judge's record. Filter by task, verdict, breakdown field or text; with two or more runs, by
-disagreement (the paired comparisons' discordant counts above link here). Every view has its own link.</p>
+<p>Every doc of every run: its figures (click one to enlarge it), the prompt as sent, each run's raw response,
+the answer as scored and what decided it, the verdict (and why there is none), and the judge's record.
+Filter by task, verdict ("not right": wrong, no answer or judge failed, as the paired comparisons count),
+breakdown field or text; with two or more runs, by disagreement (the paired comparisons' discordant counts
+above link here). Every view has its own link.</p>
 <div id="browser"><p>The sample browser needs JavaScript.</p></div>
 </body></html>
 """
