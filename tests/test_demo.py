@@ -104,5 +104,8 @@ def test_demo_subset_writes_report(hf_home, tmp_path):
     assert os.path.exists(tmp_path / "cache" / "tiny-llava" / "model.safetensors")
     # the page and its sample browser, every doc's figures from the sample mirror the run read
     page = (out / "report" / "report.html").read_text()
-    assert "browser/index.js" in page and len(list((out / "report" / "browser" / "data").glob("t*.js"))) == 4
+    data = sorted(p.name for p in (out / "report" / "browser" / "data").glob("t*.js"))
+    assert "browser/index.js" in page and data == ["t0.js", "t0_r0.js", "t1.js", "t1_r0.js", "t2.js", "t2_r0.js", "t3.js", "t3_r0.js"]  # a task's list, its run's details
     assert len(list((out / "report" / "browser" / "img").glob("*.jpg"))) >= 3 + 6 + 15
+    # every doc of the demo under the default budget: a large copy beside each thumbnail
+    assert sorted(p.name for p in (out / "report" / "browser" / "large").glob("*.jpg")) == sorted(p.name for p in (out / "report" / "browser" / "img").glob("*.jpg"))
