@@ -1,5 +1,5 @@
-"""core.stats: each vectorised kernel equals its aggregation on resampled docs; intervals, paired
-differences and McNemar on constructed runs."""
+"""core.stats: each vectorised kernel equals its aggregation on resampled docs (MuSciClaims': on resampled
+base claims, its cluster); intervals, paired differences and McNemar on constructed runs."""
 
 import math
 import random
@@ -55,6 +55,14 @@ def items_for(dotted, n, seed):
     return items
 
 
+def claims_of(items):
+    """MuSciClaims' units: the docs of each base claim, in order of first appearance."""
+    members: dict = {}
+    for i, it in enumerate(items):
+        members.setdefault(it[2], []).append(i)
+    return list(members.values())
+
+
 @pytest.mark.parametrize("dotted", sorted(KERNELS))
 def test_kernel_equals_the_aggregation_on_resamples(dotted):
     encode, stat = KERNELS[dotted]
@@ -66,17 +74,20 @@ def test_kernel_equals_the_aggregation_on_resamples(dotted):
     assert (want is None and math.isnan(full)) or full == pytest.approx(want, abs=1e-9)
     if "flip" in dotted:  # units are claim pairs, not docs: checked on the full data (and by the bootstrap test)
         return
+    # a resample of units: docs (MuSciClaims: base claims, every doc of a drawn claim with it)
+    units = claims_of(items) if "musciclaims" in dotted else [[i] for i in range(len(items))]
+    assert arrays[0].shape[-1] == len(units)
     rng = np.random.default_rng(0)
     for _ in range(25):
-        idx = rng.integers(0, len(items), len(items))
+        idx = rng.integers(0, len(units), len(units))
         got = stat(*(a[idx] for a in arrays))
-        want = agg([items[i] for i in idx])
+        want = agg([items[j] for u in idx for j in units[u]])
         assert (want is None and math.isnan(got)) or got == pytest.approx(want, abs=1e-9), dotted
     # vectorised over a batch of resamples: the same values row by row
-    batch = rng.integers(0, len(items), (7, len(items)))
+    batch = rng.integers(0, len(units), (7, len(units)))
     got = stat(*(a[batch] for a in arrays), axis=-1)
     for row, g in zip(batch, got):
-        want = agg([items[i] for i in row])
+        want = agg([items[j] for u in row for j in units[u]])
         assert (want is None and math.isnan(g)) or g == pytest.approx(want, abs=1e-9)
 
 
@@ -98,10 +109,30 @@ def test_corpus_metric_is_recomputed_per_resample_not_averaged():
     ci = bootstrap_ci(items, dotted, n_resamples=500)
     point = resolve(dotted)(items)
     assert ci.low < point < ci.high
-    # the generic route (the aggregation called on every resample) gives the same distribution
-    arrays, stat, vec = stats._generic(items, dotted)
-    generic = stats._interval(stats._bootstrap(arrays, stat, vec, 500, 0), 500, len(items), 0.95)
+    # the aggregation called on every resample of base claims gives the same distribution
+    units = claims_of(items)
+    agg = resolve(dotted)
+    per_resample = lambda idx, axis=-1: agg([items[j] for u in idx for j in units[int(u)]])
+    generic = stats._interval(stats._bootstrap((np.arange(len(units)),), per_resample, False, 500, 0), 500, len(units), 0.95)
+    assert ci.n_units == len(units) < len(items)
     assert generic.low == pytest.approx(ci.low, abs=1e-9) and generic.high == pytest.approx(ci.high, abs=1e-9)
+
+
+def test_musciclaims_resamples_base_claims_not_docs():
+    """A claim's variants decided together (both right or both wrong): resampling docs as if they were
+    independent understates the interval; the cluster bootstrap does not (premise: the doc bootstrap's
+    interval is narrower on the same data)."""
+    rng = random.Random(7)
+    items = []
+    for c in range(150):
+        right = rng.random() < 0.6
+        for variant, gold in (("support", "SUPPORT"), ("contra", "CONTRADICT")):
+            items.append([gold, gold if right else ("CONTRADICT" if gold == "SUPPORT" else "SUPPORT"), f"b{c}", variant, "biology"])
+    dotted = "lmms_eval_earthsci.evals.musciclaims.tasks.macro_f1"
+    clustered = bootstrap_ci(items, dotted, n_resamples=2000)
+    arrays, stat, vec = stats._generic(items, dotted)  # the aggregation on resampled docs
+    docs = stats._interval(stats._bootstrap(arrays, stat, vec, 2000, 0), 2000, len(items), 0.95)
+    assert clustered.n_units == 150 and (clustered.high - clustered.low) > 1.25 * (docs.high - docs.low)
 
 
 def test_generic_route_for_an_aggregation_without_kernel():

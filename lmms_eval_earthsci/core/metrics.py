@@ -16,6 +16,14 @@ breakdown over subtasks weighted by subtask size would be wrong for labels that 
 
 Per-doc scores are percentages (100.0 / 0.0) so lmms-eval's CLT standard error is on the same scale
 as the reported value.
+
+lmms-eval's own paired comparison (``--baseline``, a paired t-test on a baseline run's samples JSONL)
+reads one number per doc: the sample field named by the task's ``score_key`` (``"score"``, its default)
+on its side, the first field whose name contains "score" on the baseline's side, and it takes both on a
+0-1 scale (it multiplies means by 100). :func:`with_paired_score` puts that field first in a doc's
+results: ``score``, the doc's value of the task's headline metric divided by 100 (right/wrong: 0 or 1;
+MSEarth's 1-5 caption score: 0.01-0.05), so that lmms-eval's ``paired_baseline_score`` reads as the
+headline metric. A doc without a value (no judge, a caption the judge failed on) has none.
 """
 
 from __future__ import annotations
@@ -27,6 +35,18 @@ from collections import defaultdict
 from typing import Any, Iterable, Mapping, Sequence
 
 # --------------------------------------------------------------------------- per-doc scores
+
+#: the per-doc field of lmms-eval's ``score_key`` convention (module docstring)
+PAIRED_SCORE = "score"
+
+
+def with_paired_score(out: Mapping[str, Any], value: float | None) -> dict:
+    """``out`` led by :data:`PAIRED_SCORE` = ``value`` / 100 (the doc's headline value, 0-100 scale),
+    the first key so that lmms-eval's baseline loader finds it before any other "score" field; without
+    the field when ``value`` is None."""
+    rest = {k: v for k, v in out.items() if k != PAIRED_SCORE}
+    return rest if value is None else {PAIRED_SCORE: value / 100.0, **rest}
+
 
 
 def percent(correct: bool) -> float:

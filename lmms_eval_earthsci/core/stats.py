@@ -20,8 +20,9 @@ Resampling is ``scipy.stats.bootstrap`` (seeded; ``method="percentile"``; the in
 ``nanpercentile`` over its bootstrap distribution, so a resample whose slice is empty is dropped, not
 poisonous); McNemar is ``scipy.stats.binomtest``. Aggregations we know are vectorised over resamples
 (:data:`KERNELS`): means (``mean_present``, ``judged_mean``, MAC accuracy), MuSciClaims' per-class and
-macro P/R/F1 and its flip rates (resampled by claim pair, the unit they are defined on); any other
-aggregation is called once per resample (exact, slower: see ``benchmarks/bootstrap.py``).
+macro P/R/F1 and its flip rates; any other aggregation is called once per resample (exact, slower: see
+``benchmarks/bootstrap.py``). A kernel's units need not be docs: MuSciClaims' resample base claims (a
+cluster bootstrap: a claim's variants are one unit), its encoding summing each claim's docs.
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ class Interval:
     low: float | None
     high: float | None
     n_resamples: int
-    n_units: int  # docs (or claim pairs) resampled
+    n_units: int  # docs (or a kernel's clusters: MuSciClaims' base claims) resampled
     dropped: int = 0  # resamples whose statistic was undefined (an empty slice)
     method: str = BOOTSTRAP  # WILSON, BOOTSTRAP or TANGO
 
@@ -354,7 +355,7 @@ def paired(items_a: Mapping[Any, Any], items_b: Mapping[Any, Any], dotted: str |
                 return stat(*arrays[:k], axis=axis) - stat(*arrays[k:], axis=axis)
 
             data, vec = tuple(arrays_a) + tuple(arrays_b), True
-        else:  # per-resample aggregation (also: units that are not docs, e.g. claim pairs, per run)
+        else:  # per-resample aggregation (also: a kernel whose units differ between the runs)
             agg = resolve(dotted)
 
             def dstat(idx, axis=-1):

@@ -20,7 +20,7 @@ from lmms_eval_earthsci.core.extraction import Extracted, as_text, extract_after
 from lmms_eval_earthsci.core.hooks import ensure_runtime_hooks
 from lmms_eval_earthsci.core.settings import declare_settings
 from lmms_eval_earthsci.core.judge_pass import UNAVAILABLE, JudgeSpec, judged, judged_fields, outcome_for
-from lmms_eval_earthsci.core.metrics import breakdown_scores, percent, split_labels
+from lmms_eval_earthsci.core.metrics import breakdown_scores, percent, split_labels, with_paired_score
 from lmms_eval_earthsci.core.releases import RescoreError, read_records, release_name, release_plan_dict
 from lmms_eval_earthsci.evals.emma.benchmark import BENCHMARK
 
@@ -329,7 +329,7 @@ def process_results(doc, results):
     score = percent(verdict["correct"])
     out = _breakdowns(doc, score)
     out[METRIC] = {"score": score, **verdict, "route": msg.route_of(doc)}
-    return out
+    return with_paired_score(out, score)
 
 
 # ---------------------------------------------------------------------------- lenient (ours, named)
@@ -468,7 +468,7 @@ def process_results_judge(doc, results):
     score = None if outcome.status == UNAVAILABLE else percent(bool(outcome.ok and outcome.verdict))
     out.update(_breakdowns(doc, score))
     out.update(judged_fields(JUDGE_METRIC, JUDGE_FAILED, outcome, score))
-    return out
+    return with_paired_score(out, score)  # the judge's verdict: the judge variant's headline
 
 
 # lmms-eval imports this module while it reads our task YAMLs: make sure our hooks are in, whatever route

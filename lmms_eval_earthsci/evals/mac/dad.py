@@ -85,10 +85,10 @@ def process_results(doc, results):
         names = (*T.RECORD_METRICS, T.LENIENT, *breakdown_keys(T.BREAKDOWN_PREFIX, {"publisher": T.PUBLISHERS}), FAILED)
         return {name: None for name in names}
     out = T.process_results(doc, [outcome.reply if outcome.ok else None])
-    rec = out[T.METRIC]
-    if not outcome.ok:
-        rec["path"] = "stage-2 failed"
-    rec["stage2"] = outcome.log()
+    for rec in {id(out[n]): out[n] for n in T.RECORD_METRICS}.values():  # mac_acc's copy and the shared record
+        if not outcome.ok:
+            rec["path"] = "stage-2 failed"
+        rec["stage2"] = outcome.log()
     out[FAILED] = outcome.failed_item()
     return out
 

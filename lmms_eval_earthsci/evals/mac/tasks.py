@@ -19,7 +19,7 @@ from lmms_eval_earthsci.core.data import RecordError, check_image, declare_datas
 from lmms_eval_earthsci.core.hooks import ensure_runtime_hooks
 from lmms_eval_earthsci.core.settings import declare_settings
 from lmms_eval_earthsci.core.messages import fill_fields, note_chat, route_of
-from lmms_eval_earthsci.core.metrics import breakdown_scores, percent
+from lmms_eval_earthsci.core.metrics import breakdown_scores, percent, with_paired_score
 from lmms_eval_earthsci.core.repo_files import DecodedCache, fetch_columns, record_image, record_path, repo_files
 from lmms_eval_earthsci.evals.mac import scoring
 from lmms_eval_earthsci.evals.mac.benchmark import BENCHMARK
@@ -257,11 +257,14 @@ def process_results(doc, results):
         opts = [str(doc.get(f"option_{x}") or "") for x in LETTERS] if direction == "i2t" else None
         lenient, rule = scoring.lenient_letter(response, opts)
     out = {name: rec for name in RECORD_METRICS}
+    # mac_acc's own copy carries the doc's score (lmms-eval's CLT standard error of mac_acc reads it); the
+    # calibration metrics' record has none, so no accuracy's error is reported as theirs
+    out[METRIC] = {**rec, "score": percent(correct)}
     out[LENIENT] = {"score": percent(lenient == gold), "pred": lenient, "rule": rule}
     known = {"publisher": PUBLISHERS}
     scores, _ = breakdown_scores(BREAKDOWN_PREFIX, percent(correct), {"publisher": [publisher]}, known)
     out.update(scores)
-    return out
+    return with_paired_score(out, percent(correct))
 
 
 # ---------------------------------------------------------------------------- aggregations

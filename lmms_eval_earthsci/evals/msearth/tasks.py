@@ -24,7 +24,7 @@ from lmms_eval_earthsci.core.hooks import ensure_runtime_hooks
 from lmms_eval_earthsci.core.settings import declare_settings
 from lmms_eval_earthsci.core.judge_pass import UNAVAILABLE, JudgeSpec, batched, doc_key, judged, judged_fields, outcome_for
 from lmms_eval_earthsci.core.messages import note_chat, route_of
-from lmms_eval_earthsci.core.metrics import breakdown_scores, percent
+from lmms_eval_earthsci.core.metrics import breakdown_scores, percent, with_paired_score
 from lmms_eval_earthsci.core.releases import RescoreError, read_records, release_name, release_plan_dict
 from lmms_eval_earthsci.core.unavailable import explained_by
 from lmms_eval_earthsci.evals.msearth.benchmark import BENCHMARK
@@ -423,7 +423,7 @@ def process_results_mcq(doc, results):
     shown = answer if isinstance(answer, str) else repr(answer)
     out[MCQ_METRIC] = {"score": score, "id": _rid(doc), "answer": shown[:500], "source": source, **paper, "route": route_of(doc)}
     out[MCQ_STRICT] = {"score": percent(strict["correct"]), **strict}
-    return out
+    return with_paired_score(out, score)
 
 
 # ---------------------------------------------------------------------------- open-ended (spec §4.3)
@@ -493,7 +493,7 @@ def process_results_open(doc, results):
     out = _breakdown("open", doc, score)
     out.update(judged_fields(OE_METRIC, "msearth_oe_judge_failed", outcome, score, extra={"id": _rid(doc), "answer": answer[:500], "route": route_of(doc)}))
     out.update(_text_items("msearth_oe", str(doc.get("response", "")), answer))
-    return out
+    return with_paired_score(out, score)
 
 
 # ---------------------------------------------------------------------------- captioning (spec §4.4)
@@ -535,7 +535,7 @@ def process_results_caption(doc, results):
     out = _breakdown("caption", doc, score)
     out.update(judged_fields(CAP_METRIC, "msearth_cap_judge_failed", outcome, score, extra={"id": _rid(doc), "route": route_of(doc)}))
     out.update(_text_items("msearth_cap", str(doc.get("response", "")), caption))
-    return out
+    return with_paired_score(out, score)  # 1-5: 0.01-0.05, so that lmms-eval's x100 reads 1-5
 
 
 # ---------------------------------------------------------------------------- aggregations

@@ -1,5 +1,6 @@
-"""MuSciClaims' vectorised bootstrap kernels (``report``'s intervals): per-class and macro P/R/F1 from
-one-hot columns, and the flip rates resampled by claim pair (the unit they are defined on)."""
+"""MuSciClaims' vectorised bootstrap kernels (``report``'s intervals and paired comparisons), every one
+resampling base claims, the unit a claim's variants share (a cluster bootstrap): per-class and macro
+P/R/F1 from per-claim class counts, and the flip rates by claim pair (the unit they are defined on)."""
 
 from __future__ import annotations
 
@@ -18,29 +19,41 @@ def _mc_rows(items: Sequence[Any]) -> list[tuple]:
     return [(record_rows([i]) or [(None,) * 5])[0] for i in items]
 
 
+def _clusters(rows: Sequence[tuple]) -> tuple[np.ndarray, int]:
+    """Each row's unit: its base claim (a claim's SUPPORT / CONTRADICT / NEUTRAL variants are one unit,
+    not independent docs: the task YAMLs' ``cluster_key``), in order of first appearance (the same order
+    in two runs of the same docs); a row without one is its own unit."""
+    index: dict = {}
+    units = [index.setdefault(("claim", r[2]) if r[2] is not None else ("doc", i), len(index)) for i, r in enumerate(rows)]
+    return np.array(units, dtype=int), len(index)
+
+
 def _classes_encode(domain: str | None = None):
     def encode(items):
+        """Per base claim (the bootstrap's unit) and class: gold, predicted and both counts of its docs.
+        Counts add up, so the statistic over resampled claims is the aggregation over their docs."""
         rows = _mc_rows(items)
         index = {lab: k for k, lab in enumerate(_MC_LABELS)}
         gold = np.array([index.get(r[0], -1) for r in rows])
         pred = np.array([index.get(r[1], -1) for r in rows])
         keep = np.array([r[0] is not None and (domain is None or r[4] == domain) for r in rows], dtype=float)
-        # one-hot (doc x class) of gold, pred and both: the resample's counts are sums over docs
-        g = np.stack([(gold == k) * keep for k in range(3)], axis=0).astype(float)
-        p = np.stack([(pred == k) * keep for k in range(3)], axis=0).astype(float)
-        return tuple(g) + tuple(p)
+        units, n = _clusters(rows)
+        out = []
+        for col in ([gold == k for k in range(3)], [pred == k for k in range(3)], [(gold == k) & (pred == k) for k in range(3)]):
+            out += [np.bincount(units, weights=c * keep, minlength=n) for c in col]
+        return tuple(out)
 
     return encode
 
 
 def _classes_stat(key: str):
-    """Per-class or macro P/R/F1 (percent) from the one-hot columns, as ``core.metrics.precision_recall_f1``
+    """Per-class or macro P/R/F1 (percent) from the per-claim counts, as ``core.metrics.precision_recall_f1``
     (undefined ratios 0; a prediction outside the labels is a miss and nobody's false positive)."""
 
-    def stat(g0, g1, g2, p0, p1, p2, axis: int = -1):
+    def stat(g0, g1, g2, p0, p1, p2, t0, t1, t2, axis: int = -1):
         ps, rs, fs = [], [], []
-        for g, p in ((g0, p0), (g1, p1), (g2, p2)):
-            tp = np.sum(g * p, axis=axis)
+        for g, p, t in ((g0, p0, t0), (g1, p1, t1), (g2, p2, t2)):
+            tp = np.sum(t, axis=axis)
             fp = np.sum(p, axis=axis) - tp
             fn = np.sum(g, axis=axis) - tp
             with np.errstate(invalid="ignore", divide="ignore"):

@@ -20,7 +20,7 @@ from lmms_eval_earthsci.core.hooks import ensure_runtime_hooks
 from lmms_eval_earthsci.core.settings import declare_settings
 from lmms_eval_earthsci.core.judge_pass import UNAVAILABLE, JudgeSpec, judged, judged_fields, outcome_for
 from lmms_eval_earthsci.core.messages import note_chat, route_of
-from lmms_eval_earthsci.core.metrics import breakdown_scores, percent
+from lmms_eval_earthsci.core.metrics import breakdown_scores, percent, with_paired_score
 from lmms_eval_earthsci.evals.scifibench.benchmark import BENCHMARK
 
 DATASET = "jonathan-roberts1/SciFIBench"
@@ -342,7 +342,7 @@ def process_results(doc, results):
     out = _breakdown(doc, score)
     out[METRIC] = {"score": score, "id": _rid(doc), "split": doc.get("_split"), "category": doc.get("Category"), "gold": gold, "parsed": got.value or None, "stage": got.rule, "route": route_of(doc)}
     out[NO_ANSWER] = percent(not got.value)
-    return out
+    return with_paired_score(out, score)
 
 
 # the paper's extractor prompt (code version, backslash-continuation spaces normalised; spec §3.4)
@@ -416,7 +416,7 @@ def process_results_judge(doc, results):
     gold = out[METRIC]["gold"]
     score = None if outcome.status == UNAVAILABLE else percent(bool(outcome.ok and outcome.verdict == gold))
     out.update(judged_fields(JUDGE_METRIC, "scifibench_judge_failed", outcome, score))
-    return out
+    return with_paired_score(out, score)  # the LLM extractor's verdict: the judge variant's headline
 
 
 # lmms-eval imports this module while it reads our task YAMLs: make sure our hooks are in, whatever route
