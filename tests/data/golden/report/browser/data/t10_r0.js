@@ -1,0 +1,1 @@
+EARTHSCI.details("emma_mini_judge_chemistry",0,{"0":{"responses":["zby/ temperatar \\(\\"],"filtered":"zby/ temperatar \\(\\","judge":null,"record":{},"metric":"emma_judge_acc"},"1":{"responses":[" temperat@"],"filtered":"temperat@","judge":null,"record":{},"metric":"emma_judge_acc"}});
