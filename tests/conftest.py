@@ -74,6 +74,9 @@ def read_outputs(output_path):
     assert results, f"no results JSON under {output_path}"
     with open(results[-1]) as f:
         res = json.load(f)
+    # every run of ours: no empty pseudo-metric (a per-doc field lmms-eval gathered with no aggregation)
+    empty = {(t, k) for t, r in res.get("results", {}).items() for k, v in r.items() if v == []}
+    assert not empty, f"empty metrics in the results: {sorted(empty)}"
     samples = {}
     for path in glob.glob(os.path.join(output_path, "**", "*_samples_*.jsonl"), recursive=True):
         task = path.rsplit("_samples_", 1)[1][: -len(".jsonl")]

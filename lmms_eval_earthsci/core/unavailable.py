@@ -1,10 +1,17 @@
-"""Why a metric has no value, recorded beside it in the results JSON.
+"""What lmms-eval writes for one of our tasks after aggregating it: why a metric has no value, recorded
+beside it in the results JSON, and no empty entry for the per-doc paired score.
 
 A metric that needs a model or a resource this process does not have (BERTScore without its model, on
 an offline machine) aggregates to ``None``: lmms-eval writes ``null`` and nothing more. An aggregation
 function marked with :func:`explained_by` says why; after lmms-eval aggregates a task, the hook below
 writes every such reason into the task's config, ``configs.<task>.metadata.earthsci_unavailable``
 (``{metric: reason}``) of the results JSON, which ``report`` shows beside the ``n/a``.
+
+Each sample of our tasks carries ``score`` (:data:`.metrics.PAIRED_SCORE`, the field lmms-eval's
+``--baseline`` reads). lmms-eval gathers every field ``process_results`` returns as a metric; one with no
+aggregation is written to the results as ``"score,none": []`` and ``"score_stderr,none": []``, an
+empty pseudo-metric in every task's table. The same hook drops that field from the task's gathered
+metrics once it is aggregated (the samples, written earlier, keep it).
 """
 
 from __future__ import annotations
@@ -12,6 +19,7 @@ from __future__ import annotations
 import functools
 from typing import Callable
 
+from lmms_eval_earthsci.core.metrics import PAIRED_SCORE
 from lmms_eval_earthsci.core.patching import wrap_method
 
 KEY = "earthsci_unavailable"
@@ -43,9 +51,25 @@ def reasons(task_output) -> dict[str, str]:
     return out
 
 
+def ours(task_output) -> bool:
+    """Whether an lmms-eval ``TaskOutput`` is one of our tasks (its ``process_results`` is ours)."""
+    fn = getattr(getattr(task_output.task, "config", None), "process_results", None)
+    return (getattr(fn, "__module__", None) or "").startswith(__name__.split(".", 1)[0] + ".")
+
+
+def drop_paired_score(task_output) -> None:
+    """Forget the gathered :data:`.metrics.PAIRED_SCORE` values of one of our tasks when the task does not
+    aggregate them (module docstring): the results then hold no ``score,none: []``."""
+    if PAIRED_SCORE in task_output.task.aggregation() or not ours(task_output):
+        return
+    for key in [k for k in task_output.sample_metrics if k[0] == PAIRED_SCORE]:
+        del task_output.sample_metrics[key]
+
+
 def install_unavailable_hook() -> bool:
     """Wrap lmms-eval's ``TaskOutput.calculate_aggregate_metric`` (rank 0, after the gather) to record
-    :func:`reasons` in the task's config. Idempotent; False when lmms-eval has no such method."""
+    :func:`reasons` in the task's config and :func:`drop_paired_score`. Idempotent; False when lmms-eval
+    has no such method."""
     try:
         from lmms_eval.evaluator_utils import TaskOutput
     except Exception:  # pragma: no cover - lmms-eval layout changed
@@ -55,6 +79,7 @@ def install_unavailable_hook() -> bool:
         @functools.wraps(original)
         def calculate_aggregate_metric(self, *args, **kwargs):
             result = original(self, *args, **kwargs)
+            drop_paired_score(self)  # after the aggregation, before lmms-eval's CLT errors and its results
             try:
                 found = reasons(self)
                 if found and isinstance(self.task_config, dict):
