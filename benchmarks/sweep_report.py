@@ -58,6 +58,15 @@ def report(sweep: str, out: str, kind: str) -> tuple[float, float]:
     return float(seconds), int(kb) / 1024 / 1024
 
 
+def demo_results(runs_dir: str | None, root: str) -> str:
+    """The results JSON of a demo's run: the newest in ``runs_dir``, or of a demo run now under ``root``."""
+    if runs_dir is None:
+        demo = os.path.join(root, "demo")
+        subprocess.run([os.path.join(os.path.dirname(sys.executable), "lmms-eval-earthsci"), "demo", "--out", demo], check=True, capture_output=True)
+        runs_dir = os.path.join(demo, "runs")
+    return sorted(glob.glob(os.path.join(runs_dir, "*", "*_results.json")))[-1]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=20)
@@ -66,12 +75,7 @@ def main() -> int:
     a = ap.parse_args()
     root = a.keep or tempfile.mkdtemp(prefix="sweep_report_")
     try:
-        runs_dir = a.run
-        if runs_dir is None:
-            demo = os.path.join(root, "demo")
-            subprocess.run([os.path.join(os.path.dirname(sys.executable), "lmms-eval-earthsci"), "demo", "--out", demo], check=True, capture_output=True)
-            runs_dir = os.path.join(demo, "runs")
-        (results,) = sorted(glob.glob(os.path.join(runs_dir, "*", "*_results.json")))[-1:]
+        results = demo_results(a.run, root)
         sweep = os.path.join(root, "sweep")
         t0 = time.perf_counter()
         make_sweep(results, sweep, a.runs)

@@ -248,3 +248,30 @@ def test_the_generic_report_names_no_benchmarks_field():
         text = open(path).read()
         named = sorted(k for k in fields if re.search(r"""["']%s["']""" % re.escape(k), text))
         assert not named, (path, named)
+
+
+def test_a_claims_view_is_written_once_and_a_sweeps_copies_keep_claims_apart(tmp_path):
+    """MuSciClaims' claim view (its variants side by side) is shared by the claim's docs: the task's data
+    holds it once (`views`), each doc its index. A sweep's copies (`clone_run(docs=...)`, the benchmarks'
+    20,000-sample runs) repeat docs with ids of their own, so a claim keeps its two variants."""
+    from lmms_eval_earthsci.testing.sweep import clone_run
+
+    def sample(doc, base, variant, gold, pred):
+        rec = {"gold": gold, "pred": pred, "stage": "json", "base_claim_id": base, "variant": variant}
+        return {"doc_id": doc, "input": "p", "resps": [[pred]], "target": gold, "musciclaims_macro_f1": rec}
+
+    samples = [sample(0, "c1", "support", "SUPPORT", "SUPPORT"), sample(1, "c1", "contra", "CONTRADICT", "SUPPORT"),
+               sample(2, "c2", "support", "SUPPORT", "INVALID"), sample(3, "c2", "contra", "CONTRADICT", "CONTRADICT")]
+    (run,) = read_runs([_write_run(tmp_path, "a", "musciclaims_d", samples)])
+    data = task_docs(registry.get("musciclaims"), "musciclaims_d", [run])
+    assert [d["pair"] for d in data["docs"]] == [0, 0, 1, 1]
+    assert [v["title"] for v in data["views"]] == ["claim c1: its variants", "claim c2: its variants"]
+    assert [[r["doc"] for r in v["rows"]] for v in data["views"]] == [["1", "0"], ["3", "2"]]
+    assert data["views"][0]["summary"] == ["no flip: the same decision on both"]
+    (results,) = (tmp_path / "a" / "m").glob("*_results.json")
+    (copy,) = read_runs([os.path.dirname(clone_run(str(results), str(tmp_path / "copy"), docs=10))])
+    data = task_docs(registry.get("musciclaims"), "musciclaims_d", [copy])
+    assert len(data["docs"]) == 10 and [len(v["rows"]) for v in data["views"]] == [2, 2, 2, 2, 2]
+    assert data["views"][2]["title"] == "claim c1~1: its variants"
+    # a benchmark without shared views writes none
+    assert "views" not in task_docs(registry.get("emma"), "emma_mini_math", read_runs([_write_run(tmp_path, "e", "emma_mini_math", [{"doc_id": 0, "input": "p", "resps": [["r"]], "target": "3", "emma_acc": {"score": 0.0}}])]))

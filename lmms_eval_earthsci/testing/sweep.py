@@ -29,11 +29,21 @@ def _flip_value(v, rng: random.Random, share: float):
     return v
 
 
+def _copy_ids(row: dict, k: int) -> dict:
+    """The ``k``-th repetition of a sample: the string ``*_id`` fields of its per-doc records suffixed
+    ``~k`` (k > 0), so that a group of docs (a claim and its variants) stays as large as in the run
+    copied instead of growing with every repetition."""
+    if k == 0:
+        return row
+    return {key: ({f: (f"{x}~{k}" if f.endswith("_id") and isinstance(x, str) else x) for f, x in v.items()} if isinstance(v, dict) and key != "doc" else v) for key, v in row.items()}
+
+
 def clone_run(results_path: str, output_path: str, model_args: str | None = None, tasks: Iterable[str] | None = None, stamp: str | None = None,
               flip: float = 0.0, seed: int = 0, docs: int | None = None) -> str:
     """Write a copy of the run of ``results_path`` under ``output_path/<model folder>/``; returns its
     results file. ``tasks``: keep these tasks (and the groups whose tasks are all kept); ``flip``: the
-    share of per-doc right/wrong values flipped; ``docs``: each task's samples repeated up to this many."""
+    share of per-doc right/wrong values flipped; ``docs``: each task's samples repeated up to this many,
+    each repetition with ids of its own (:func:`_copy_ids`)."""
     with open(results_path) as f:
         data = json.load(f)
     src_stamp = os.path.basename(results_path)[: -len("_results.json")]
@@ -60,7 +70,7 @@ def clone_run(results_path: str, output_path: str, model_args: str | None = None
         with open(sp) as f:
             rows = [json.loads(line) for line in f if line.strip()]
         if docs and rows:
-            rows = [dict(rows[i % len(rows)], doc_id=i) for i in range(docs)]
+            rows = [_copy_ids(dict(rows[i % len(rows)], doc_id=i), i // len(rows)) for i in range(docs)]
             if task in (data.get("n-samples") or {}):
                 data["n-samples"][task] = {"original": docs, "effective": docs}
         with open(os.path.join(folder, f"{stamp}_samples_{task}.jsonl"), "w") as f:

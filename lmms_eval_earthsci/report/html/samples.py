@@ -158,8 +158,8 @@ def _doc_order(doc: str) -> tuple:
 
 def task_docs(bench: Benchmark, task: str, runs: Sequence[Run], details: Callable[[int, dict], None] | None = None) -> dict:
     """Every doc of ``task`` over the runs, read one run at a time: ``{"docs": [{id, fields, gold, prompt,
-    prompts_differ, runs: [summary (SUMMARY_KEYS) or None per run]}], "no_verdict": [why, per run]}`` in
-    doc order. Each run's details (``{doc id: DETAIL_KEYS, and "prompt" where the run's differs}``) go to
+    prompts_differ, runs: [summary (SUMMARY_KEYS) or None per run]}], "no_verdict": [why, per run],
+    "views": [a pair view shared by docs]}`` in doc order (a doc's ``pair``: its index in ``views``). Each run's details (``{doc id: DETAIL_KEYS, and "prompt" where the run's differs}``) go to
     ``details(run index, by doc)`` as soon as the run is read (without ``details``: into each summary).
     Under ``--repeats`` lmms-eval logs a doc once, with every response."""
     spec = bench.report_spec()
@@ -201,4 +201,23 @@ def task_docs(bench: Benchmark, task: str, runs: Sequence[Run], details: Callabl
     if labels:
         for d in docs:
             d["image_labels"] = list(labels)
-    return {"docs": docs, "no_verdict": reasons}
+    out = {"docs": docs, "no_verdict": reasons}
+    views = _share_views(docs)
+    if views:
+        out["views"] = views
+    return out
+
+
+def _share_views(docs: list[dict]) -> list[dict]:
+    """A ``pair`` view the benchmark gave several docs (a claim and its variants) written once: each doc's
+    ``pair`` becomes its index in the returned list (the data file's ``views``), not a copy per member."""
+    views: list[dict] = []
+    at: dict[int, int] = {}
+    for d in docs:
+        v = d.get("pair")
+        if isinstance(v, dict):
+            if id(v) not in at:
+                at[id(v)] = len(views)
+                views.append(v)
+            d["pair"] = at[id(v)]
+    return views

@@ -373,7 +373,7 @@
     card.appendChild(el("details", {}, el("summary", { text: "prompt" }), el("pre", { cls: "prompt", text: d.prompt })));
     card.appendChild(el("p", {}, "gold: ", el("code", { text: d.gold })));
     if (d.options) card.appendChild(crossTable(d.options, false));
-    if (d.pair) card.appendChild(crossTable(d.pair, true));
+    if (d.pair !== undefined) card.appendChild(crossTable(typeof d.pair === "number" ? data.views[d.pair] : d.pair, true));  // shared by a claim's docs
     const runs = el("div", { cls: "runs" });
     for (const i of shown) runs.appendChild(runView(t, d, i, whyOf(i), !d.prompts_differ));
     card.appendChild(runs);
