@@ -17,8 +17,8 @@ import os
 import sys
 import time
 
-from lmms_eval_earthsci.evals.emma import tasks as emma
 from lmms_eval_earthsci.core.metrics import mean_present
+from lmms_eval_earthsci.evals.emma import tasks as emma
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT = os.path.join(HERE, "..", "..", "shared", "reference", "emma_mini")

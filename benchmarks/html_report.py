@@ -90,7 +90,10 @@ def part1() -> tuple[float, float]:
     print(f"   decode + thumbnail, {WORKERS} threads         {threaded * 1000:6.1f} ms/figure -> 40,000 figures: {threaded * 40_000 / 60:5.1f} min   (x{serial / threaded:.2f})")
     print(f"   thumbnail size                        {mean / 1024:6.1f} KiB mean -> 40,000: {mean * 40_000 / 2**20:.0f} MiB")
     print(f"   + large copy, {WORKERS} threads               {with_large * 1000:6.1f} ms/figure (x{with_large / threaded:.2f} of the thumbnail alone)")
-    print(f"   large copy size                       {mean_large / 1024:6.1f} KiB mean -> the default budget ({DEFAULT_FIGURE_BUDGET_MB} MB) holds {DEFAULT_FIGURE_BUDGET_MB * 2**20 / mean_large:,.0f} figures; 40,000 would take {mean_large * 40_000 / 2**30:.1f} GiB")
+    print(
+        f"   large copy size                       {mean_large / 1024:6.1f} KiB mean -> the default budget ({DEFAULT_FIGURE_BUDGET_MB} MB) holds "
+        f"{DEFAULT_FIGURE_BUDGET_MB * 2**20 / mean_large:,.0f} figures; 40,000 would take {mean_large * 40_000 / 2**30:.1f} GiB"
+    )
     return threaded, mean
 
 
@@ -135,7 +138,13 @@ def synthetic_run(root: str, cache: str) -> str:
             results[t] = {"alias": t, "emma_acc,none": 100.0 * right / max(n, 1), "emma_acc_stderr,none": "N/A"}
         store.save_manifest(key, manifest)
     with open(os.path.join(run, "20261123_000000_results.json"), "w") as f:
-        json.dump({"results": results, "configs": configs, "versions": {t: 1.0 for t in tasks}, "config": {"model": "synthetic", "model_args": "pretrained=org/synthetic-vlm"}, "n-samples": {t: {"original": n, "effective": n} for t, n in tasks.items()}}, f)
+        json.dump(
+            {
+                "results": results, "configs": configs, "versions": {t: 1.0 for t in tasks}, "config": {"model": "synthetic", "model_args": "pretrained=org/synthetic-vlm"},
+                "n-samples": {t: {"original": n, "effective": n} for t, n in tasks.items()},
+            },
+            f,
+        )
     return os.path.dirname(run)
 
 
@@ -162,7 +171,10 @@ def part2(root: str, cache: str) -> tuple[str, float, float]:
     print(f"   report.md + report.html (cache warm)  {full:6.1f} s   (x{full / md:.2f}; the browser adds {full - md:.1f} s)")
     linked = len(os.listdir(os.path.join(out, "browser", "img")))
     assert linked == N * FIGURES_PER_DOC, f"{linked} thumbnails linked, not {N * FIGURES_PER_DOC}: the cache was missed"
-    print(f"   folder: {linked:,} thumbnails linked, data files {data / 2**20:.0f} MiB, largest task file {max(os.path.getsize(os.path.join(out, 'browser', 'data', f)) for f in os.listdir(os.path.join(out, 'browser', 'data'))) / 2**20:.1f} MiB (thumbnails: hard links of the cache)")
+    print(
+        f"   folder: {linked:,} thumbnails linked, data files {data / 2**20:.0f} MiB, "
+        f"largest task file {max(os.path.getsize(os.path.join(out, 'browser', 'data', f)) for f in os.listdir(os.path.join(out, 'browser', 'data'))) / 2**20:.1f} MiB (thumbnails: hard links of the cache)"
+    )
     return out, md, full
 
 
@@ -206,7 +218,10 @@ if __name__ == "__main__":
     try:
         threaded, mean = part1()
         out, md, full = part2(root, cache)
-        print(f"   first report, projected: {full:.0f} s + 40,000 figures x {threaded * 1000:.1f} ms = {(full + threaded * 40_000) / 60:.1f} min; folder with real thumbnails ~{(folder_size(os.path.join(out, 'browser', 'data')) + mean * 40_000) / 2**20:.0f} MiB")
+        print(
+            f"   first report, projected: {full:.0f} s + 40,000 figures x {threaded * 1000:.1f} ms = {(full + threaded * 40_000) / 60:.1f} min; "
+            f"folder with real thumbnails ~{(folder_size(os.path.join(out, 'browser', 'data')) + mean * 40_000) / 2**20:.0f} MiB"
+        )
         part3(out)
     finally:
         shutil.rmtree(root, ignore_errors=True)

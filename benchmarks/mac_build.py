@@ -16,7 +16,7 @@ import tracemalloc
 
 import numpy as np
 
-from lmms_eval_earthsci.evals.mac import builder as B
+from lmms_eval_earthsci.evals.mac import builder as mac_builder
 from lmms_eval_earthsci.evals.mac.collection import Issue
 
 TEXT_DIM, IMAGE_DIM = 768, 1024
@@ -34,8 +34,8 @@ def synthetic(pairs: int, journals: int, questions: int, seed: int = 0):
         start = len(pool)
         pool += issues
         q = max(1, int(round(n * share)))  # the newest issues are the snapshot's questions
-        journal_objs.append(B.Journal(name, "ACS", issues, list(range(start, start + n)), list(range(n - q, n))))
-    emb = B.Embeddings()
+        journal_objs.append(mac_builder.Journal(name, "ACS", issues, list(range(start, start + n)), list(range(n - q, n))))
+    emb = mac_builder.Embeddings()
     for k in ("t1", "t2", "t3"):
         emb.text[k] = _unit(rng.standard_normal((len(pool), TEXT_DIM), dtype=np.float32))
     for k in ("i1", "i2", "i3"):
@@ -51,8 +51,8 @@ def _unit(x):
 def run(pool, journals, emb) -> tuple[float, float, int]:
     tracemalloc.start()
     t = time.perf_counter()
-    rows, _, ranks = B.build_rows(journals, emb, ["t1", "t2", "t3"], ["i1", "i2", "i3"], seed=0)
-    B.self_validation(ranks, emb, ["i1", "i2", "i3"], rows, {it.key: n for n, it in enumerate(pool)})
+    rows, _, ranks = mac_builder.build_rows(journals, emb, ["t1", "t2", "t3"], ["i1", "i2", "i3"], seed=0)
+    mac_builder.self_validation(ranks, emb, ["i1", "i2", "i3"], rows, {it.key: n for n, it in enumerate(pool)})
     secs = time.perf_counter() - t
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
@@ -63,7 +63,7 @@ def one_journal(journals):
     """The same issues and questions as one journal (ids made unique), same embeddings rows."""
     issues = [Issue("ACS", "all", f"{jn:03d}_{it.id}", it.cover, it.story) for jn, j in enumerate(journals) for it in j.issues]
     qs = [k for j in journals for k in (np.asarray(j.questions) + j.rows[0]).tolist()]
-    return issues, [B.Journal("all", "ACS", issues, list(range(len(issues))), qs)]
+    return issues, [mac_builder.Journal("all", "ACS", issues, list(range(len(issues))), qs)]
 
 
 def vit_flops(width: int, layers: int, mlp: float, tokens: int) -> float:
@@ -83,7 +83,10 @@ def main() -> None:
 
     pool, journals, emb = synthetic(a.pairs, a.journals, a.questions)
     largest = max(len(j.issues) for j in journals)
-    print(f"synthetic collection: {len(pool)} pairs, {len(journals)} journals (largest {largest}), {sum(len(j.questions) for j in journals)} questions; embeddings {sum(v.nbytes for v in [*emb.text.values(), *emb.image.values()]) / 2**20:.0f} MB")
+    print(
+        f"synthetic collection: {len(pool)} pairs, {len(journals)} journals (largest {largest}), {sum(len(j.questions) for j in journals)} questions; "
+        f"embeddings {sum(v.nbytes for v in [*emb.text.values(), *emb.image.values()]) / 2**20:.0f} MB"
+    )
     secs, peak, n = run(pool, journals, emb)
     print(f"per journal      : rank + select + stats {secs:6.2f} s, peak {peak:7.1f} MB above the embeddings, {n} rows")
     pool1, journals1 = one_journal(journals)

@@ -12,9 +12,9 @@ import random
 import sys
 import time
 
-from lmms_eval_earthsci.evals.msearth import tasks as M
 from lmms_eval_earthsci.core.metrics import mean_present
 from lmms_eval_earthsci.core.similarity import get_matcher
+from lmms_eval_earthsci.evals.msearth import tasks as msearth_tasks
 
 WORDS = "warm cold humid dry air mass front pressure river glacier sediment layer basin flow rise fall summer winter coastal inland".split()
 
@@ -26,25 +26,33 @@ def synthetic(n, seed=0):
         opts = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(2, 5))).capitalize() for _ in range(4)]
         gold = rng.randrange(4)
         q = f"<image>Caption:Figure {i}.\nQuestion:\nWhat is shown in panel {i % 7}?\nOptions:\n" + "\n".join(f"{'ABCD'[k]}. {o}" for k, o in enumerate(opts))
-        docs.append({"question_id": f"N{i:06d}", "query": q, "response": f"{'ABCD'[gold]}. {opts[gold]}", "classification_result": '{"primary_sphere": "Hydrology"}', "vqa_type": '{"vqa_type": "Single Image Question Answering", "question_category": "Discovery"}'})
+        docs.append(
+            {
+                "question_id": f"N{i:06d}",
+                "query": q,
+                "response": f"{'ABCD'[gold]}. {opts[gold]}",
+                "classification_result": '{"primary_sphere": "Hydrology"}',
+                "vqa_type": '{"vqa_type": "Single Image Question Answering", "question_category": "Discovery"}',
+            }
+        )
         kind = i % 4
         if kind == 3:  # free text: goes to the similarity fallback
-            responses.append('{"answer": "%s", "Explanation": "it looks like it"}' % opts[rng.randrange(4)].lower())
+            responses.append(f'{{"answer": "{opts[rng.randrange(4)].lower()}", "Explanation": "it looks like it"}}')
         elif kind == 2:
-            responses.append('```json\n{"answer": "%s. %s",\n "Explanation": "x",}\n```' % ("ABCD"[rng.randrange(4)], opts[0]))
+            responses.append('```json\n{{"answer": "{}. {}",\n "Explanation": "x",}}\n```'.format("ABCD"[rng.randrange(4)], opts[0]))
         else:
-            responses.append('{"answer": "%s", "Explanation": "the figure shows it"}' % "ABCD"[rng.randrange(4)])
+            responses.append('{{"answer": "{}", "Explanation": "the figure shows it"}}'.format("ABCD"[rng.randrange(4)]))
     return docs, responses
 
 
 def score(docs, responses, batch):
     t0 = time.perf_counter()
     if batch:
-        M.prepare_mcq(list(zip(docs, responses)))
-    outs = [M.process_results_mcq(d, [r]) for d, r in zip(docs, responses)]
-    acc = mean_present([o[M.MCQ_METRIC] for o in outs])
-    mean_present([o[M.MCQ_STRICT] for o in outs])
-    return time.perf_counter() - t0, acc, sum(o[M.MCQ_METRIC]["rule"] == "similarity" for o in outs)
+        msearth_tasks.prepare_mcq(list(zip(docs, responses)))
+    outs = [msearth_tasks.process_results_mcq(d, [r]) for d, r in zip(docs, responses)]
+    acc = mean_present([o[msearth_tasks.MCQ_METRIC] for o in outs])
+    mean_present([o[msearth_tasks.MCQ_STRICT] for o in outs])
+    return time.perf_counter() - t0, acc, sum(o[msearth_tasks.MCQ_METRIC]["rule"] == "similarity" for o in outs)
 
 
 def main():

@@ -126,9 +126,27 @@ def make_rows(n_docs: int, n_figures: int) -> list[dict]:
         base = f"{pid}_{cycle + 1}"
         own = f"paper_figures/{named}{own_no}.jpg"
         common = {"base_claim_id": base, "paper_id": pid, "domain": domain}
-        rows.append({**common, "claim_id": f"{base}_support", "claim_text": claim, "label_3class": "SUPPORT", "label_2class": "SUPPORT", "associated_figure_filepath": own, "associated_figure_number": str(own_no), "associated_figure_panels": panels, "caption": caption, "claim_from_which_random_figure_is_taken": None})
-        rows.append({**common, "claim_id": f"{base}_contra", "claim_text": contra, "label_3class": "CONTRADICT", "label_2class": "NON_SUPPORT", "associated_figure_filepath": own, "associated_figure_number": str(own_no), "associated_figure_panels": panels, "caption": caption, "claim_from_which_random_figure_is_taken": None})
-        rows.append({**common, "claim_id": f"{base}_neutral", "claim_text": claim, "label_3class": "NEUTRAL", "label_2class": "NON_SUPPORT", "associated_figure_filepath": f"paper_figures/{named}{other_no}.jpg", "associated_figure_number": str(other_no), "associated_figure_panels": panels, "caption": other_caption, "claim_from_which_random_figure_is_taken": f"{pid}_{other_no}"})
+        rows.append(
+            {
+                **common, "claim_id": f"{base}_support", "claim_text": claim, "label_3class": "SUPPORT", "label_2class": "SUPPORT",
+                "associated_figure_filepath": own, "associated_figure_number": str(own_no), "associated_figure_panels": panels,
+                "caption": caption, "claim_from_which_random_figure_is_taken": None,
+            }
+        )
+        rows.append(
+            {
+                **common, "claim_id": f"{base}_contra", "claim_text": contra, "label_3class": "CONTRADICT", "label_2class": "NON_SUPPORT",
+                "associated_figure_filepath": own, "associated_figure_number": str(own_no), "associated_figure_panels": panels,
+                "caption": caption, "claim_from_which_random_figure_is_taken": None,
+            }
+        )
+        rows.append(
+            {
+                **common, "claim_id": f"{base}_neutral", "claim_text": claim, "label_3class": "NEUTRAL", "label_2class": "NON_SUPPORT",
+                "associated_figure_filepath": f"paper_figures/{named}{other_no}.jpg", "associated_figure_number": str(other_no), "associated_figure_panels": panels,
+                "caption": other_caption, "claim_from_which_random_figure_is_taken": f"{pid}_{other_no}",
+            }
+        )
         i += 1
     return rows[:n_docs]
 
@@ -209,9 +227,9 @@ def run_mode(mode: str, world: int) -> dict:
 
     from PIL import Image
 
-    from lmms_eval_earthsci.evals.musciclaims import tasks as M
     from lmms_eval_earthsci.core.data import mirror_path
     from lmms_eval_earthsci.core.repo_files import DecodedCache
+    from lmms_eval_earthsci.evals.musciclaims import tasks as musciclaims_tasks
 
     with open(os.path.join(mirror_path(REPO), "test_set.jsonl")) as fh:
         docs = [json.loads(line) for line in fh]
@@ -221,9 +239,9 @@ def run_mode(mode: str, world: int) -> dict:
     if mode.startswith("maxpix="):
         kwargs["max_pixels"] = int(mode.split("=", 1)[1])
     logging.getLogger("lmms_eval_earthsci").setLevel(logging.ERROR)  # the path-fix notice, once per process
-    M._DECODED = DecodedCache(0 if mode == "cold" else 4)
-    M._store().listing()  # the repo listing: once per process, untimed (as in a run: first doc)
-    paths = [M.figure_path(d) for d in docs] if mode == "decode" else None
+    musciclaims_tasks._DECODED = DecodedCache(0 if mode == "cold" else 4)
+    musciclaims_tasks._store().listing()  # the repo listing: once per process, untimed (as in a run: first doc)
+    paths = [musciclaims_tasks.figure_path(d) for d in docs] if mode == "decode" else None
     size = None
     u0 = _usage()
     t0, c0 = time.perf_counter(), time.process_time()
@@ -234,12 +252,12 @@ def run_mode(mode: str, world: int) -> dict:
             del img
     elif mode == "simple":
         for d in docs:
-            visuals, text = M.doc_to_visual(d, kwargs), M.doc_to_text(d, kwargs)
+            visuals, text = musciclaims_tasks.doc_to_visual(d, kwargs), musciclaims_tasks.doc_to_text(d, kwargs)
             size = visuals[0].size
             del visuals, text
     else:
         for d in docs:
-            msgs = M.doc_to_messages(d, kwargs)
+            msgs = musciclaims_tasks.doc_to_messages(d, kwargs)
             size = msgs[0]["content"][0]["url"].size
             del msgs  # consumed, as the model would: only the cache keeps figures alive
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
@@ -249,9 +267,13 @@ def run_mode(mode: str, world: int) -> dict:
         for line in fh:
             if line.startswith("VmHWM:"):
                 hwm = int(line.split()[1])
-    dec = M._DECODED
+    dec = musciclaims_tasks._DECODED
     decodes = len(docs) if mode == "decode" else dec.misses
-    return {"mode": mode, "docs": len(docs), "decodes": decodes, "hits": 0 if mode == "decode" else dec.hits, "wall": wall, "cpu": cpu, "sys": u1.ru_stime - u0.ru_stime, "faults": u1.ru_minflt - u0.ru_minflt, "base_kb": u0.ru_maxrss, "peak_kb": u1.ru_maxrss, "hwm_kb": hwm, "size": list(size) if size else None}
+    return {
+        "mode": mode, "docs": len(docs), "decodes": decodes, "hits": 0 if mode == "decode" else dec.hits, "wall": wall, "cpu": cpu,
+        "sys": u1.ru_stime - u0.ru_stime, "faults": u1.ru_minflt - u0.ru_minflt, "base_kb": u0.ru_maxrss, "peak_kb": u1.ru_maxrss, "hwm_kb": hwm,
+        "size": list(size) if size else None,
+    }
 
 
 # --------------------------------------------------------------------------- the driver
@@ -359,7 +381,8 @@ def main(argv=None):
         label = labels.get(m) or f"(f) (d) with max_pixels={int(m.split('=')[1]):,}"
         w, h = r["size"]
         print(
-            f"{label:46s} {r['docs']:5d} {r['decodes']:7d} {1000 * r['cpu'] / r['docs']:10.1f} {1000 * r['cpu'] / max(1, r['decodes']):9.1f} {100 * r['sys'] / r['cpu']:3.0f}% {rate(m):11.1f} {rate(m) / ref_rate:6.2f} {r['docs'] / r['wall']:11.1f} "
+            f"{label:46s} {r['docs']:5d} {r['decodes']:7d} {1000 * r['cpu'] / r['docs']:10.1f} {1000 * r['cpu'] / max(1, r['decodes']):9.1f} "
+            f"{100 * r['sys'] / r['cpu']:3.0f}% {rate(m):11.1f} {rate(m) / ref_rate:6.2f} {r['docs'] / r['wall']:11.1f} "
             f"{r['peak_kb'] / 1024:7.0f} {r['peak_kb'] / a['peak_kb']:6.2f}  {w}x{h} ({w * h / 1e6:.2f} MP, ~{w * h // 784} Qwen2-VL tokens)"
         )
     worst = max(abs(r["peak_kb"] - r["hwm_kb"]) for r in results.values()) / 1024

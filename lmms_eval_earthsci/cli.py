@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Sequence
+from collections.abc import Sequence
 
 from lmms_eval_earthsci import TASKS_DIR
 from lmms_eval_earthsci.core.harness import run_lmms_eval
@@ -43,7 +43,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="the bootstrap's seed (default 0)")
     p.add_argument("--no-html", action="store_true", help="write report.md and the charts only, not report.html and its sample browser")
     p.add_argument("--no-images", action="store_true", help="report.html without the docs' figures (no dataset is loaded)")
-    p.add_argument("--figure-budget", type=float, default=None, metavar="MB", help="disk for the figures' large copies (the overlay opened by clicking a figure), docs where runs disagree first, then docs some run got wrong (default 500; 0: thumbnails only)")
+    p.add_argument(
+        "--figure-budget", type=float, default=None, metavar="MB",
+        help="disk for the figures' large copies (the overlay opened by clicking a figure), docs where runs disagree first, then docs some run got wrong (default 500; 0: thumbnails only)",
+    )
     p.add_argument("--baseline", default=None, metavar="RUN", help="the run every other run is compared with (a label or a run folder; default: the first in order)")
     p.add_argument("--order", default=None, metavar="RUN,RUN,...", help="these runs first, in this order (labels or run folders); the rest after, by training step and name")
     p.add_argument("--label", action="append", default=[], metavar="FOLDER=NAME", help="name the run of FOLDER (a run folder, results file or label); repeatable")

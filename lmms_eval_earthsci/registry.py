@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import functools
 import os
-from typing import Iterable
+from collections.abc import Iterable
+from typing import cast
 
 from lmms_eval_earthsci import TASKS_DIR
 from lmms_eval_earthsci.core.benchmark import Benchmark, resolve_ref
@@ -62,7 +63,7 @@ def _external() -> Iterable[tuple[str, str]]:
             yield module.strip(), f"{ENV}"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _benchmarks(env: str) -> tuple[Benchmark, ...]:
     out: list[Benchmark] = []
     for ref in BUILTIN:
@@ -111,7 +112,7 @@ def benchmark_of(task: str) -> Benchmark | None:
 
 def external_task_dirs() -> list[str]:
     """The task folders of the benchmarks registered from outside (ours are all under TASKS_DIR)."""
-    return [b.task_dir for b in benchmarks()[len(BUILTIN):]]
+    return [cast(str, b.task_dir) for b in benchmarks()[len(BUILTIN):]]  # _benchmarks checked each is a folder
 
 
 def settings() -> list[Setting]:

@@ -34,7 +34,8 @@ import os
 import sys
 import time
 from collections import Counter
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from lmms_eval_earthsci import registry
 from lmms_eval_earthsci.core.benchmark import resolve_ref
@@ -399,7 +400,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     ap.add_argument("run", nargs="?", metavar="RUN_DIR", help="an lmms-eval --output_path of a --log_samples or --predict_only run (or one *_results.json)")
     ap.add_argument("--out", required=True, metavar="NEW_DIR", help="where the rescored results and samples go (lmms-eval's layout)")
-    ap.add_argument("--tasks", default=None, help="comma-separated tasks or groups of the run to rescore (default: the tasks and groups the run was started with, ours); with --from msearth-release, the task the file is for (default: from its records)")
+    ap.add_argument(
+        "--tasks", default=None,
+        help="comma-separated tasks or groups of the run to rescore (default: the tasks and groups the run was started with, ours); with --from msearth-release, the task the file is for (default: from its records)",
+    )
     ap.add_argument("--force", action="store_true", help="rescore a run of another task version (or whose prompts changed), recording it")
     ap.add_argument("--from", dest="fmt", default=None, choices=sorted(importers()), help="import the authors' released outputs from FILE instead of a run")
     ap.add_argument("--set", dest="subset", default="mini", choices=["mini", "full"], help="--from emma-release: EMMA-mini or full EMMA (default mini)")

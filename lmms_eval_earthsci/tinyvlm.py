@@ -70,7 +70,10 @@ def _build(out_dir: str, marker: str, seed: int, std: float) -> str:
     image_id = tokenizer.convert_tokens_to_ids("<image>")
 
     vision = CLIPVisionConfig(image_size=32, patch_size=8, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2, projection_dim=32)
-    text = LlamaConfig(vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=8192, bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id, tie_word_embeddings=False)
+    text = LlamaConfig(
+        vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=8192,
+        bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id, tie_word_embeddings=False,
+    )
     config = LlavaConfig(vision_config=vision, text_config=text, image_token_index=image_id, vision_feature_layer=-1, vision_feature_select_strategy="default", projector_hidden_act="gelu")
     torch.manual_seed(seed)
     model = LlavaForConditionalGeneration(config)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import re
 import sys
-from typing import Sequence
+from collections.abc import Sequence
 
 from lmms_eval_earthsci import TASKS_DIR, registry
 from lmms_eval_earthsci.core.benchmark import Benchmark

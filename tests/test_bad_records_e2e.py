@@ -7,8 +7,8 @@ import shutil
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-
 from conftest import cli_env, openai_args, read_outputs, run_cli
+
 from lmms_eval_earthsci.testing.openai_server import FakeOpenAIServer
 
 pytestmark = pytest.mark.e2e
@@ -31,7 +31,8 @@ def _edit(path, edit, drop=None):
 def bad_mirror(mirror, tmp_path_factory):
     root = tmp_path_factory.mktemp("bad") / "mirror"
     shutil.copytree(mirror, root)
-    one = lambda pattern: glob.glob(str(root / pattern))[0]
+    def one(pattern):
+        return glob.glob(str(root / pattern))[0]
 
     def emma(rows):
         rows[1]["answer"] = "G"  # Math_2: multiple choice with 5 options

@@ -8,14 +8,13 @@ lmms-eval >= 0.7.3 (`--baseline` writes its `paired_*` fields there)."""
 
 import glob
 import json
-import os
 from importlib.metadata import version
 
 import pytest
+from conftest import cli_env, openai_args, read_outputs, run_cli
 from packaging.version import Version
 from scipy import stats
 
-from conftest import cli_env, openai_args, read_outputs, run_cli
 from lmms_eval_earthsci.testing.openai_server import FakeOpenAIServer
 
 pytestmark = [pytest.mark.e2e, pytest.mark.skipif(Version(version("lmms-eval")) < Version("0.7.3"), reason="lmms-eval's --baseline is checked on 0.7.3")]

@@ -20,8 +20,8 @@ import re
 import subprocess
 
 import pytest
-
 from conftest import VENV_BIN, cli_env, openai_args, run_cli
+
 from lmms_eval_earthsci.testing.openai_server import FakeOpenAIServer
 
 pytestmark = [pytest.mark.browser, pytest.mark.e2e]
@@ -152,7 +152,7 @@ def listed(pg):
 
 def test_verdict_filters_count_what_the_samples_say(page):
     pg, log, root, runs, rep = page
-    for bench, task in TASKS.items():
+    for _bench, task in TASKS.items():
         expected = {}
         for s in samples_of(runs[0], task):
             v = expected_verdict(task, s)
@@ -458,7 +458,8 @@ def test_past_four_runs_only_the_chosen_runs_load_in_full(sweep_page):
     pg, requests = sweep_page
     pg.wait_for_selector("article.doc pre.response")
     assert pg.evaluate("() => document.getElementById('f-run').options.length") == 6
-    loaded = lambda: sorted(int(re.search(r"_r(\d+)\.js$", u).group(1)) for u in requests if re.search(r"/data/t\d+_r\d+\.js$", u))
+    def loaded():
+        return sorted(int(re.search(r"_r(\d+)\.js$", u).group(1)) for u in requests if re.search(r"/data/t\d+_r\d+\.js$", u))
     assert loaded() == [0, 1]  # run 0 (verdicts of), A = 0, B = 1
     card = pg.query_selector("article.doc")
     assert len(card.query_selector_all(".runs .run")) == 2

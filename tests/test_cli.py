@@ -132,7 +132,10 @@ def test_check_mirror(mirror, tmp_path, capsys):
     assert cli.main(["check-mirror", str(bad), "--tasks", "musciclaims_d,musciclaims_caption_only_d"]) == 1
     err = capsys.readouterr().err
     assert "musciclaims_d: 9 records, 3 invalid" in err and "musciclaims_caption_only_d: 9 records, all valid" in err
-    assert f"record 'PIIS0092867400000001_2_contra', field 'associated_figure_filepath': figure not found: tried 'paper_figures/bio_PIIS0092867400000001_images_figure_2.jpg', '*/bio_PIIS0092867400000001_images_figure_2.jpg' in {bad}/StonyBrookNLP/MuSciClaims [row 4]" in err
+    assert (
+        "record 'PIIS0092867400000001_2_contra', field 'associated_figure_filepath': figure not found: "
+        f"tried 'paper_figures/bio_PIIS0092867400000001_images_figure_2.jpg', '*/bio_PIIS0092867400000001_images_figure_2.jpg' in {bad}/StonyBrookNLP/MuSciClaims [row 4]"
+    ) in err
 
     assert cli.main(["check-mirror", str(tmp_path / "empty")]) == 2
     assert cli.main(["check-mirror", mirror, "--tasks", "nope"]) == 2

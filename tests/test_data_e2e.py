@@ -7,7 +7,6 @@ import shutil
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-
 from conftest import cli_env, read_outputs, run_cli
 
 pytestmark = pytest.mark.e2e

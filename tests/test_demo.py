@@ -8,8 +8,8 @@ import re
 import subprocess
 
 import pytest
-
 from conftest import VENV_BIN, cli_env
+
 from lmms_eval_earthsci.sample_mirror import sample_mirror_root, sample_repos
 
 pytestmark = pytest.mark.e2e

@@ -4,9 +4,9 @@ import base64
 import io
 
 import pytest
+from conftest import cli_env, openai_args, read_outputs, run_cli
 from PIL import Image
 
-from conftest import cli_env, openai_args, read_outputs, run_cli
 from lmms_eval_earthsci.evals.emma.fixtures import emma_rows
 from lmms_eval_earthsci.testing.openai_server import FakeOpenAIServer, image_urls, text_of
 

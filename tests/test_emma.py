@@ -4,9 +4,9 @@ import json
 import os
 
 import pytest
+from conftest import shared_path
 
 from lmms_eval_earthsci.evals.emma import tasks as emma
-from conftest import shared_path
 
 
 @pytest.mark.parametrize(
@@ -69,7 +69,10 @@ def doc(**kw):
 def test_query_exact_strings():
     assert emma.build_query(doc()) == '\nQ <image_1>\nA: x\nB: y\n\nAnswer with the option\'s letter from the given choices and put the letter in one "\\boxed{}". Please solve the problem step by step.'
     oe = doc(options=None, type="Open-ended", answer="3", context=None)
-    assert emma.build_query(oe, "Direct") == '\nQ <image_1>\nAnswer the question using a single word or phrase and put the answer in one "\\boxed{}". Please ensure that your output only contains the final answer without any additional content (such as intermediate reasoning steps).'
+    assert emma.build_query(oe, "Direct") == (
+        '\nQ <image_1>\nAnswer the question using a single word or phrase and put the answer in one "\\boxed{}". '
+        'Please ensure that your output only contains the final answer without any additional content (such as intermediate reasoning steps).'
+    )
 
 
 def test_scoring_uses_answer_or_option_text_and_never_raises():

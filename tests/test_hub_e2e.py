@@ -24,8 +24,8 @@ import re
 import subprocess
 
 import pytest
-
 from conftest import VENV_BIN, cli_env, read_outputs, run_cli
+
 from lmms_eval_earthsci.evals.emma import tasks as emma
 from lmms_eval_earthsci.testing.hub_server import FakeHubServer
 
@@ -214,7 +214,7 @@ def test_hub_refusing_a_data_file_is_one_line_naming_repo_file_revision_and_fix(
         proc = subprocess.run(cmd, env=hub_env(hub, mirror, str(tmp_path / "hf_home")), cwd=str(tmp_path), capture_output=True, text=True, timeout=300)
     output = proc.stdout + proc.stderr
     assert proc.returncode != 0 and fault.hits >= 1
-    (line,) = [l for l in output.splitlines() if "HubRefusedError:" in l]
+    (line,) = [ln for ln in output.splitlines() if "HubRefusedError:" in ln]
     assert f"answered {status} for {EMMA_MINI} file {EMMA_MATH_PARQUET} at revision {emma.REVISION_MINI}" in line
     fix = {"401": "HF_TOKEN", "403": "accept the dataset's terms", "404": "check the pin"}[status]
     assert fix in line and "EARTHSCI_DATA_MIRROR" in line

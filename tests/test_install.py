@@ -15,8 +15,8 @@ import threading
 from urllib.parse import unquote
 
 import pytest
-
 from conftest import ROOT
+
 from lmms_eval_earthsci.testing.loopback import LoopbackServer, QuietHandler
 
 pytestmark = pytest.mark.install
@@ -66,7 +66,7 @@ class WheelIndex(LoopbackServer):
 
         return Handler
 
-    def sha256(self, name, _cache={}):
+    def sha256(self, name, _cache={}):  # noqa: B006 - the dict is the memo, shared on purpose
         if name not in _cache:
             h = hashlib.sha256()
             with open(os.path.join(self.folder, name), "rb") as f:

@@ -7,7 +7,7 @@ import threading
 import pytest
 from PIL import Image
 
-from lmms_eval_earthsci.core import judge as J
+from lmms_eval_earthsci.core import judge as core_judge
 from lmms_eval_earthsci.core.judge import cache as cache_module
 from lmms_eval_earthsci.testing.openai_server import FakeOpenAIServer, Fault, image_urls, text_of
 
@@ -15,13 +15,13 @@ from lmms_eval_earthsci.testing.openai_server import FakeOpenAIServer, Fault, im
 def make_client(server, tmp_path, **kw):
     settings = dict(base_url=server.base_url, model="judge-m", api_key="sk-secret", cache_dir=str(tmp_path / "cache"), backoff_base=0.01, backoff_max=0.05, timeout=2.0)
     settings.update(kw)
-    return J.JudgeClient(J.JudgeConfig(**settings))
+    return core_judge.JudgeClient(core_judge.JudgeConfig(**settings))
 
 
 def test_not_configured_returns_none(monkeypatch):
     for k in ("EARTHSCI_JUDGE_BASE_URL", "EARTHSCI_JUDGE_MODEL", "OPENAI_API_URL", "MODEL_VERSION", "DEPLOYMENT_NAME", "API_TYPE"):
         monkeypatch.delenv(k, raising=False)
-    assert J.get_judge() is None
+    assert core_judge.get_judge() is None
 
 
 def test_env_config_and_key_never_shown(monkeypatch):
@@ -29,11 +29,11 @@ def test_env_config_and_key_never_shown(monkeypatch):
     monkeypatch.setenv("EARTHSCI_JUDGE_MODEL", "Qwen/Qwen2.5-VL-72B-Instruct")
     monkeypatch.setenv("EARTHSCI_JUDGE_API_KEY", "sk-supersecret")
     monkeypatch.setenv("EARTHSCI_JUDGE_CONCURRENCY", "48")
-    cfg = J.JudgeConfig.from_env({"max_tokens": 16})
+    cfg = core_judge.JudgeConfig.from_env({"max_tokens": 16})
     assert (cfg.base_url, cfg.model, cfg.concurrency, cfg.max_tokens) == ("http://h:8000/v1", "Qwen/Qwen2.5-VL-72B-Instruct", 48, 16)
     assert "sk-supersecret" not in repr(cfg) and "sk-supersecret" not in json.dumps(cfg.public())
     with pytest.raises(ValueError, match="unknown judge setting"):
-        J.JudgeConfig.from_env({"nope": 1})
+        core_judge.JudgeConfig.from_env({"nope": 1})
 
 
 def test_lmms_eval_openai_conventions(monkeypatch):
@@ -43,7 +43,7 @@ def test_lmms_eval_openai_conventions(monkeypatch):
     monkeypatch.setenv("OPENAI_API_URL", "http://x/v1")
     monkeypatch.setenv("OPENAI_API_KEY", "k")
     monkeypatch.setenv("MODEL_VERSION", "gpt-4o")
-    cfg = J.JudgeConfig.from_env()
+    cfg = core_judge.JudgeConfig.from_env()
     assert (cfg.base_url, cfg.model, cfg.api_key) == ("http://x/v1", "gpt-4o", "k")
 
 
@@ -169,13 +169,13 @@ def test_eight_processes_open_one_new_cache_fifty_times(tmp_path):
 
 
 def test_journal_mode_local_and_network_filesystems(tmp_path, monkeypatch):
-    assert J.VerdictCache(str(tmp_path / "c")).journal == "wal"
+    assert core_judge.VerdictCache(str(tmp_path / "c")).journal == "wal"
     monkeypatch.setattr(cache_module, "filesystem_type", lambda path: "nfs4")
-    assert J.journal_mode_for(str(tmp_path)) == "delete"
-    assert J.VerdictCache(str(tmp_path / "n")).journal == "delete"
-    assert J.journal_mode_for(str(tmp_path), "WAL") == "wal"  # an explicit choice wins
+    assert core_judge.journal_mode_for(str(tmp_path)) == "delete"
+    assert core_judge.VerdictCache(str(tmp_path / "n")).journal == "delete"
+    assert core_judge.journal_mode_for(str(tmp_path), "WAL") == "wal"  # an explicit choice wins
     with pytest.raises(ValueError, match="EARTHSCI_JUDGE_CACHE_JOURNAL"):
-        J.journal_mode_for(str(tmp_path), "memory")
+        core_judge.journal_mode_for(str(tmp_path), "memory")
 
 
 @pytest.mark.parametrize("broken", ["not_a_directory", "db_is_a_directory"])
@@ -187,9 +187,9 @@ def test_unusable_cache_judges_uncached_with_one_warning(tmp_path, caplog, broke
         cache_dir = tmp_path / "cache"
         (cache_dir / "verdicts.sqlite3").mkdir(parents=True)
     with FakeOpenAIServer(responder=lambda body: "Correct") as srv:
-        cfg = J.JudgeConfig(base_url=srv.base_url, model="judge-m", cache_dir=str(cache_dir), timeout=2.0)
+        cfg = core_judge.JudgeConfig(base_url=srv.base_url, model="judge-m", cache_dir=str(cache_dir), timeout=2.0)
         with caplog.at_level("WARNING", logger="lmms_eval_earthsci"):
-            client = J.JudgeClient(cfg)
+            client = core_judge.JudgeClient(cfg)
             results = client.complete_many([[{"role": "user", "content": f"d{i}"}] for i in range(5)])
     assert [r.content for r in results] == ["Correct"] * 5 and client.cache is None
     warnings = [r.getMessage() for r in caplog.records if "verdict cache" in r.getMessage()]
@@ -216,8 +216,8 @@ def test_dead_endpoint_stops_after_consecutive_failures(tmp_path):
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
     s.close()  # nothing listens there
-    cfg = J.JudgeConfig(base_url=f"http://127.0.0.1:{port}/v1", model="m", cache_dir=None, backoff_base=0.01, backoff_max=0.02, timeout=1.0, max_retries=2, concurrency=4, breaker=3)
-    client = J.JudgeClient(cfg)
+    cfg = core_judge.JudgeConfig(base_url=f"http://127.0.0.1:{port}/v1", model="m", cache_dir=None, backoff_base=0.01, backoff_max=0.02, timeout=1.0, max_retries=2, concurrency=4, breaker=3)
+    client = core_judge.JudgeClient(cfg)
     results = client.complete_many([[{"role": "user", "content": f"d{i}"}] for i in range(200)])
     assert all(not r.ok and r.cause == "ConnectionRefusedError" for r in results)
     sent = [r for r in results if not r.error.startswith("not sent")]
@@ -243,7 +243,7 @@ def test_stacked_mounts(monkeypatch):
     mounts = "systemd-1 /mnt/x autofs rw 0 0\nsrv:/x /mnt/x nfs4 rw 0 0\n"
     real_open = open
     monkeypatch.setattr("builtins.open", lambda path, *a, **k: io.StringIO(mounts) if path == "/proc/mounts" else real_open(path, *a, **k))
-    assert J.filesystem_type("/mnt/x/cache") == "nfs4"  # the last mount on a point is the one in effect
+    assert core_judge.filesystem_type("/mnt/x/cache") == "nfs4"  # the last mount on a point is the one in effect
 
 
 def test_open_breaker_still_serves_cached_verdicts(tmp_path):
@@ -264,15 +264,15 @@ def test_second_endpoint_prefix_falls_back_to_the_judge(monkeypatch):
     monkeypatch.setenv("EARTHSCI_JUDGE_BASE_URL", "http://judge")
     monkeypatch.setenv("EARTHSCI_JUDGE_MODEL", "judge-m")
     monkeypatch.setenv("EARTHSCI_JUDGE_API_KEY", "k-judge")
-    cfg = J.JudgeConfig.from_env(prefix="EARTHSCI_DAD")
+    cfg = core_judge.JudgeConfig.from_env(prefix="EARTHSCI_DAD")
     assert (cfg.base_url, cfg.model, cfg.api_key, cfg.max_tokens, cfg.reasoning_effort) == ("http://judge", "judge-m", "k-judge", None, None)
     monkeypatch.setenv("EARTHSCI_DAD_BASE_URL", "http://reasoner")
     monkeypatch.setenv("EARTHSCI_DAD_MODEL", "qwq-32b")
     monkeypatch.setenv("EARTHSCI_DAD_MAX_TOKENS", "16384")
     monkeypatch.setenv("EARTHSCI_DAD_REASONING_EFFORT", "high")
-    cfg = J.JudgeConfig.from_env(prefix="EARTHSCI_DAD")
+    cfg = core_judge.JudgeConfig.from_env(prefix="EARTHSCI_DAD")
     assert (cfg.base_url, cfg.model, cfg.api_key, cfg.max_tokens, cfg.reasoning_effort) == ("http://reasoner", "qwq-32b", "k-judge", 16384, "high")
-    judge = J.JudgeConfig.from_env()
+    judge = core_judge.JudgeConfig.from_env()
     assert (judge.base_url, judge.model, judge.reasoning_effort) == ("http://judge", "judge-m", None)  # untouched
 
 
@@ -280,12 +280,12 @@ def test_reasoning_content_is_kept_apart_cached_and_effort_sent(tmp_path):
     from lmms_eval_earthsci.testing.openai_server import Reasoned
 
     with FakeOpenAIServer(responder=lambda body: Reasoned('{"A": 0.9, "B": 0.1}', "Let me think: A looks right.")) as srv:
-        cfg = J.JudgeConfig(base_url=srv.base_url, model="qwq", cache_dir=str(tmp_path / "c"), reasoning_effort="high", max_tokens=8000)
-        client = J.JudgeClient(cfg)
+        cfg = core_judge.JudgeConfig(base_url=srv.base_url, model="qwq", cache_dir=str(tmp_path / "c"), reasoning_effort="high", max_tokens=8000)
+        client = core_judge.JudgeClient(cfg)
         got = client.complete([{"role": "user", "content": "q"}])
         assert (got.content, got.reasoning, got.cached) == ('{"A": 0.9, "B": 0.1}', "Let me think: A looks right.", False)
         assert srv.requests[0]["reasoning_effort"] == "high" and srv.requests[0]["max_tokens"] == 8000
         client.close()
-        again = J.JudgeClient(cfg).complete([{"role": "user", "content": "q"}])
+        again = core_judge.JudgeClient(cfg).complete([{"role": "user", "content": "q"}])
         assert (again.content, again.reasoning, again.cached) == (got.content, got.reasoning, True)
         assert len(srv.requests) == 1 and "_reasoning_content" not in again.usage

@@ -9,8 +9,8 @@ import subprocess
 import time
 
 import pytest
-
 from conftest import VENV_BIN, cli_env, openai_args, read_outputs, run_cli
+
 from lmms_eval_earthsci.core.judge import JudgeConfig, VerdictCache, encode_payload, request_key
 from lmms_eval_earthsci.testing.openai_server import FakeOpenAIServer, Fault, text_of
 
@@ -173,7 +173,8 @@ def test_sigkill_mid_pass_then_resume_reuses_verdicts(mirror, hf_home, tmp_path)
     (r1, s1), (r2, s2) = read_outputs(str(resumed)), read_outputs(str(clean))
     for task in SUBJECT_TASKS + ["emma_mini_judge"]:
         assert r1["results"][task]["emma_judge_acc,none"] == r2["results"][task]["emma_judge_acc,none"], task
-    verdicts = lambda s: {x["emma_acc"]["pid"]: (x["emma_judge_acc"]["judge"]["verdict"], x["emma_judge_acc"]["judge"]["reply"]) for t in SUBJECT_TASKS for x in s[t]}
+    def verdicts(s):
+        return {x["emma_acc"]["pid"]: (x["emma_judge_acc"]["judge"]["verdict"], x["emma_judge_acc"]["judge"]["reply"]) for t in SUBJECT_TASKS for x in s[t]}
     assert verdicts(s1) == verdicts(s2) and len(verdicts(s1)) == 9
     cached = [x["emma_judge_acc"]["judge"]["cached"] for t in SUBJECT_TASKS for x in s1[t]]
     assert sum(cached) >= len(before)

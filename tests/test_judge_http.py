@@ -12,7 +12,7 @@ import urllib.request
 
 import pytest
 
-from lmms_eval_earthsci.core import judge as J
+from lmms_eval_earthsci.core import judge as core_judge
 from lmms_eval_earthsci.testing.openai_server import FakeOpenAIServer, text_of
 from lmms_eval_earthsci.testing.proxy_server import ProxyServer
 
@@ -36,7 +36,10 @@ def pki(tmp_path_factory):
         subprocess.run(["openssl", *args], cwd=d, check=True, capture_output=True)
 
     for ca in ("ca", "other_ca"):
-        sh("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", f"{ca}.key", "-out", f"{ca}.pem", "-days", "2", "-subj", f"/CN=earthsci test {ca}", "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign")
+        sh(
+            "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", f"{ca}.key", "-out", f"{ca}.pem", "-days", "2",
+            "-subj", f"/CN=earthsci test {ca}", "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign",
+        )
     sh("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", "srv.key", "-out", "srv.csr", "-subj", "/CN=127.0.0.1")
     (d / "ext.cnf").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\nkeyUsage=digitalSignature\n")
     sh("x509", "-req", "-in", "srv.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-out", "srv.pem", "-days", "2", "-extfile", "ext.cnf")
@@ -48,7 +51,7 @@ def pki(tmp_path_factory):
 def client(srv, tmp_path, **kw):
     settings = dict(base_url=srv.base_url, model="judge-m", cache_dir=None, backoff_base=0.01, backoff_max=0.05, timeout=5.0, concurrency=4)
     settings.update(kw)
-    return J.JudgeClient(J.JudgeConfig(**settings))
+    return core_judge.JudgeClient(core_judge.JudgeConfig(**settings))
 
 
 def judge_all(c, n=8):
@@ -128,12 +131,12 @@ def _payloads(raw, png_path):
 
     pil = Image.new("RGB", (7, 5), (10, 200, 30))
     text = 'Is "x" ≈ y?\n\tnaïve \\ \u2028 \ud83d\ude00 and a mark \ue0000\ue000 in the text'
-    yield {"model": "judge", "messages": J.to_openai_messages([{"role": "user", "content": text}]), "temperature": 0.0}
-    yield {"model": "judge", "messages": J.to_openai_messages([{"role": "user", "content": [{"type": "image", "url": raw}, {"type": "text", "text": text}]}]), "temperature": 0.0, "max_tokens": 8}
+    yield {"model": "judge", "messages": core_judge.to_openai_messages([{"role": "user", "content": text}]), "temperature": 0.0}
+    yield {"model": "judge", "messages": core_judge.to_openai_messages([{"role": "user", "content": [{"type": "image", "url": raw}, {"type": "text", "text": text}]}]), "temperature": 0.0, "max_tokens": 8}
     parts = [{"type": "text", "text": "two figures"}, {"type": "image", "url": {"bytes": raw, "path": None}}, {"type": "image", "url": png_path}, {"type": "image", "url": pil}]
-    yield {"model": "judge", "messages": J.to_openai_messages([{"role": "system", "content": "judge"}, {"role": "user", "content": parts}]), "temperature": 0.0, "reasoning_effort": "low"}
+    yield {"model": "judge", "messages": core_judge.to_openai_messages([{"role": "system", "content": "judge"}, {"role": "user", "content": parts}]), "temperature": 0.0, "reasoning_effort": "low"}
     # a data URL handed in as a string is a plain string: written the ordinary way
-    yield {"model": "judge", "messages": J.to_openai_messages([{"role": "user", "content": [{"type": "image", "url": "data:image/png;base64,AAAA"}]}]), "temperature": 0.0}
+    yield {"model": "judge", "messages": core_judge.to_openai_messages([{"role": "user", "content": [{"type": "image", "url": "data:image/png;base64,AAAA"}]}]), "temperature": 0.0}
 
 
 def test_a_body_with_figures_is_byte_identical_to_json(tmp_path):
@@ -144,14 +147,14 @@ def test_a_body_with_figures_is_byte_identical_to_json(tmp_path):
     raw = b"\x89PNG\r\n\x1a\n" + os.urandom(200_000)
     png = tmp_path / "f.png"
     png.write_bytes(raw[:5000])
-    cfg = J.JudgeConfig(base_url="http://127.0.0.1:1/v1", model="judge")
+    cfg = core_judge.JudgeConfig(base_url="http://127.0.0.1:1/v1", model="judge")
     n = 0
     for payload in _payloads(raw, str(png)):
-        body = J.encode_payload(payload)
-        assert body == J.encode_plain(payload) and J.request_key(cfg, body) == J.request_key(cfg, J.encode_plain(payload))
+        body = core_judge.encode_payload(payload)
+        assert body == core_judge.encode_plain(payload) and core_judge.request_key(cfg, body) == core_judge.request_key(cfg, core_judge.encode_plain(payload))
         n += 1
     assert n == 4
-    spliced = J.encode_payload(next(p for i, p in enumerate(_payloads(raw, str(png))) if i == 2))
+    spliced = core_judge.encode_payload(next(p for i, p in enumerate(_payloads(raw, str(png))) if i == 2))
     assert spliced.count(b'"data:image/png;base64,') == 3  # the premise: the figures went the spliced way
 
 
@@ -161,7 +164,7 @@ def test_figures_reach_the_server_byte_identical_to_the_stored_ones(tmp_path):
 
     figures = [b"\x89PNG\r\n\x1a\n" + os.urandom(300_000 + 17 * i) for i in range(6)]
     with FakeOpenAIServer(responder=lambda body: "Correct") as srv:
-        client = J.JudgeClient(J.JudgeConfig(base_url=srv.base_url, model="judge", cache_dir=None, concurrency=3))
+        client = core_judge.JudgeClient(core_judge.JudgeConfig(base_url=srv.base_url, model="judge", cache_dir=None, concurrency=3))
         try:
             requests = [(lambda f=f, i=i: [{"role": "user", "content": [{"type": "text", "text": f"doc {i}"}, {"type": "image", "url": {"bytes": f, "path": None}}]}]) for i, f in enumerate(figures)]
             results = client.complete_many(requests)
@@ -185,14 +188,14 @@ def test_encoding_a_figure_leaves_no_cycle_behind():
     import os
     import sys
 
-    payload = {"model": "judge", "messages": J.to_openai_messages([{"role": "user", "content": [{"type": "image", "url": os.urandom(50_000)}]}])}
+    payload = {"model": "judge", "messages": core_judge.to_openai_messages([{"role": "user", "content": [{"type": "image", "url": os.urandom(50_000)}]}])}
     url = payload["messages"][0]["content"][0]["image_url"]["url"]
-    assert isinstance(url, J.client.DataURL)  # the premise: the spliced path is taken
+    assert isinstance(url, core_judge.client.DataURL)  # the premise: the spliced path is taken
     gc.disable()  # what a cycle keeps alive stays alive until collected: counted here as references
     try:
         before = sys.getrefcount(url)
         for _ in range(3):
-            J.encode_payload(payload)
+            core_judge.encode_payload(payload)
         assert sys.getrefcount(url) == before
     finally:
         gc.enable()

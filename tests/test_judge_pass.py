@@ -7,12 +7,12 @@ import io
 import pytest
 from PIL import Image
 
-from lmms_eval_earthsci.core import judge as J
+from lmms_eval_earthsci.core import judge as core_judge
+from lmms_eval_earthsci.core import judge_pass as core_judge_pass
 from lmms_eval_earthsci.core.judge import client as judge_client
-from lmms_eval_earthsci.core import judge_pass as P
 from lmms_eval_earthsci.testing.openai_server import FakeOpenAIServer, Fault, image_urls, text_of
 
-SPEC = P.JudgeSpec(
+SPEC = core_judge_pass.JudgeSpec(
     name="t_spec",
     build=lambda doc, response, images: [{"role": "user", "content": f"doc {doc['id']}\nResponse: {response}"}],
     parse=lambda reply: {"yes": True, "no": False}[reply.strip().lower()],
@@ -21,32 +21,32 @@ SPEC = P.JudgeSpec(
 
 @pytest.fixture(autouse=True)
 def _clean():
-    P.forget()
+    core_judge_pass.forget()
     yield
-    P.forget()
+    core_judge_pass.forget()
 
 
 def client(srv, tmp_path, **kw):
     cfg = dict(base_url=srv.base_url, model="judge-m", cache_dir=str(tmp_path / "cache"), backoff_base=0.01, backoff_max=0.05, timeout=1.0, max_retries=2)
     cfg.update(kw)
-    return J.JudgeClient(J.JudgeConfig(**cfg))
+    return core_judge.JudgeClient(core_judge.JudgeConfig(**cfg))
 
 
 def test_pass_runs_concurrently_and_in_order(tmp_path):
     with FakeOpenAIServer(responder=lambda b: "yes" if "Response: good" in text_of(b) else "no", latency=0.05) as srv:
-        items = [P.PassItem({"id": i}, "good" if i % 3 else "bad") for i in range(40)]
-        outs = P.run_pass(SPEC, items, client(srv, tmp_path, concurrency=16))
+        items = [core_judge_pass.PassItem({"id": i}, "good" if i % 3 else "bad") for i in range(40)]
+        outs = core_judge_pass.run_pass(SPEC, items, client(srv, tmp_path, concurrency=16))
         assert [o.verdict for o in outs] == [bool(i % 3) for i in range(40)]
         assert srv.count == 40 and 8 < srv.max_in_flight <= 16
         # process_results then finds each outcome without a request
-        assert P.outcome_for(SPEC, {"id": 4}, "good").verdict is True
+        assert core_judge_pass.outcome_for(SPEC, {"id": 4}, "good").verdict is True
         assert srv.count == 40
 
 
 def test_duplicates_are_judged_once(tmp_path):
     with FakeOpenAIServer(responder=lambda b: "yes") as srv:
-        items = [P.PassItem({"id": 1}, "same"), P.PassItem({"id": 1}, "same"), P.PassItem({"id": 2}, "same")]
-        outs = P.run_pass(SPEC, items, client(srv, tmp_path))
+        items = [core_judge_pass.PassItem({"id": 1}, "same"), core_judge_pass.PassItem({"id": 1}, "same"), core_judge_pass.PassItem({"id": 2}, "same")]
+        outs = core_judge_pass.run_pass(SPEC, items, client(srv, tmp_path))
         assert [o.ok for o in outs] == [True, True, True] and srv.count == 2
 
 
@@ -70,53 +70,53 @@ def test_every_fault_ends_judged_or_counted(tmp_path):
         return plan[n - 1] if n <= len(plan) else "yes"
 
     with FakeOpenAIServer(responder=responder) as srv:
-        items = [P.PassItem({"id": i}, "r") for i in range(10)]
-        outs = P.run_pass(SPEC, items, client(srv, tmp_path, concurrency=4))
+        items = [core_judge_pass.PassItem({"id": i}, "r") for i in range(10)]
+        outs = core_judge_pass.run_pass(SPEC, items, client(srv, tmp_path, concurrency=4))
     status = [o.status for o in outs]
     assert status == ["judged"] * 6 + ["request_failed", "request_failed", "parse_failed", "judged"]
     assert all(o.verdict is True for o in outs if o.ok)
     assert "HTTP 503" in outs[6].error and "HTTP 400" in outs[7].error and "unparseable" in outs[8].error
     assert outs[8].reply == "maybe"  # the raw reply is kept for the sample
     assert seen["doc 6"] == 3 and seen["doc 7"] == 1  # bounded retries; 4xx not retried
-    assert P.summarize(outs)["failed"] == 3
+    assert core_judge_pass.summarize(outs)["failed"] == 3
     items = [o.failed_item() for o in outs]
-    assert P.judge_failed(items) == 3 and [i["score"] for i in items] == [0] * 6 + [1, 1, 1, 0]
+    assert core_judge_pass.judge_failed(items) == 3 and [i["score"] for i in items] == [0] * 6 + [1, 1, 1, 0]
 
 
 def test_failures_are_not_cached_and_are_retried_next_run(tmp_path):
     state = {"down": True}
     with FakeOpenAIServer(responder=lambda b: Fault("status", status=500) if state["down"] else "yes") as srv:
         c = client(srv, tmp_path, max_retries=0)
-        assert P.run_pass(SPEC, [P.PassItem({"id": 1}, "r")], c)[0].status == "request_failed"
+        assert core_judge_pass.run_pass(SPEC, [core_judge_pass.PassItem({"id": 1}, "r")], c)[0].status == "request_failed"
         state["down"] = False
-        P.forget()
-        out = P.run_pass(SPEC, [P.PassItem({"id": 1}, "r")], client(srv, tmp_path, max_retries=0))[0]
+        core_judge_pass.forget()
+        out = core_judge_pass.run_pass(SPEC, [core_judge_pass.PassItem({"id": 1}, "r")], client(srv, tmp_path, max_retries=0))[0]
         assert out.ok and not out.cached
 
 
 def test_outcome_for_fallback_and_unavailable(tmp_path, monkeypatch):
     for k in ("EARTHSCI_JUDGE_BASE_URL", "EARTHSCI_JUDGE_MODEL", "OPENAI_API_URL", "MODEL_VERSION", "DEPLOYMENT_NAME", "API_TYPE"):
         monkeypatch.delenv(k, raising=False)
-    out = P.outcome_for(SPEC, {"id": 1}, "r")
+    out = core_judge_pass.outcome_for(SPEC, {"id": 1}, "r")
     assert out.status == "unavailable" and out.failed_item() is None
-    assert P.judge_failed([None, None]) is None
+    assert core_judge_pass.judge_failed([None, None]) is None
     with FakeOpenAIServer(responder=lambda b: "no") as srv:
         monkeypatch.setenv("EARTHSCI_JUDGE_BASE_URL", srv.base_url)
         monkeypatch.setenv("EARTHSCI_JUDGE_MODEL", "judge-m")
         monkeypatch.setenv("EARTHSCI_JUDGE_CACHE", str(tmp_path / "c"))
         # no pass ran for this doc (hook missing): a text-only spec is judged on the spot
-        out = P.outcome_for(SPEC, {"id": 2, "image": {"bytes": b"\x89PNG", "path": None}}, "r")
+        out = core_judge_pass.outcome_for(SPEC, {"id": 2, "image": {"bytes": b"\x89PNG", "path": None}}, "r")
         assert out.ok and out.verdict is False and srv.count == 1
         # a spec that needs images cannot be judged from process_results: a counted failure
-        img_spec = P.JudgeSpec(name="t_img", build=SPEC.build, parse=SPEC.parse, uses_images=True)
-        out = P.outcome_for(img_spec, {"id": 3}, "r")
+        img_spec = core_judge_pass.JudgeSpec(name="t_img", build=SPEC.build, parse=SPEC.parse, uses_images=True)
+        out = core_judge_pass.outcome_for(img_spec, {"id": 3}, "r")
         assert out.status == "request_failed" and "did not run" in out.error and srv.count == 1
 
 
 def test_doc_key_ignores_media_columns():
     plain = {"id": 7, "q": "x"}
-    assert P.doc_key(plain) == P.doc_key({**plain, "image_1": Image.new("RGB", (2, 2)), "image_2": {"bytes": b"..", "path": None}})
-    assert P.doc_key(plain) != P.doc_key({"id": 8, "q": "x"})
+    assert core_judge_pass.doc_key(plain) == core_judge_pass.doc_key({**plain, "image_1": Image.new("RGB", (2, 2)), "image_2": {"bytes": b"..", "path": None}})
+    assert core_judge_pass.doc_key(plain) != core_judge_pass.doc_key({"id": 8, "q": "x"})
 
 
 def test_images_are_sent_as_stored_bytes(tmp_path):
@@ -128,16 +128,16 @@ def test_images_are_sent_as_stored_bytes(tmp_path):
     Image.new("RGB", (8, 8), (10, 200, 10)).save(png, format="PNG")
     feats = datasets.Features({"id": datasets.Value("int32"), "image": datasets.Image()})
     ds = datasets.Dataset.from_dict({"id": [0, 1], "image": [{"bytes": jpeg.getvalue(), "path": None}, {"bytes": png.getvalue(), "path": None}]}, features=feats)
-    raw = P.undecoded(ds)
-    spec = P.JudgeSpec(
+    raw = core_judge_pass.undecoded(ds)
+    spec = core_judge_pass.JudgeSpec(
         name="t_images",
         build=lambda doc, response, images: [{"role": "user", "content": [{"type": "text", "text": "judge"}, {"type": "image", "url": images()["image"]}]}],
         parse=lambda r: r,
         uses_images=True,
     )
     with FakeOpenAIServer(responder=lambda b: "ok") as srv:
-        items = [P.PassItem({"id": i}, "r", lambda i=i: {"image": raw[i]["image"]}) for i in range(2)]
-        assert all(o.ok for o in P.run_pass(spec, items, client(srv, tmp_path)))
+        items = [core_judge_pass.PassItem({"id": i}, "r", lambda i=i: {"image": raw[i]["image"]}) for i in range(2)]
+        assert all(o.ok for o in core_judge_pass.run_pass(spec, items, client(srv, tmp_path)))
         urls = sorted((image_urls(b)[0] for b in srv.requests), key=lambda u: u.startswith("data:image/png"))
     assert urls[0] == "data:image/jpeg;base64," + base64.b64encode(jpeg.getvalue()).decode()
     assert urls[1] == "data:image/png;base64," + base64.b64encode(png.getvalue()).decode()
@@ -151,12 +151,12 @@ def test_token_counts_of_instances_and_their_sum():
     from lmms_eval.api.instance import TokenCounts
 
     inst = SimpleNamespace(token_counts=[TokenCounts(input_tokens=10, output_tokens=4), None, {"input_tokens": 1, "output_tokens": 2, "reasoning_tokens": 3}])
-    assert P.token_counts_of(inst) == {"input_tokens": 11, "output_tokens": 6, "reasoning_tokens": 3}
-    assert P.token_counts_of(SimpleNamespace(token_counts=[None, TokenCounts()])) is None
-    assert P.token_counts_of(SimpleNamespace()) is None
+    assert core_judge_pass.token_counts_of(inst) == {"input_tokens": 11, "output_tokens": 6, "reasoning_tokens": 3}
+    assert core_judge_pass.token_counts_of(SimpleNamespace(token_counts=[None, TokenCounts()])) is None
+    assert core_judge_pass.token_counts_of(SimpleNamespace()) is None
     counts = [{"input_tokens": 11, "output_tokens": 6, "reasoning_tokens": 3}, None, {"input_tokens": 1, "output_tokens": 1}]
-    assert P.model_tokens(counts) == {"docs": 2, "input_tokens": 12, "output_tokens": 7, "reasoning_tokens": 3}
-    assert P.model_tokens([None, None]) is None
+    assert core_judge_pass.model_tokens(counts) == {"docs": 2, "input_tokens": 12, "output_tokens": 7, "reasoning_tokens": 3}
+    assert core_judge_pass.model_tokens([None, None]) is None
 
 
 def test_reasoning_tokens_are_read_from_completion_details():

@@ -7,11 +7,11 @@ import random
 import re
 
 import pytest
-
 from conftest import shared_path
+
 from lmms_eval_earthsci.core.data import RecordError
-from lmms_eval_earthsci.evals.mac import scoring as S
-from lmms_eval_earthsci.evals.mac import tasks as T
+from lmms_eval_earthsci.evals.mac import scoring as mac_scoring
+from lmms_eval_earthsci.evals.mac import tasks as mac_tasks
 
 
 def _spec_literals():
@@ -25,23 +25,28 @@ def _spec_literals():
 
 def test_prompts_equal_the_spec():
     lit = _spec_literals()
-    assert (T.I2T_SYSTEM, T.I2T_USER, T.T2I_SYSTEM, T.T2I_USER) == (lit["I2T_SYSTEM"], lit["I2T_USER"], lit["T2I_SYSTEM"], lit["T2I_USER"])
+    assert (mac_tasks.I2T_SYSTEM, mac_tasks.I2T_USER, mac_tasks.T2I_SYSTEM, mac_tasks.T2I_USER) == (lit["I2T_SYSTEM"], lit["I2T_USER"], lit["T2I_SYSTEM"], lit["T2I_USER"])
 
 
-DOC_I2T = {"journal": "ACS Fake & Co", "id": "2024_1", "question": "Which of the following options best describe the cover image?", "cover_image": "MAC_Bench/ACS/Cover/ACS Fake & Co/2024_1.png", "answer": "B", **{f"option_{x}": f"Story {x} with {{options}} braces" for x in "ABCD"}}
+DOC_I2T = {
+    "journal": "ACS Fake & Co", "id": "2024_1", "question": "Which of the following options best describe the cover image?",
+    "cover_image": "MAC_Bench/ACS/Cover/ACS Fake & Co/2024_1.png", "answer": "B", **{f"option_{x}": f"Story {x} with {{options}} braces" for x in "ABCD"},
+}
 
 
 def test_user_text_fills_like_the_runner():
-    kw = T._settings({"direction": "i2t"})
+    kw = mac_tasks._task_kwargs({"direction": "i2t"})
     want = (
         "I want to ask you the following question: Which of the following options best describe the cover image? And you have the following options: "
         "A: Story A with {options} braces\nB: Story B with {options} braces\nC: Story C with {options} braces\nD: Story D with {options} braces. "
         "You need to predict the probability that you would choose each option based on the image."
     )
-    assert T.user_text(DOC_I2T, kw) == want
-    assert T.doc_to_text(DOC_I2T, {"direction": "i2t"}) == T.I2T_SYSTEM + "\n" + want
+    assert mac_tasks.user_text(DOC_I2T, kw) == want
+    assert mac_tasks.doc_to_text(DOC_I2T, {"direction": "i2t"}) == mac_tasks.I2T_SYSTEM + "\n" + want
     t2i = {**DOC_I2T, "cover_image": "The story {question}.", "question": "Which of the following options best describe the cover story?"}
-    assert T.user_text(t2i, T._settings({"direction": "t2i"})).startswith("I want to ask you the following question: Which of the following options best describe the cover story? And you have the cover story The story {question}.. You need")
+    assert mac_tasks.user_text(t2i, mac_tasks._task_kwargs({"direction": "t2i"})).startswith(
+        "I want to ask you the following question: Which of the following options best describe the cover story? And you have the cover story The story {question}.. You need"
+    )
 
 
 # --------------------------------------------------------------------------- parser
@@ -97,22 +102,22 @@ CASES = [
 
 @pytest.mark.parametrize("response,pred,path", CASES)
 def test_parse_probabilities(response, pred, path):
-    got = S.parse_probabilities(response)
+    got = mac_scoring.parse_probabilities(response)
     assert (got.pred, got.path) == (pred, path)
     assert got.parsed == (pred is not None)
 
 
 def test_parser_details():
     assert len(CASES) >= 40
-    got = S.parse_probabilities("{}")
+    got = mac_scoring.parse_probabilities("{}")
     assert got.all_zero and got.probs == {"A": 0.0, "B": 0.0, "C": 0.0, "D": 0.0}
-    got = S.parse_probabilities('{"C": 0.9}')
+    got = mac_scoring.parse_probabilities('{"C": 0.9}')
     assert list(got.probs) == ["C", "A", "B", "D"] and not got.all_zero
-    assert S.parse_probabilities('Result: "A": 0.1, "E": 0.5').probs == {"A": 0.1, "E": 0.5, "B": 0.0, "C": 0.0, "D": 0.0}
-    assert S.normalised({"A": 10, "B": 30}) == {"A": 0.25, "B": 0.75}
-    assert S.normalised({"A": 0.0}) == {"A": 0.0}
+    assert mac_scoring.parse_probabilities('Result: "A": 0.1, "E": 0.5').probs == {"A": 0.1, "E": 0.5, "B": 0.0, "C": 0.0, "D": 0.0}
+    assert mac_scoring.normalised({"A": 10, "B": 30}) == {"A": 0.25, "B": 0.75}
+    assert mac_scoring.normalised({"A": 0.0}) == {"A": 0.0}
     for junk in [b"\xff", 3, ["A"], "{" * 3000, '"' * 500]:
-        S.parse_probabilities(junk)  # never raises
+        mac_scoring.parse_probabilities(junk)  # never raises
 
 
 @pytest.mark.parametrize(
@@ -129,7 +134,7 @@ def test_parser_details():
     ],
 )
 def test_lenient_letter(text, options, letter, rule):
-    assert S.lenient_letter(text, options) == (letter, rule)
+    assert mac_scoring.lenient_letter(text, options) == (letter, rule)
 
 
 # --------------------------------------------------------------------------- metrics
@@ -140,31 +145,31 @@ def _hand_docs():
     raw = [("A", '{"A": 0.7, "B": 0.1, "C": 0.1, "D": 0.1}'), ("B", '{"A": 0.6, "B": 0.4, "C": 0, "D": 0}'), ("C", '{"A": 10, "B": 20, "C": 70, "D": 0}'), ("D", "no idea"), ("A", "{}")]
     docs = []
     for row, (gold, resp) in enumerate(raw):
-        got = S.parse_probabilities(resp)
-        docs.append({"gold": gold, "pred": got.pred, "parsed": got.parsed, "probs": S.normalised(got.probs) if got.probs else None, "correct": got.pred == gold, "row": row})
+        got = mac_scoring.parse_probabilities(resp)
+        docs.append({"gold": gold, "pred": got.pred, "parsed": got.parsed, "probs": mac_scoring.normalised(got.probs) if got.probs else None, "correct": got.pred == gold, "row": row})
     return docs
 
 
 def test_metrics_by_hand():
     docs = _hand_docs()
-    assert S.accuracy(docs) == pytest.approx(60.0)  # 3 of 5, the unparsed doc in the denominator
-    assert S.unparsable(docs) == pytest.approx(20.0)
+    assert mac_scoring.accuracy(docs) == pytest.approx(60.0)  # 3 of 5, the unparsed doc in the denominator
+    assert mac_scoring.unparsable(docs) == pytest.approx(20.0)
     # ECE over the 4 parsed docs: bin (10/15, 11/15] holds d0, d2 (conf .7, acc 1): .3 x 2/4; bin
     # (8/15, 9/15] holds d1 (conf .6, acc 0): .6 x 1/4; d4 (conf 0) is in no bin but in N
-    assert S.ece(docs) == pytest.approx(0.3 * 2 / 4 + 0.6 / 4)
-    assert S.nll(docs) == pytest.approx((-math.log(0.7) * 2 - math.log(0.4) - math.log(1e-15)) / 4)
+    assert mac_scoring.ece(docs) == pytest.approx(0.3 * 2 / 4 + 0.6 / 4)
+    assert mac_scoring.nll(docs) == pytest.approx((-math.log(0.7) * 2 - math.log(0.4) - math.log(1e-15)) / 4)
     # RMS, one bin of 30: mean conf (.7+.6+.7+0)/4 = .5, mean acc 3/4
-    assert S.rms(docs) == pytest.approx(0.25)
+    assert mac_scoring.rms(docs) == pytest.approx(0.25)
     # bins of 2, sorted by confidence: [d4 (0), d1 (.6)] -> conf .3 acc .5; [d0, d2] -> conf .7 acc 1
-    assert S.rms(docs, bin_size=2) == pytest.approx(math.sqrt(0.5 * 0.2**2 + 0.5 * 0.3**2))
-    assert S.accuracy([]) is None and S.ece([]) is None and S.nll([]) is None and S.rms([]) is None
+    assert mac_scoring.rms(docs, bin_size=2) == pytest.approx(math.sqrt(0.5 * 0.2**2 + 0.5 * 0.3**2))
+    assert mac_scoring.accuracy([]) is None and mac_scoring.ece([]) is None and mac_scoring.nll([]) is None and mac_scoring.rms([]) is None
 
 
 def test_ece_bin_edges_are_lo_exclusive_hi_inclusive():
     one = [{"gold": "A", "pred": "A", "parsed": True, "probs": {"A": 1.0, "B": 0.0}, "correct": True, "row": 0}]
-    assert S.ece(one) == pytest.approx(0.0)  # conf 1.0 lands in the last bin (14/15, 1]
+    assert mac_scoring.ece(one) == pytest.approx(0.0)  # conf 1.0 lands in the last bin (14/15, 1]
     zero = [{"gold": "A", "pred": "A", "parsed": True, "probs": {"A": 0.0, "B": 0.0}, "correct": True, "row": 0}]
-    assert S.ece(zero) == 0.0  # conf 0 is in no bin
+    assert mac_scoring.ece(zero) == 0.0  # conf 0 is in no bin
 
 
 def test_rms_ties_follow_dataset_order_whatever_the_arrival_order():
@@ -173,14 +178,14 @@ def test_rms_ties_follow_dataset_order_whatever_the_arrival_order():
     for seed in range(6):
         shuffled = docs[:]
         random.Random(seed).shuffle(shuffled)
-        assert S.rms(shuffled, bin_size=2) == pytest.approx(want)
+        assert mac_scoring.rms(shuffled, bin_size=2) == pytest.approx(want)
 
 
 def test_metrics_do_not_mutate_the_records():
     docs = [{"gold": "A", "pred": "A", "parsed": True, "probs": {"A": 3.0, "B": 1.0}, "correct": True, "row": 0}]
-    S.ece(docs), S.nll(docs), S.rms(docs)
+    mac_scoring.ece(docs), mac_scoring.nll(docs), mac_scoring.rms(docs)
     assert docs[0]["probs"] == {"A": 3.0, "B": 1.0}
-    assert S.nll(docs) == pytest.approx(-math.log(0.75))
+    assert mac_scoring.nll(docs) == pytest.approx(-math.log(0.75))
 
 
 # --------------------------------------------------------------------------- records
@@ -191,54 +196,57 @@ def test_records_publisher_ids_and_errors(mirror, monkeypatch):
     from lmms_eval_earthsci.evals.mac.fixtures import mac_rows
 
     row = mac_rows("i2t", "info")[0]
-    T.check_record(row, {"direction": "i2t"})
-    out = T.process_results({**row, "_row": 3}, ['{"A": 0.1, "B": 0.2, "C": 0.3, "D": 0.4}'])
-    rec = out[T.METRIC]
+    mac_tasks.check_record(row, {"direction": "i2t"})
+    out = mac_tasks.process_results({**row, "_row": 3}, ['{"A": 0.1, "B": 0.2, "C": 0.3, "D": 0.4}'])
+    rec = out[mac_tasks.METRIC]
     assert (rec["journal"], rec["id"], rec["publisher"], rec["pred"], rec["gold"], rec["parsed"], rec["row"]) == (row["journal"], "2024_1", "ACS", "D", row["answer"], True, 3)
     assert rec["probs"] == pytest.approx({"A": 0.1, "B": 0.2, "C": 0.3, "D": 0.4})
     assert out["mac_publisher_acs"] in (0.0, 100.0) and out["mac_publisher_cell"] is None
-    unparsed = T.process_results(row, [None])
-    assert unparsed[T.METRIC]["pred"] is None and unparsed[T.METRIC]["correct"] is False and unparsed[T.LENIENT]["rule"] == "none"
+    unparsed = mac_tasks.process_results(row, [None])
+    assert unparsed[mac_tasks.METRIC]["pred"] is None and unparsed[mac_tasks.METRIC]["correct"] is False and unparsed[mac_tasks.LENIENT]["rule"] == "none"
     t2i = mac_rows("t2i", "option")[3]
-    assert T.publisher_of(t2i) == "Cell"
-    T.check_record(t2i, {"direction": "t2i"})
+    assert mac_tasks.publisher_of(t2i) == "Cell"
+    mac_tasks.check_record(t2i, {"direction": "t2i"})
     bad = {**t2i, "option_C": "MAC_Bench/Cell/Cover/Cell Fake Reports/1999_9.png"}
     with pytest.raises(RecordError, match=r"record 'Cell Fake Reports/2024_2', field 'option_C': image not found: tried 'Cell/Cover/Cell Fake Reports/1999_9.png'"):
-        T.check_record(bad, {"direction": "t2i"})
+        mac_tasks.check_record(bad, {"direction": "t2i"})
     with pytest.raises(RecordError, match=r"field 'answer': expected one letter A-D"):
-        T.check_record({**row, "answer": "E"}, {"direction": "i2t"})
+        mac_tasks.check_record({**row, "answer": "E"}, {"direction": "i2t"})
     import datasets
 
     ds = datasets.Dataset.from_list([{k: v for k, v in row.items() if k != "option_B"}])
     with pytest.raises(RecordError, match="'option_B'.*column\\(s\\) missing"):
-        T.check_columns(ds)
+        mac_tasks.check_columns(ds)
 
 
 def test_process_docs_reads_id_as_string():
     import datasets
 
     ds = datasets.Dataset.from_list([{"journal": "J", "id": 2018}, {"journal": "J", "id": 7}])
-    out = T.process_docs(ds)
+    out = mac_tasks.process_docs(ds)
     assert out["id"] == ["2018", "7"] and out["_row"] == [0, 1]
 
 
-def test_settings():
-    assert T._settings({})["image_max_side"] == 512
-    assert T._settings({"image_max_side": None})["image_max_side"] is None
+def test_task_kwargs():
+    assert mac_tasks._task_kwargs({})["image_max_side"] == 512
+    assert mac_tasks._task_kwargs({"image_max_side": None})["image_max_side"] is None
     with pytest.raises(ValueError, match="MAC direction"):
-        T._settings({"direction": "x"})
+        mac_tasks._task_kwargs({"direction": "x"})
 
 
 def test_dad_prompts_equal_the_source_literals():
-    from lmms_eval_earthsci.evals.mac import dad as D
+    from lmms_eval_earthsci.evals.mac import dad as mac_dad
 
     text = open(shared_path("specs", "mac.md")).read()
     section = text[text.index("### A.2 DAD prompts") : text.index("### A.3")]
     literals = [ast.literal_eval(lit) for _, lit in re.findall(r"^(system_prompt|user_prompt) = f?(\".*\")$", section, re.M)]
-    ours = [D.DAD_I2T_SYSTEM, D.DAD_I2T_USER, D.DAD_T2I_SYSTEM, D.DAD_T2I_USER, D.STAGE2_I2T_SYSTEM, D.STAGE2_I2T_USER, D.STAGE2_T2I_SYSTEM, D.STAGE2_T2I_USER]
+    ours = [mac_dad.DAD_I2T_SYSTEM, mac_dad.DAD_I2T_USER, mac_dad.DAD_T2I_SYSTEM, mac_dad.DAD_T2I_USER, mac_dad.STAGE2_I2T_SYSTEM, mac_dad.STAGE2_I2T_USER, mac_dad.STAGE2_T2I_SYSTEM, mac_dad.STAGE2_T2I_USER]
     assert ours == literals
     # stage 1 I2T: question and options with no separator, as the original concatenates them
-    kw = T._settings({"direction": "i2t"})
-    assert D.stage1_text(DOC_I2T, kw).endswith("do not give your final answer: Which of the following options best describe the cover image?A: Story A with {options} braces\nB: Story B with {options} braces\nC: Story C with {options} braces\nD: Story D with {options} braces")
-    msgs = D.stage2_messages(DOC_I2T, "The image shows {story}.")
-    assert msgs[0]["content"] == D.STAGE2_I2T_SYSTEM and msgs[1]["content"].startswith("The image description is: The image shows {story}.. The answer in image description may be wrong. And you have the following options: A: Story A")
+    kw = mac_tasks._task_kwargs({"direction": "i2t"})
+    assert mac_dad.stage1_text(DOC_I2T, kw).endswith(
+        "do not give your final answer: Which of the following options best describe the cover image?"
+        "A: Story A with {options} braces\nB: Story B with {options} braces\nC: Story C with {options} braces\nD: Story D with {options} braces"
+    )
+    msgs = mac_dad.stage2_messages(DOC_I2T, "The image shows {story}.")
+    assert msgs[0]["content"] == mac_dad.STAGE2_I2T_SYSTEM and msgs[1]["content"].startswith("The image description is: The image shows {story}.. The answer in image description may be wrong. And you have the following options: A: Story A")

@@ -10,10 +10,10 @@ import os
 import re
 
 import pytest
+from conftest import cli_env, openai_args, read_outputs, run_cli
 from PIL import Image
 
-from conftest import cli_env, openai_args, read_outputs, run_cli
-from lmms_eval_earthsci.evals.mac import tasks as T
+from lmms_eval_earthsci.evals.mac import tasks as mac_tasks
 from lmms_eval_earthsci.evals.mac.fixtures import MAC_REPO, mac_rows
 from lmms_eval_earthsci.testing.openai_server import FakeOpenAIServer, image_urls, text_of
 
@@ -24,8 +24,8 @@ REPORTS_TOKENS = importlib.util.find_spec("lmms_eval.models.model_utils.usage_me
 
 
 def _gold_by_text(direction, domain):
-    kw = T._settings({"direction": direction, "domain": domain})
-    return {T.user_text(r, kw): r for r in mac_rows(direction, domain)}
+    kw = mac_tasks._task_kwargs({"direction": direction, "domain": domain})
+    return {mac_tasks.user_text(r, kw): r for r in mac_rows(direction, domain)}
 
 
 ROWS = {(d, m): _gold_by_text(d, m) for d in ("i2t", "t2i") for m in ("info", "option")}
@@ -116,7 +116,7 @@ def test_requests_and_metrics(route, mirror, hf_home, tmp_path, request):
     else:
         log, res, samples, bodies = _run(mirror, hf_home, tmp_path, route, "mac2025", extra=["--force_simple"])
     r = res["results"]
-    for (direction, domain) in T.CSV:
+    for (direction, domain) in mac_tasks.CSV:
         task = f"mac2025_{direction}_{domain}"
         m = r[task]
         # 8 docs: ACS and Cell right (4), Nature wrong (2), Science unparsed (2)
@@ -135,8 +135,8 @@ def test_requests_and_metrics(route, mirror, hf_home, tmp_path, request):
         (direction, domain), row = next((k, rows[t]) for k, rows in ROWS.items() for t in rows if t in text)
         if direction == "t2i":  # the two T2I variants share a story: the covers tell them apart
             row = next(r for (d, _), rows in ROWS.items() for t, r in rows.items() if d == "t2i" and t in text and [_pixels(_decode(u)) for u in image_urls(body)] == [_pixels(_cover(mirror, r[f"option_{x}"])) for x in "ABCD"])
-        system = T.I2T_SYSTEM if direction == "i2t" else T.T2I_SYSTEM
-        user = T.user_text(row, T._settings({"direction": direction}))
+        system = mac_tasks.I2T_SYSTEM if direction == "i2t" else mac_tasks.T2I_SYSTEM
+        user = mac_tasks.user_text(row, mac_tasks._task_kwargs({"direction": direction}))
         if route == "chat":
             assert [m["role"] for m in msgs] == ["system", "user"]
             assert text_of({"messages": msgs[:1]}) == system
@@ -179,10 +179,10 @@ def test_hub_route_fetches_each_cover_once_and_matches_the_mirror(mirror, hf_hom
     res_m, s_m = read_outputs(str(tmp_path / "mir"))
     covers = [f for f in downloads if f.endswith(".png")]
     # every cover the rows name, once for the four tasks; the CSVs are the variants' own, never anything else
-    named = {r[c][len("MAC_Bench/"):] for d, m in T.CSV for r in mac_rows(d, m) for c in (["cover_image"] if d == "i2t" else [f"option_{x}" for x in "ABCD"])}
+    named = {r[c][len("MAC_Bench/"):] for d, m in mac_tasks.CSV for r in mac_rows(d, m) for c in (["cover_image"] if d == "i2t" else [f"option_{x}" for x in "ABCD"])}
     assert sorted(covers) == sorted(named)
-    assert sorted(f for f in downloads if f.endswith(".csv")) == sorted(T.CSV.values())
-    for task in (f"mac2025_{d}_{m}" for d, m in T.CSV):
+    assert sorted(f for f in downloads if f.endswith(".csv")) == sorted(mac_tasks.CSV.values())
+    for task in (f"mac2025_{d}_{m}" for d, m in mac_tasks.CSV):
         assert res_h["results"][task] == res_m["results"][task]
         assert [s["mac_acc"] for s in s_h[task]] == [s["mac_acc"] for s in s_m[task]]
         info = res_h["configs"][task]["metadata"]["earthsci_data"]
@@ -196,7 +196,7 @@ def test_dad_two_stages_through_the_judge_engine(mirror, hf_home, tmp_path):
     counted."""
     import hashlib
 
-    from lmms_eval_earthsci.evals.mac import dad as D
+    from lmms_eval_earthsci.evals.mac import dad as mac_dad
     from lmms_eval_earthsci.testing.openai_server import Fault, Reasoned
 
     rows = {(d, m): mac_rows(d, m) for d, m in (("i2t", "info"), ("t2i", "option"))}
@@ -204,7 +204,7 @@ def test_dad_two_stages_through_the_judge_engine(mirror, hf_home, tmp_path):
     def describe(body, text):
         """Stage 1: name the gold issue in the description (the model 'sees' it)."""
         for row in rows[("i2t", "info")]:
-            if T.options_text(row) in text:
+            if mac_tasks.options_text(row) in text:
                 return row["journal"], row["id"]
         issue = re.search(r"The story is On the cover: issue (\S+) of (.+?) shows", text)
         return issue.group(2), issue.group(1)
@@ -231,7 +231,10 @@ def test_dad_two_stages_through_the_judge_engine(mirror, hf_home, tmp_path):
 
     with FakeOpenAIServer(responder=responder) as srv:
         out = tmp_path / "dad"
-        env = cli_env(mirror, hf_home, OMP_NUM_THREADS="1", EARTHSCI_DAD_BASE_URL=srv.base_url, EARTHSCI_DAD_MODEL="reasoner-m", EARTHSCI_JUDGE_CACHE=str(tmp_path / "cache"), EARTHSCI_JUDGE_MAX_RETRIES="1", EARTHSCI_DAD_REASONING_EFFORT="high")
+        env = cli_env(
+            mirror, hf_home, OMP_NUM_THREADS="1", EARTHSCI_DAD_BASE_URL=srv.base_url, EARTHSCI_DAD_MODEL="reasoner-m",
+            EARTHSCI_JUDGE_CACHE=str(tmp_path / "cache"), EARTHSCI_JUDGE_MAX_RETRIES="1", EARTHSCI_DAD_REASONING_EFFORT="high",
+        )
         args = ["--model", "openai", "--model_args", openai_args(srv.base_url, num_concurrent=2), "--tasks", "mac2025_dad_i2t_info,mac2025_dad_t2i_option", "--output_path", str(out), "--log_samples"]
         proc = run_cli(args, env, str(tmp_path))
         bodies = list(srv.requests)
@@ -250,14 +253,14 @@ def test_dad_two_stages_through_the_judge_engine(mirror, hf_home, tmp_path):
     for b in stage1:
         assert [m["role"] for m in b["messages"]] == ["system", "user"]
         system = text_of({"messages": b["messages"][:1]})
-        assert system in (D.DAD_I2T_SYSTEM, D.DAD_T2I_SYSTEM)
+        assert system in (mac_dad.DAD_I2T_SYSTEM, mac_dad.DAD_T2I_SYSTEM)
         parts = b["messages"][1]["content"]
-        assert parts[0]["type"] == "text" and [p["type"] for p in parts[1:]] == ["image_url"] * (1 if system == D.DAD_I2T_SYSTEM else 4)
-        if system == D.DAD_I2T_SYSTEM:  # question and options joined with no separator, as the original
+        assert parts[0]["type"] == "text" and [p["type"] for p in parts[1:]] == ["image_url"] * (1 if system == mac_dad.DAD_I2T_SYSTEM else 4)
+        if system == mac_dad.DAD_I2T_SYSTEM:  # question and options joined with no separator, as the original
             assert "do not give your final answer: Which of the following options best describe the cover image?A: On the cover" in parts[0]["text"]
     for b in stage2:
         assert b["reasoning_effort"] == "high" and not image_urls(b)
-        assert text_of({"messages": b["messages"][:1]}) in (D.STAGE2_I2T_SYSTEM, D.STAGE2_T2I_SYSTEM)
+        assert text_of({"messages": b["messages"][:1]}) in (mac_dad.STAGE2_I2T_SYSTEM, mac_dad.STAGE2_T2I_SYSTEM)
         assert "The image shows a cover. GOLD-ISSUE" in text_of(b)
     # tokens of both stages in each task's summary line: stage 1 as the backend reported them (the
     # loopback counts whitespace words), stage 2 from the reasoner's replies (failed requests have none)
@@ -303,14 +306,17 @@ def test_dad_killed_during_stage_two_resumes_without_asking_again(mirror, hf_hom
                 return "{}"
             state["answered"] += 1
             letter = "ABCD"[len(text_of(body)) % 4]
-            return '{"%s": 0.7}' % letter
+            return f'{{"{letter}": 0.7}}'
         return "The image shows a cover."
 
     tasks = "mac2025_dad_i2t_info"
     with FakeOpenAIServer(responder=responder) as srv:
         def run(name, background=False):
             env = cli_env(mirror, hf_home, OMP_NUM_THREADS="1", EARTHSCI_DAD_BASE_URL=srv.base_url, EARTHSCI_DAD_MODEL="reasoner-m", EARTHSCI_DAD_CONCURRENCY="1", EARTHSCI_JUDGE_CACHE=str(tmp_path / "verdicts"))
-            args = [os.path.join(VENV_BIN, "lmms-eval"), "--model", "openai", "--model_args", openai_args(srv.base_url), "--tasks", tasks, "--output_path", str(tmp_path / name), "--log_samples", "--use_cache", str(tmp_path / "responses"), "--verbosity", "DEBUG"]
+            args = [
+                os.path.join(VENV_BIN, "lmms-eval"), "--model", "openai", "--model_args", openai_args(srv.base_url), "--tasks", tasks,
+                "--output_path", str(tmp_path / name), "--log_samples", "--use_cache", str(tmp_path / "responses"), "--verbosity", "DEBUG",
+            ]
             if background:
                 return subprocess.Popen(args, env=env, cwd=str(tmp_path), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
             return run_cli(args[1:-2], env, str(tmp_path))

@@ -14,8 +14,8 @@ open_clip = pytest.importorskip("open_clip")
 pytest.importorskip("easyocr")
 pytest.importorskip("easyocr_en_models")
 
-from lmms_eval_earthsci.evals.mac import builder as B  # noqa: E402
-from lmms_eval_earthsci.evals.mac import embedders as E  # noqa: E402
+from lmms_eval_earthsci.evals.mac import builder as mac_builder  # noqa: E402
+from lmms_eval_earthsci.evals.mac import embedders as mac_embedders  # noqa: E402
 from lmms_eval_earthsci.evals.mac.fixtures import minilm_path, write_mac_collection  # noqa: E402
 
 
@@ -37,7 +37,7 @@ def tiny_open_clip(tmp_path_factory):
 def test_open_clip_loader_embeds_and_truncates_at_77_tokens(tiny_open_clip, tmp_path):
     from lmms_eval_earthsci.evals.mac.fixtures import draw_cover
 
-    enc = E.load_encoder(E.parse_spec(tiny_open_clip), "cpu")
+    enc = mac_embedders.load_encoder(mac_embedders.parse_spec(tiny_open_clip), "cpu")
     path = str(tmp_path / "c.png")
     draw_cover(1, "J").save(path)
     v = enc.images([path])
@@ -59,7 +59,13 @@ def test_build_with_open_clip_and_text_free_covers(tiny_open_clip, tmp_path, mon
     monkeypatch.setenv("EASYOCR_MODULE_PATH", str(tmp_path / "easyocr_home"))  # nothing to find there: offline weights only
     src = write_mac_collection(str(tmp_path / "c"))
     out = tmp_path / "out"
-    info = B.build(B.BuildOptions(src, str(out), "2024-01", "2025-02", text_models=[f"st:{minilm_path()}"], image_models=[tiny_open_clip], cache_dir=str(tmp_path / "cache"), ocr=True, drop_blank=True, progress=False), log=lambda m: None)
+    info = mac_builder.build(
+        mac_builder.BuildOptions(
+            src, str(out), "2024-01", "2025-02", text_models=[f"st:{minilm_path()}"], image_models=[tiny_open_clip], cache_dir=str(tmp_path / "cache"),
+            ocr=True, drop_blank=True, progress=False,
+        ),
+        log=lambda m: None,
+    )
     assert info["questions"]["image2text_info.csv"] > 0
     stats = json.loads((out / "stats.json").read_text())
     assert stats["ocr"]["covers"] > 0 and stats["ocr"]["boxes_painted"] > 0

@@ -12,8 +12,8 @@ import sys
 import time
 
 import pytest
-
 from conftest import cli_env, read_outputs, run_cli
+
 from lmms_eval_earthsci.core import data
 from lmms_eval_earthsci.evals.emma import tasks as emma
 from lmms_eval_earthsci.mirror_build import plan

@@ -8,10 +8,10 @@ import json
 import re
 
 import pytest
-
 from conftest import shared_path
-from lmms_eval_earthsci.evals.msearth import tasks as M
+
 from lmms_eval_earthsci.core.data import RecordError
+from lmms_eval_earthsci.evals.msearth import tasks as msearth_tasks
 from lmms_eval_earthsci.evals.msearth.fixtures import msearth_rows
 
 
@@ -27,7 +27,7 @@ def _open_records():
 
 def test_prompts_are_the_spec_strings():
     mcq, oe, cap, oe_judge, cap_judge = _spec_prompts()
-    assert (M.MCQ_PROMPT, M.OE_PROMPT, M.CAPTION_PROMPT, M.OE_JUDGE_PROMPT, M.CAPTION_JUDGE_PROMPT) == (mcq, oe, cap, oe_judge, cap_judge)
+    assert (msearth_tasks.MCQ_PROMPT, msearth_tasks.OE_PROMPT, msearth_tasks.CAPTION_PROMPT, msearth_tasks.OE_JUDGE_PROMPT, msearth_tasks.CAPTION_JUDGE_PROMPT) == (mcq, oe, cap, oe_judge, cap_judge)
 
 
 def test_open_ended_prompts_on_every_released_record():
@@ -36,8 +36,8 @@ def test_open_ended_prompts_on_every_released_record():
     assert len(records) == 1411
     for r in records:
         q = r["query"].replace("<image>", "")
-        assert M.build_prompt(r, "open") == oe.replace("{question}", q)
-        judge = M.oe_judge_prompt(r, "Tang dynasty")
+        assert msearth_tasks.build_prompt(r, "open") == oe.replace("{question}", q)
+        judge = msearth_tasks.oe_judge_prompt(r, "Tang dynasty")
         # the judge sees the raw query (with "<image>" and the raw caption) and the refined caption
         assert f"Question: {r['query']}\n" in judge and f"Image Caption: {r['caption']}\n" in judge
         assert f"Standard Answer: {r['response']}\n    Generated Answer: Tang dynasty\n" in judge
@@ -45,36 +45,36 @@ def test_open_ended_prompts_on_every_released_record():
 
 def test_released_breakdown_counts():
     records = _open_records()
-    spheres = collections.Counter(M.sphere_of(r) for r in records)
+    spheres = collections.Counter(msearth_tasks.sphere_of(r) for r in records)
     assert spheres == {"Geology": 306, "Atmospheric Sciences": 267, "Hydrology": 260, "Geography": 180, "Oceanography": 134, "Solid Earth Geophysics": 115, "Ecology and Biosciences": 103, "Polar Science": 43, "Other": 3}
-    images = collections.Counter(M.image_type_of(r) for r in records)
+    images = collections.Counter(msearth_tasks.image_type_of(r) for r in records)
     assert images == {"SINGLE": 679, "MULTI": 619, "CROSS": 113}
     # the same records with the dict columns as JSON strings (HF) or Python literals (repo file)
     r = records[0]
     for form in (json.dumps, repr):
         alt = {**r, "classification_result": form(r["classification_result"]), "vqa_type": form(r["vqa_type"])}
-        assert (M.sphere_of(alt), M.image_type_of(alt)) == (M.sphere_of(r), M.image_type_of(r))
+        assert (msearth_tasks.sphere_of(alt), msearth_tasks.image_type_of(alt)) == (msearth_tasks.sphere_of(r), msearth_tasks.image_type_of(r))
 
 
 def test_mcq_prompt_with_and_without_caption():
     doc = msearth_rows("mcq")[1]  # "Caption:\n..." form
     q = doc["query"].replace("<image>", "")
-    assert M.build_prompt(doc, "mcq") == M.MCQ_PROMPT.replace("{question}", q)
-    nocap = M.build_prompt(doc, "mcq", with_caption=False)
+    assert msearth_tasks.build_prompt(doc, "mcq") == msearth_tasks.MCQ_PROMPT.replace("{question}", q)
+    nocap = msearth_tasks.build_prompt(doc, "mcq", with_caption=False)
     assert "Caption:" not in nocap and "Groundwater levels" not in nocap
     assert "Question:\nWhat drives the rise after 2010?\nOptions:\nA. Pumping stopped\n" in nocap
-    assert M.option_lines(doc) == ["A. Pumping stopped", "B. Sea-level rise", "C. Drought", "D. Irrigation"]
+    assert msearth_tasks.option_lines(doc) == ["A. Pumping stopped", "B. Sea-level rise", "C. Drought", "D. Irrigation"]
     assert msearth_rows("mcq")[0]["query"].startswith("<image>Caption:Monthly")  # no newline after "Caption:" also occurs
 
 
 def test_closed_model_prompt_variants():
-    closed = M.build_prompt(msearth_rows("mcq")[0], "mcq", "closed")
+    closed = msearth_tasks.build_prompt(msearth_rows("mcq")[0], "mcq", "closed")
     assert "```" not in closed and "\n            You are tasked with answering a multiple-choice question" in closed
     assert "structure below:\n\n            {\n" in closed
-    assert '"answer": "Detailed and insightful caption' in M.CAPTION_PROMPT_CLOSED and '"caption"' not in M.CAPTION_PROMPT_CLOSED
-    assert M.build_prompt(msearth_rows("caption")[0], "caption") == M.CAPTION_PROMPT  # the dataset query is ignored
+    assert '"answer": "Detailed and insightful caption' in msearth_tasks.CAPTION_PROMPT_CLOSED and '"caption"' not in msearth_tasks.CAPTION_PROMPT_CLOSED
+    assert msearth_tasks.build_prompt(msearth_rows("caption")[0], "caption") == msearth_tasks.CAPTION_PROMPT  # the dataset query is ignored
     with pytest.raises(ValueError, match="open_source"):
-        M.build_prompt(msearth_rows("mcq")[0], "mcq", "gpt")
+        msearth_tasks.build_prompt(msearth_rows("mcq")[0], "mcq", "gpt")
 
 
 GOLD_B = {"question_id": "X1", "query": "<image>Caption:c\nQuestion:\nq?\nOptions:\nA. Cold and dry air\nB. Warm and humid air\nC. Dust\nD. Smoke", "response": "B. Warm and humid air"}
@@ -100,7 +100,7 @@ GOLD_B = {"question_id": "X1", "query": "<image>Caption:c\nQuestion:\nq?\nOption
     ],
 )
 def test_mcq_strict_and_paper_verdicts(response, strict, paper, paper_rule):
-    out = M.process_results_mcq(GOLD_B, [response])
+    out = msearth_tasks.process_results_mcq(GOLD_B, [response])
     assert out["msearth_acc_strict"]["correct"] is strict
     assert out["msearth_acc"]["rule"] == paper_rule
     if paper is not None:
@@ -111,18 +111,18 @@ def test_mcq_strict_and_paper_verdicts(response, strict, paper, paper_rule):
 def test_mcq_breakdowns_and_both_schemas():
     for variant in ("official", "reupload"):
         rows = msearth_rows("mcq", variant)
-        out = M.process_results_mcq(rows[5], ['{"answer": "A"}'])  # "Energy Systems": a stray discipline
+        out = msearth_tasks.process_results_mcq(rows[5], ['{"answer": "A"}'])  # "Energy Systems": a stray discipline
         assert out["msearth_sphere_other"] == 100.0 and out["msearth_sphere_geology"] is None
         assert out["msearth_image_single"] == 100.0 and out["msearth_category_discovery"] == 100.0
-        out = M.process_results_mcq(rows[2], ['{"answer": "A"}'])
+        out = msearth_tasks.process_results_mcq(rows[2], ['{"answer": "A"}'])
         assert out["msearth_image_cross"] == 0.0 and out["msearth_sphere_solid_earth_geophysics"] == 0.0
 
 
 def test_bad_gold_names_record_and_field():
     with pytest.raises(RecordError, match=r"'X9'.*'response'"):
-        M.process_results_mcq({**GOLD_B, "question_id": "X9", "response": "Warm air"}, ["B"])
+        msearth_tasks.process_results_mcq({**GOLD_B, "question_id": "X9", "response": "Warm air"}, ["B"])
     with pytest.raises(RecordError, match="classification_result"):
-        M.sphere_of({"question_id": "X8", "classification_result": "{not json"})
+        msearth_tasks.sphere_of({"question_id": "X8", "classification_result": "{not json"})
 
 
 @pytest.mark.parametrize(
@@ -130,53 +130,53 @@ def test_bad_gold_names_record_and_field():
     ["{" * 10000, "x" * 1_000_000, '{"answer": "\\ud800"}', "\udcff\udcfe", '```json\n{"answer": [1, {"b": null}]}\n```', None, 42, '{"answer": {"nested": "B"}}', "\x00\x01B"],
 )
 def test_malformed_outputs_never_raise(response):
-    out = M.process_results_mcq(GOLD_B, [response])
+    out = msearth_tasks.process_results_mcq(GOLD_B, [response])
     assert out["msearth_acc"]["score"] in (0.0, 100.0) and out["msearth_acc_strict"]["score"] in (0.0, 100.0)
 
 
 def test_batch_preparation_matches_one_at_a_time():
     rows = msearth_rows("mcq")
     answers = ['{"answer": "January"}', '{"answer": "pumping has stopped"}', "at 10-20 km", '{"answer": "C"}', "unit four", "urban areas"]
-    alone = [M.process_results_mcq(d, [a])["msearth_acc"] for d, a in zip(rows, answers)]
-    M.prepare_mcq(list(zip(rows, answers)))
-    batched = [M.process_results_mcq(d, [a])["msearth_acc"] for d, a in zip(rows, answers)]
+    alone = [msearth_tasks.process_results_mcq(d, [a])["msearth_acc"] for d, a in zip(rows, answers)]
+    msearth_tasks.prepare_mcq(list(zip(rows, answers)))
+    batched = [msearth_tasks.process_results_mcq(d, [a])["msearth_acc"] for d, a in zip(rows, answers)]
     assert [(a["correct"], a["rule"], a.get("option")) for a in alone] == [(b["correct"], b["rule"], b.get("option")) for b in batched]
     assert sum(a["rule"] == "similarity" for a in alone) == 5
 
 
 def test_oe_and_caption_judge_parsers():
-    assert M.parse_oe_verdict('```json\n{"is_correct": true}\n```') is True
-    assert M.parse_oe_verdict('{"is_correct": "True"}') is True and M.parse_oe_verdict('{"is_correct": 1}') is True
-    assert M.parse_oe_verdict('{"is_correct": false}') is False and M.parse_oe_verdict("{}") is False
+    assert msearth_tasks.parse_oe_verdict('```json\n{"is_correct": true}\n```') is True
+    assert msearth_tasks.parse_oe_verdict('{"is_correct": "True"}') is True and msearth_tasks.parse_oe_verdict('{"is_correct": 1}') is True
+    assert msearth_tasks.parse_oe_verdict('{"is_correct": false}') is False and msearth_tasks.parse_oe_verdict("{}") is False
     with pytest.raises(ValueError):
-        M.parse_oe_verdict("The answer is correct.")
-    assert M.parse_caption_score('{"score": 4}') == 4.0 and M.parse_caption_score('{"score": "3"}') == 3.0
+        msearth_tasks.parse_oe_verdict("The answer is correct.")
+    assert msearth_tasks.parse_caption_score('{"score": 4}') == 4.0 and msearth_tasks.parse_caption_score('{"score": "3"}') == 3.0
     for bad in ('{"score": 7}', '{"score": "good"}', "Score: 4", "{}"):
         with pytest.raises(ValueError):
-            M.parse_caption_score(bad)
+            msearth_tasks.parse_caption_score(bad)
 
 
 def test_generated_answer_keys():
-    assert M.CAPTION_JUDGE.text_of('{"caption": "A map."}') == "A map."
-    assert M.CAPTION_JUDGE.text_of('{"answer": "A chart."}') == "A chart."  # closed-model key
-    assert M.CAPTION_JUDGE.text_of("Just text") == "Just text"
-    assert M.OE_JUDGE.text_of('```json\n{"answer": "Tang dynasty", "Explanation": "..."}\n```') == "Tang dynasty"
+    assert msearth_tasks.CAPTION_JUDGE.text_of('{"caption": "A map."}') == "A map."
+    assert msearth_tasks.CAPTION_JUDGE.text_of('{"answer": "A chart."}') == "A chart."  # closed-model key
+    assert msearth_tasks.CAPTION_JUDGE.text_of("Just text") == "Just text"
+    assert msearth_tasks.OE_JUDGE.text_of('```json\n{"answer": "Tang dynasty", "Explanation": "..."}\n```') == "Tang dynasty"
 
 
 def test_oe_without_judge_keeps_text_metrics(monkeypatch):
     for k in ("EARTHSCI_JUDGE_BASE_URL", "EARTHSCI_JUDGE_MODEL", "OPENAI_API_URL", "MODEL_VERSION", "DEPLOYMENT_NAME"):
         monkeypatch.delenv(k, raising=False)
     doc = msearth_rows("open")[1]  # gold "Han and Tang dynasties"
-    out = M.process_results_open(doc, ['{"answer": "Tang dynasty"}'])
+    out = msearth_tasks.process_results_open(doc, ['{"answer": "Tang dynasty"}'])
     assert "score" not in out["msearth_oe_acc"] and "judge" not in out["msearth_oe_acc"] and out["msearth_oe_judge_failed"] is None
     assert out["msearth_oe_acc"]["id"] == "OE000202"  # the record id is logged even without a judge
     assert out["msearth_oe_rouge1"] == pytest.approx(100 * 2 * (1 / 2) * (1 / 4) / (1 / 2 + 1 / 4))  # "tang" of 2 vs 4 tokens
     assert out["msearth_oe_bertscore"] == {"reference": "Han and Tang dynasties", "candidate": "Tang dynasty"}
-    empty = M.process_results_open(doc, ['{"answer": "  "}'])
+    empty = msearth_tasks.process_results_open(doc, ['{"answer": "  "}'])
     assert empty["msearth_oe_rouge1"] is None and empty["msearth_oe_bertscore"] is None  # skipped, as the authors do
 
 
 def test_similarity_pick_logs_best_and_runner_up():
-    out = M.process_results_mcq(GOLD_B, ['{"answer": "warm and humid air"}'])["msearth_acc"]
+    out = msearth_tasks.process_results_mcq(GOLD_B, ['{"answer": "warm and humid air"}'])["msearth_acc"]
     assert out["rule"] == "similarity" and out["route"] == "simple"
     assert 0 <= out["runner_up_similarity"] < out["similarity"] <= 1  # how clear the pick was

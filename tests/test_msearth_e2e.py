@@ -4,11 +4,11 @@ import base64
 import io
 
 import pytest
+from conftest import cli_env, read_outputs, run_cli, run_with_judge
 from PIL import Image
 
-from conftest import cli_env, read_outputs, run_cli, run_with_judge
-from lmms_eval_earthsci.testing.figures import draw_figure
 from lmms_eval_earthsci.evals.msearth.fixtures import msearth_rows, write_msearth
+from lmms_eval_earthsci.testing.figures import draw_figure
 from lmms_eval_earthsci.testing.openai_server import image_urls, prompt_field, text_of
 
 pytestmark = pytest.mark.e2e
@@ -76,7 +76,8 @@ def judge_reply(body):
 
 
 def test_chat_backend_and_judge_on_reupload_schema(reupload_mirror, hf_home, tmp_path):
-    responder = lambda body: judge_reply(body) if body.get("model") == "judge-m" else model_reply(body)
+    def responder(body):
+        return judge_reply(body) if body.get("model") == "judge-m" else model_reply(body)
     res, samples, bodies = run_with_judge(reupload_mirror, hf_home, tmp_path, responder, "msearth_mcq,msearth_open,msearth_caption")
     r = res["results"]
     # MCQ: every answer is "c"; gold C for two of six

@@ -4,10 +4,10 @@ every corpus metric on docs whose values were worked out by hand (and against sk
 import re
 
 import pytest
-
 from conftest import shared_path
-from lmms_eval_earthsci.evals.musciclaims import tasks as M
+
 from lmms_eval_earthsci.core.data import RecordError
+from lmms_eval_earthsci.evals.musciclaims import tasks as musciclaims_tasks
 
 # --------------------------------------------------------------------------- prompts
 
@@ -24,20 +24,20 @@ def _spec_blocks():
 
 def test_full_prompts_equal_the_spec():
     b = _spec_blocks()
-    assert M.JSON_D == b["JSON-D"]
-    assert M.KV_D == b["KV-D"]
-    assert M.KV_RD == b["KV-RD"]
-    assert M.KV_IRD == b["KV-IRD"]
+    assert musciclaims_tasks.JSON_D == b["JSON-D"]
+    assert musciclaims_tasks.KV_D == b["KV-D"]
+    assert musciclaims_tasks.KV_RD == b["KV-RD"]
+    assert musciclaims_tasks.KV_IRD == b["KV-IRD"]
 
 
 def test_rd_and_ird_are_the_d_head_plus_the_spec_tails():
     """The spec prints RD/IRD as "same header, CLAIM and CAPTION lines, and guidelines 1-3, then: ...":
     our constants are exactly that head followed by the printed tail."""
     b = _spec_blocks()
-    head = M.JSON_D.split("\n\nAfter completing your analysis")[0]
+    head = musciclaims_tasks.JSON_D.split("\n\nAfter completing your analysis")[0]
     assert head.endswith("in relation to the claim.")
-    assert M.JSON_RD == head + "\n" + b["JSON-RD"]
-    assert M.JSON_IRD == head + "\n" + b["JSON-IRD"]
+    assert musciclaims_tasks.JSON_RD == head + "\n" + b["JSON-RD"]
+    assert musciclaims_tasks.JSON_IRD == head + "\n" + b["JSON-IRD"]
 
 
 DOC = {
@@ -51,39 +51,39 @@ DOC = {
 
 
 def test_prompt_filling_and_our_variants():
-    d = M.prompt_text(DOC, M._settings({"prompt": "d"}))
+    d = musciclaims_tasks.prompt_text(DOC, musciclaims_tasks._task_kwargs({"prompt": "d"}))
     assert "CLAIM: X rises in panel A (Figure 2A).\n\nIMAGE CAPTION(S): Figure 2. (A) X. (B) Y.\n\nGuidelines:" in d
     assert "{" in d and "{claim}" not in d and "{caption}" not in d
-    kv = M.prompt_text(DOC, M._settings({"prompt": "rd", "family": "kv"}))
+    kv = musciclaims_tasks.prompt_text(DOC, musciclaims_tasks._task_kwargs({"prompt": "rd", "family": "kv"}))
     assert kv.startswith("This is an image from a scientific paper. The following is the caption of this image.\nIMAGE CAPTION(S): Figure 2.")
-    c_only = M.prompt_text(DOC, M._settings({"prompt": "d", "inputs": "caption"}))
+    c_only = musciclaims_tasks.prompt_text(DOC, musciclaims_tasks._task_kwargs({"prompt": "d", "inputs": "caption"}))
     assert "Your job is to analyze a given caption(s) to decide whether it SUPPORT" in c_only
     assert c_only.replace("a given caption(s) to decide", "a given image(s) and its provided caption(s) to decide") == d
-    f_only = M.prompt_text(DOC, M._settings({"prompt": "rd", "inputs": "figure"}))
+    f_only = musciclaims_tasks.prompt_text(DOC, musciclaims_tasks._task_kwargs({"prompt": "rd", "inputs": "figure"}))
     assert "IMAGE CAPTION(S)" not in f_only and "CLAIM: X rises in panel A (Figure 2A).\n\nGuidelines:" in f_only
-    thrd = M.prompt_text(DOC, M._settings({"prompt": "thrd"}))
-    rd = M.prompt_text(DOC, M._settings({"prompt": "rd"}))
+    thrd = musciclaims_tasks.prompt_text(DOC, musciclaims_tasks._task_kwargs({"prompt": "thrd"}))
+    rd = musciclaims_tasks.prompt_text(DOC, musciclaims_tasks._task_kwargs({"prompt": "rd"}))
     assert thrd == rd.replace("(Figure 2A).\n\n", "(Figure 2A).\n\nRELEVANT PANELS: Panel A, Panel C\n\n", 1)
-    no_panels = M.prompt_text({**DOC, "associated_figure_panels": []}, M._settings({"prompt": "thrd"}))
+    no_panels = musciclaims_tasks.prompt_text({**DOC, "associated_figure_panels": []}, musciclaims_tasks._task_kwargs({"prompt": "thrd"}))
     assert no_panels == rd
-    stripped = M.prompt_text(DOC, M._settings({"prompt": "d", "strip_figure_refs": True}))
+    stripped = musciclaims_tasks.prompt_text(DOC, musciclaims_tasks._task_kwargs({"prompt": "d", "strip_figure_refs": True}))
     assert "CLAIM: X rises in panel A.\n" in stripped
 
 
 def test_a_claim_quoting_a_placeholder_is_kept():
     doc = {**DOC, "claim_text": "The {caption} token", "caption": "cap"}
-    assert "CLAIM: The {caption} token" in M.prompt_text(doc, M._settings({}))
+    assert "CLAIM: The {caption} token" in musciclaims_tasks.prompt_text(doc, musciclaims_tasks._task_kwargs({}))
 
 
 @pytest.mark.parametrize("bad", [{"prompt": "x"}, {"family": "yaml"}, {"inputs": "caption", "family": "kv"}, {"inputs": "figure", "prompt": "ird"}, {"prompt": "thrd", "family": "kv"}])
 def test_bad_settings_are_one_clear_error(bad):
     with pytest.raises(ValueError, match="MuSciClaims"):
-        M._settings(bad)
+        musciclaims_tasks._task_kwargs(bad)
 
 
 # --------------------------------------------------------------------------- parser
 
-S, N, C, I = M.SUPPORT, M.NEUTRAL, M.CONTRADICT, M.INVALID
+S, N, C, INV = musciclaims_tasks.SUPPORT, musciclaims_tasks.NEUTRAL, musciclaims_tasks.CONTRADICT, musciclaims_tasks.INVALID
 CASES = [
     # JSON family, as asked
     ('{"decision": "SUPPORT"}', S, "json"),
@@ -100,8 +100,8 @@ CASES = [
     ('{"decision": "**CONTRADICT**"}', C, "json"),
     ("{'reasoning': 'The curve rises.', 'decision': 'SUPPORT'}", S, "json"),
     ('{"reasoning": "Trend matches",\n "decision": "SUPPORT",}', S, "json"),
-    ('{"decision": "PARTIALLY SUPPORT"}', I, "decision-unrecognized"),
-    ('{"reasoning": "I cannot see the image clearly."}', I, "none"),
+    ('{"decision": "PARTIALLY SUPPORT"}', INV, "decision-unrecognized"),
+    ('{"reasoning": "I cannot see the image clearly."}', INV, "none"),
     # broken JSON: the decision field read by regex
     ('{"reasoning": "The "key" result rises", "decision": "SUPPORT"', S, "json-regex"),
     ('"decision": "neutral"', N, "json-regex"),
@@ -132,37 +132,37 @@ CASES = [
     ("The figure does not SUPPORT this; the trend is opposite. Final answer: CONTRADICT", C, "keyword-last"),
     ("Panel B shows the effect described, so the answer is SUPPORT.", S, "keyword-last"),
     ("Although the caption mentions the drug, the data supports the claim.", S, "keyword-last"),
-    ("The data does not support the claim.", I, "none"),
+    ("The data does not support the claim.", INV, "none"),
     ("The figure contradicts the claim because the values fall.", C, "keyword-last"),
     ("This evidence refutes the statement.", C, "keyword-last"),
     # refusals and junk
-    ("I'm sorry, but I can't help with verifying this image.", I, "none"),
-    ("", I, "empty"),
-    (None, I, "empty"),
-    ("   \n ", I, "empty"),
-    ("42", I, "none"),
-    ("<think>Let me think about whether this supports", I, "reasoning-only"),
+    ("I'm sorry, but I can't help with verifying this image.", INV, "none"),
+    ("", INV, "empty"),
+    (None, INV, "empty"),
+    ("   \n ", INV, "empty"),
+    ("42", INV, "none"),
+    ("<think>Let me think about whether this supports", INV, "reasoning-only"),
 ]
 
 
 @pytest.mark.parametrize("response,label,stage", CASES)
 def test_parser(response, label, stage):
-    got = M.parse_response(response)
+    got = musciclaims_tasks.parse_response(response)
     assert (got.value, got.rule) == (label, stage)
 
 
 def test_parser_has_forty_cases_and_never_raises():
     assert len(CASES) >= 40
     for junk in [b"\xff\xfe", 3.5, {"decision": "x"}, "{" * 5000, "\ud800", "DECISION:" * 1000]:
-        assert M.parse_response(junk).value in (*M.LABELS, M.INVALID)
+        assert musciclaims_tasks.parse_response(junk).value in (*musciclaims_tasks.LABELS, musciclaims_tasks.INVALID)
 
 
 def test_panels_are_read_from_json_and_kv():
-    assert M.parse_response('{"figure_panels": ["Panel A", "(c)"], "decision": "SUPPORT"}').panels == ("Panel A", "(c)")
-    assert M.parse_response('{"figure_panels": "A and C", "decision": "SUPPORT"}').panels == ("A", "C")
-    assert M.parse_response('{"figure_panels": ["Panel B"], "reasoning": "x" "decision": "SUPPORT"}').panels == ("Panel B",)
-    assert M.parse_response("FIGURE PANELS: Figure A, Figure B and C\nDECISION: SUPPORT").panels == ("Figure A", "Figure B", "C")
-    assert M.parse_response("DECISION: SUPPORT").panels == ()
+    assert musciclaims_tasks.parse_response('{"figure_panels": ["Panel A", "(c)"], "decision": "SUPPORT"}').panels == ("Panel A", "(c)")
+    assert musciclaims_tasks.parse_response('{"figure_panels": "A and C", "decision": "SUPPORT"}').panels == ("A", "C")
+    assert musciclaims_tasks.parse_response('{"figure_panels": ["Panel B"], "reasoning": "x" "decision": "SUPPORT"}').panels == ("Panel B",)
+    assert musciclaims_tasks.parse_response("FIGURE PANELS: Figure A, Figure B and C\nDECISION: SUPPORT").panels == ("Figure A", "Figure B", "C")
+    assert musciclaims_tasks.parse_response("DECISION: SUPPORT").panels == ()
 
 
 @pytest.mark.parametrize(
@@ -187,19 +187,19 @@ def test_panels_are_read_from_json_and_kv():
     ],
 )
 def test_panel_normalisation(values, letters, whole):
-    got, got_whole = M.normalize_panels(values)
+    got, got_whole = musciclaims_tasks.normalize_panels(values)
     assert ("".join(sorted(got)), got_whole) == (letters, whole)
 
 
 def test_panel_scores_exclude_neutral_whole_and_empty_golds():
-    parsed = M.parse_response('{"figure_panels": ["Panel A", "Panel B"], "decision": "SUPPORT"}')
+    parsed = musciclaims_tasks.parse_response('{"figure_panels": ["Panel A", "Panel B"], "decision": "SUPPORT"}')
     doc = {**DOC, "associated_figure_panels": ["Panel A", "Panel C"]}
-    got = M._panel_score(doc, parsed)
+    got = musciclaims_tasks._panel_score(doc, parsed)
     assert (got["p"], got["r"], round(got["f"], 4)) == (0.5, 0.5, 0.5)
-    assert M._panel_score({**doc, "label_3class": "NEUTRAL"}, parsed) is None
-    assert M._panel_score({**doc, "associated_figure_panels": ["Full Figure"]}, parsed) is None
-    assert M._panel_score({**doc, "associated_figure_panels": []}, parsed) is None
-    none = M._panel_score(doc, M.parse_response('{"decision": "SUPPORT"}'))
+    assert musciclaims_tasks._panel_score({**doc, "label_3class": "NEUTRAL"}, parsed) is None
+    assert musciclaims_tasks._panel_score({**doc, "associated_figure_panels": ["Full Figure"]}, parsed) is None
+    assert musciclaims_tasks._panel_score({**doc, "associated_figure_panels": []}, parsed) is None
+    none = musciclaims_tasks._panel_score(doc, musciclaims_tasks.parse_response('{"decision": "SUPPORT"}'))
     assert (none["p"], none["r"], none["f"]) == (0.0, 0.0, 0.0)
 
 
@@ -207,14 +207,14 @@ def test_panel_scores_exclude_neutral_whole_and_empty_golds():
 
 
 def test_variant_domain_and_id_parsing():
-    assert M.variant_of({"claim_id": "10.1021_jacs.3c01234_2_contra"}) == "contra"
-    assert M.variant_of({"claim_id": "odd", "label_3class": "NEUTRAL"}) == "neutral"
-    assert M.domain_of({"domain": "Biology"}) == ("biology", "field")
-    assert M.domain_of({"domain": "life_sciences"}) == ("biology", "field")
-    assert M.domain_of({"domain": "", "paper_id": "PIIS0092867425000455"}) == ("biology", "id")
-    assert M.domain_of({"domain": None, "paper_id": "10.1021_jacs.4c0001"}) == ("chemistry", "id")
-    assert M.domain_of({"domain": "astro", "paper_id": "s41567_024_1"}) == ("physics", "id")
-    assert M.domain_of({"domain": "?", "paper_id": "xyz"}) == ("other", "id")
+    assert musciclaims_tasks.variant_of({"claim_id": "10.1021_jacs.3c01234_2_contra"}) == "contra"
+    assert musciclaims_tasks.variant_of({"claim_id": "odd", "label_3class": "NEUTRAL"}) == "neutral"
+    assert musciclaims_tasks.domain_of({"domain": "Biology"}) == ("biology", "field")
+    assert musciclaims_tasks.domain_of({"domain": "life_sciences"}) == ("biology", "field")
+    assert musciclaims_tasks.domain_of({"domain": "", "paper_id": "PIIS0092867425000455"}) == ("biology", "id")
+    assert musciclaims_tasks.domain_of({"domain": None, "paper_id": "10.1021_jacs.4c0001"}) == ("chemistry", "id")
+    assert musciclaims_tasks.domain_of({"domain": "astro", "paper_id": "s41567_024_1"}) == ("physics", "id")
+    assert musciclaims_tasks.domain_of({"domain": "?", "paper_id": "xyz"}) == ("other", "id")
 
 
 def test_schema_errors_name_the_field(mirror, monkeypatch):
@@ -222,23 +222,23 @@ def test_schema_errors_name_the_field(mirror, monkeypatch):
     from lmms_eval_earthsci.evals.musciclaims.fixtures import musciclaims_rows
 
     row = musciclaims_rows()[0][0]
-    M.check_record(row, {})
+    musciclaims_tasks.check_record(row, {})
     for field, value, msg in [("caption", None, "expected str"), ("label_3class", "MAYBE", "expected one of"), ("associated_figure_panels", "Panel A", "expected list")]:
         with pytest.raises(RecordError, match=rf"record '{row['claim_id']}', field '{field}': {msg}"):
-            M.check_record({**row, field: value}, {})
+            musciclaims_tasks.check_record({**row, field: value}, {})
     with pytest.raises(RecordError, match="field 'domain': missing"):
-        M.check_record({k: v for k, v in row.items() if k != "domain"}, {})
+        musciclaims_tasks.check_record({k: v for k, v in row.items() if k != "domain"}, {})
     import datasets
 
     ds = datasets.Dataset.from_list([{k: v for k, v in row.items() if k not in ("caption", "paper_id")}])
     with pytest.raises(RecordError, match="'paper_id, caption'.*column\\(s\\) missing"):
-        M.check_schema(ds)
+        musciclaims_tasks.check_schema(ds)
 
 
 # --------------------------------------------------------------------------- corpus metrics
 
 # base claim -> (domain, pred on support, pred on contra, pred on neutral)
-HAND = {"b1": ("biology", S, S, N), "b2": ("biology", S, C, S), "b3": ("chemistry", I, C, C)}
+HAND = {"b1": ("biology", S, S, N), "b2": ("biology", S, C, S), "b3": ("chemistry", INV, C, C)}
 
 
 def _records():
@@ -251,7 +251,7 @@ def _records():
 
 def test_every_corpus_metric_by_hand():
     recs = _records()
-    compact = [M._compact(r) for r in recs]
+    compact = [musciclaims_tasks._compact(r) for r in recs]
     # worked out by hand (module docstring of this test file: golds S,C,N x3; preds S,S,N / S,C,S / I,C,C)
     want = {
         "musciclaims_precision_support": 50.0, "musciclaims_recall_support": 200 / 3, "musciclaims_f1_support": 400 / 7,
@@ -265,14 +265,14 @@ def test_every_corpus_metric_by_hand():
         "musciclaims_2class_weighted_f1": (400 / 7 * 3 + 80 * 6) / 9,
         "musciclaims_macro_f1_biology": 200 / 3, "musciclaims_macro_f1_chemistry": None, "musciclaims_macro_f1_physics": None,
     }
-    for name, fn in M.CLASSIFICATION_METRICS.items():
+    for name, fn in musciclaims_tasks.CLASSIFICATION_METRICS.items():
         if name == "musciclaims_macro_f1_chemistry":
             # chemistry: golds S,C,N; preds I,C,C -> S: 0; C: P 1/2 R 1 F 2/3; N: 0
             assert fn(compact) == pytest.approx(100 * (2 / 3) / 3)
             continue
         assert fn(compact) == (pytest.approx(want[name]) if want[name] is not None else None), name
     macro = (400 / 7 + 50 + 200 / 3) / 3
-    assert M.macro_f1(recs) == pytest.approx(macro)
+    assert musciclaims_tasks.macro_f1(recs) == pytest.approx(macro)
     # macro F1 is the mean of per-class F1, not the harmonic mean of macro P and R
     p, r = want["musciclaims_macro_precision"], want["musciclaims_macro_recall"]
     assert abs(macro - 2 * p * r / (p + r)) > 1
@@ -282,33 +282,33 @@ def test_metrics_equal_sklearn():
     sk = pytest.importorskip("sklearn.metrics")
     recs = _records()
     g, p = [r["gold"] for r in recs], [r["pred"] for r in recs]
-    labels = list(M.LABELS)
+    labels = list(musciclaims_tasks.LABELS)
     P, R, F, _ = sk.precision_recall_fscore_support(g, p, labels=labels, zero_division=0)
     for k, lab in enumerate(labels):
-        assert M.CLASSIFICATION_METRICS[f"musciclaims_f1_{lab.lower()}"](recs) == pytest.approx(100 * F[k])
-        assert M.CLASSIFICATION_METRICS[f"musciclaims_precision_{lab.lower()}"](recs) == pytest.approx(100 * P[k])
-    assert M.macro_f1(recs) == pytest.approx(100 * sk.f1_score(g, p, labels=labels, average="macro", zero_division=0))
-    merge = {S: "S", N: "NS", C: "NS", I: "INVALID"}
+        assert musciclaims_tasks.CLASSIFICATION_METRICS[f"musciclaims_f1_{lab.lower()}"](recs) == pytest.approx(100 * F[k])
+        assert musciclaims_tasks.CLASSIFICATION_METRICS[f"musciclaims_precision_{lab.lower()}"](recs) == pytest.approx(100 * P[k])
+    assert musciclaims_tasks.macro_f1(recs) == pytest.approx(100 * sk.f1_score(g, p, labels=labels, average="macro", zero_division=0))
+    merge = {S: "S", N: "NS", C: "NS", INV: "INVALID"}
     g2, p2 = [merge[x] for x in g], [merge[x] for x in p]
     for metric, fn in (("precision", sk.precision_score), ("recall", sk.recall_score), ("f1", sk.f1_score)):
-        assert M.CLASSIFICATION_METRICS[f"musciclaims_2class_weighted_{metric}"](recs) == pytest.approx(100 * fn(g2, p2, labels=["S", "NS"], average="weighted", zero_division=0))
+        assert musciclaims_tasks.CLASSIFICATION_METRICS[f"musciclaims_2class_weighted_{metric}"](recs) == pytest.approx(100 * fn(g2, p2, labels=["S", "NS"], average="weighted", zero_division=0))
 
 
 def test_flip_rate_counts_only_complete_pairs():
     recs = _records()
-    got = M.flips(recs[:4])  # b1 complete, b2 support only
+    got = musciclaims_tasks.flips(recs[:4])  # b1 complete, b2 support only
     assert (got["pairs"], got["unpaired"], got["flip_rate"]) == (1, 1, 0.0)
-    assert M.flip_rate([]) is None and M.macro_f1([]) is None
+    assert musciclaims_tasks.flip_rate([]) is None and musciclaims_tasks.macro_f1([]) is None
 
 
 def test_panel_aggregations():
     items = [{"p": 1.0, "r": 0.5, "f": 2 / 3, "tp": 1, "n_pred": 1, "n_gold": 2}, None, {"p": 0.0, "r": 0.0, "f": 0.0, "tp": 0, "n_pred": 2, "n_gold": 1}]
-    assert M.panel_precision(items) == pytest.approx(50.0)
-    assert M.panel_recall(items) == pytest.approx(25.0)
-    assert M.panel_f1(items) == pytest.approx(100 / 3)
-    got = M.panels(items)
+    assert musciclaims_tasks.panel_precision(items) == pytest.approx(50.0)
+    assert musciclaims_tasks.panel_recall(items) == pytest.approx(25.0)
+    assert musciclaims_tasks.panel_f1(items) == pytest.approx(100 / 3)
+    got = musciclaims_tasks.panels(items)
     assert (got["n"], got["micro_precision"], got["micro_recall"]) == (2, 1 / 3, 1 / 3)
-    assert M.panel_f1([None, None]) is None
+    assert musciclaims_tasks.panel_f1([None, None]) is None
 
 
 def test_process_results_records_every_doc(mirror, monkeypatch):
@@ -316,10 +316,10 @@ def test_process_results_records_every_doc(mirror, monkeypatch):
     from lmms_eval_earthsci.evals.musciclaims.fixtures import musciclaims_rows
 
     rows = musciclaims_rows()[0]
-    out = M.process_results_ird(rows[0], ['{"figure_panels": ["Panel A"], "reasoning": "r", "decision": "SUPPORT"}'])
-    rec = out[M.METRIC]
+    out = musciclaims_tasks.process_results_ird(rows[0], ['{"figure_panels": ["Panel A"], "reasoning": "r", "decision": "SUPPORT"}'])
+    rec = out[musciclaims_tasks.METRIC]
     assert (rec["gold"], rec["pred"], rec["stage"], rec["variant"], rec["domain"]) == ("SUPPORT", "SUPPORT", "json", "support", "biology")
     assert out["musciclaims_panel_precision"]["p"] == 1.0 and out["musciclaims_panel_recall"]["r"] == 0.5
-    assert set(out) == {M.METRIC, *M.CLASSIFICATION_METRICS, *M.PANEL_METRICS}
-    plain = M.process_results(rows[1], [None])
-    assert plain[M.METRIC]["pred"] == "INVALID" and set(plain) == {M.METRIC, *M.CLASSIFICATION_METRICS}
+    assert set(out) == {musciclaims_tasks.METRIC, *musciclaims_tasks.CLASSIFICATION_METRICS, *musciclaims_tasks.PANEL_METRICS}
+    plain = musciclaims_tasks.process_results(rows[1], [None])
+    assert plain[musciclaims_tasks.METRIC]["pred"] == "INVALID" and set(plain) == {musciclaims_tasks.METRIC, *musciclaims_tasks.CLASSIFICATION_METRICS}

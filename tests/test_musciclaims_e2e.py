@@ -9,10 +9,10 @@ import os
 import shutil
 
 import pytest
+from conftest import cli_env, openai_args, read_outputs, run_cli
 from PIL import Image
 
-from conftest import cli_env, openai_args, read_outputs, run_cli
-from lmms_eval_earthsci.evals.musciclaims import tasks as M
+from lmms_eval_earthsci.evals.musciclaims import tasks as musciclaims_tasks
 from lmms_eval_earthsci.evals.musciclaims.fixtures import MUSCICLAIMS_REPO, musciclaims_rows
 from lmms_eval_earthsci.testing.hub_server import FakeHubServer
 from lmms_eval_earthsci.testing.openai_server import FakeOpenAIServer, image_urls, text_of
@@ -70,7 +70,14 @@ def _jpeg(img):
 
 
 def _row_of(text):
-    hits = [r for r in ROWS if M.prompt_text(r, M._settings({})) == text or M.prompt_text(r, M._settings({"prompt": "ird"})) == text or M.prompt_text(r, M._settings({"prompt": "d", "inputs": "caption"})) == text or M.prompt_text(r, M._settings({"prompt": "rd", "family": "kv"})) == text]
+    hits = [
+        r
+        for r in ROWS
+        if musciclaims_tasks.prompt_text(r, musciclaims_tasks._task_kwargs({})) == text
+        or musciclaims_tasks.prompt_text(r, musciclaims_tasks._task_kwargs({"prompt": "ird"})) == text
+        or musciclaims_tasks.prompt_text(r, musciclaims_tasks._task_kwargs({"prompt": "d", "inputs": "caption"})) == text
+        or musciclaims_tasks.prompt_text(r, musciclaims_tasks._task_kwargs({"prompt": "rd", "family": "kv"})) == text
+    ]
     assert len(hits) == 1, text[:300]
     return hits[0]
 
@@ -179,7 +186,11 @@ def test_missing_figure_names_claims_paths_and_root(mirror, hf_home, tmp_path):
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0
     for claim in ("10.1021_jacs.0c00001_1_support", "10.1021_jacs.0c00001_1_contra"):
-        assert f"record '{claim}', field 'associated_figure_filepath': figure not found: tried 'paper_figures/jacs_data_10.1021_jacs.0c00001_figure_1.jpg', 'paper_figures/chem_10.1021_jacs.0c00001_figure_1.jpg', '*/jacs_data_10.1021_jacs.0c00001_figure_1.jpg', '*/chem_10.1021_jacs.0c00001_figure_1.jpg' in {repo}" in out, out[-3000:]
+        assert (
+            f"record '{claim}', field 'associated_figure_filepath': figure not found: "
+            "tried 'paper_figures/jacs_data_10.1021_jacs.0c00001_figure_1.jpg', 'paper_figures/chem_10.1021_jacs.0c00001_figure_1.jpg', "
+            f"'*/jacs_data_10.1021_jacs.0c00001_figure_1.jpg', '*/chem_10.1021_jacs.0c00001_figure_1.jpg' in {repo}"
+        ) in out, out[-3000:]
     assert "nothing was sent to the model" in out
     # skip mode: the two rows are left out and counted; the other seven are scored
     run_cli(args[1:-2] + ["--log_samples"], cli_env(own, hf_home, EARTHSCI_BAD_RECORDS="skip"), str(tmp_path))

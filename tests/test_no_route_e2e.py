@@ -9,8 +9,8 @@ import sys
 import time
 
 import pytest
-
 from conftest import cli_env, run_cli
+
 from lmms_eval_earthsci.evals.emma import tasks as emma
 from lmms_eval_earthsci.testing.hub_server import FakeHubServer
 

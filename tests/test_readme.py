@@ -7,6 +7,7 @@ import os
 import re
 
 from conftest import ROOT
+
 from lmms_eval_earthsci import registry
 
 TOP = os.path.join(ROOT, "README.md")

@@ -14,12 +14,12 @@ import sys
 
 import pytest
 
-from lmms_eval_earthsci.evals.musciclaims import tasks as M
 from lmms_eval_earthsci.core.repo_files import RepoFileError, RepoFiles
+from lmms_eval_earthsci.evals.musciclaims import tasks as musciclaims_tasks
 from lmms_eval_earthsci.evals.musciclaims.fixtures import musciclaims_rows, write_musciclaims
 from lmms_eval_earthsci.testing.hub_server import FakeHubServer
 
-REPO = M.DATASET
+REPO = musciclaims_tasks.DATASET
 
 FETCH = r"""
 import json, sys, time
@@ -62,7 +62,7 @@ def _env(hub, hf_home):
 
 
 def _check_files(repo, result):
-    for rel, got in result["files"].items():
+    for _rel, got in result["files"].items():
         assert "error" not in got, got
         with open(got["local"], "rb") as a, open(os.path.join(repo, *got["repo_path"].split("/")), "rb") as b:
             assert a.read() == b.read()
@@ -130,7 +130,7 @@ def test_missing_file_is_one_error_naming_tried_paths_and_root(repo, tmp_path):
 def test_mirror_serves_the_same_files_and_the_basename_fallback(repo, tmp_path, monkeypatch):
     mirror_root = os.path.dirname(os.path.dirname(repo))
     monkeypatch.setenv("EARTHSCI_DATA_MIRROR", mirror_root)
-    store = RepoFiles(REPO, None, M.PATH_REWRITES)
+    store = RepoFiles(REPO, None, musciclaims_tasks.PATH_REWRITES)
     name = "bio_PIIS0092867400000001_images_figure_1.jpg"
     got = store.fetch([f"figures/{name}", f"./paper_figures/{name}"])
     assert got[f"figures/{name}"].how == "basename" and got[f"./paper_figures/{name}"].how == "given"
@@ -156,9 +156,9 @@ def test_decoded_cache_and_max_pixels(tmp_path, monkeypatch):
     assert len(cache._items) == 2  # bounded
     assert cache.get(path, max_pixels=10**9).size == (3000, 2000)
     # the task setting and its environment override
-    assert M._settings({"max_pixels": 500000})["max_pixels"] == 500000 and M._settings({})["max_pixels"] is None
-    monkeypatch.setenv(M.MAX_PIXELS_ENV, "123456")
-    assert M._settings({"max_pixels": 500000})["max_pixels"] == 123456
+    assert musciclaims_tasks._task_kwargs({"max_pixels": 500000})["max_pixels"] == 500000 and musciclaims_tasks._task_kwargs({})["max_pixels"] is None
+    monkeypatch.setenv(musciclaims_tasks.MAX_PIXELS_ENV, "123456")
+    assert musciclaims_tasks._task_kwargs({"max_pixels": 500000})["max_pixels"] == 123456
 
 
 REFUSED = r"""
@@ -180,7 +180,7 @@ def test_a_refused_repo_listing_is_one_line_naming_repo_revision_and_fix(status,
         proc = subprocess.run([sys.executable, "-c", REFUSED], env=_env(hub, tmp_path / "hf"), capture_output=True, text=True, timeout=120)
     lines = proc.stdout.strip().splitlines()
     assert proc.returncode == 0 and len(lines) == 1, proc.stdout + proc.stderr[-3000:]
-    assert lines[0].startswith(f"the Hugging Face Hub answered {status} for {REPO} at revision {M.REVISION or 'main'} ("), lines[0]
+    assert lines[0].startswith(f"the Hugging Face Hub answered {status} for {REPO} at revision {musciclaims_tasks.REVISION or 'main'} ("), lines[0]
     assert fix in lines[0] and "EARTHSCI_DATA_MIRROR" in lines[0]
 
 

@@ -7,27 +7,27 @@ import os
 import pytest
 
 from lmms_eval_earthsci import registry
-from lmms_eval_earthsci.report import charts as C
-from lmms_eval_earthsci.report import intervals as I
-from lmms_eval_earthsci.report import papers as R
-from lmms_eval_earthsci.report import sections as S
 from lmms_eval_earthsci.cli import main as cli_main
 from lmms_eval_earthsci.report import ReportError, counts, read_runs, write_report
+from lmms_eval_earthsci.report import charts as report_charts
+from lmms_eval_earthsci.report import intervals as report_intervals
+from lmms_eval_earthsci.report import papers as report_papers
+from lmms_eval_earthsci.report import sections as report_sections
 
 
 def chart_specs(bench, runs, paper_model):
     """The charts a benchmark's section draws (its report spec's, bars built from the runs)."""
     b = registry.get(bench)
-    return [C.build_chart(b, c, runs, paper_model) for c in b.report_spec().charts(S.BenchView(b, runs, paper_model))]
+    return [report_charts.build_chart(b, c, runs, paper_model) for c in b.report_spec().charts(report_sections.BenchView(b, runs, paper_model))]
 
 
 def paper_entries(bench):
-    return R.paper_entries(registry.get(bench))
+    return report_papers.paper_entries(registry.get(bench))
 
 
 def reliability_specs(runs, paper_model):
     b = registry.get("mac")
-    return b.report_spec().reliability(S.BenchView(b, runs, paper_model), paper_model)
+    return b.report_spec().reliability(report_sections.BenchView(b, runs, paper_model), paper_model)
 
 
 def make_run(root, name, model, results, samples=None, stamp="20261122_010101", config=None, n_samples=None):
@@ -73,12 +73,12 @@ def section(text, title, ci=False):
 
 def table_after(lines, first_cell):
     """The rows of the first Markdown table whose header starts with ``| first_cell |``."""
-    start = next(i for i, l in enumerate(lines) if l.startswith(f"| {first_cell} |"))
+    start = next(i for i, ln in enumerate(lines) if ln.startswith(f"| {first_cell} |"))
     out = []
-    for l in lines[start:]:
-        if not l.startswith("|"):
+    for ln in lines[start:]:
+        if not ln.startswith("|"):
             break
-        out.append(l)
+        out.append(ln)
     return out
 
 
@@ -176,7 +176,11 @@ def test_judge_failures_and_cache_hits_come_from_the_judged_metric(tmp_path):
         tmp_path,
         "r",
         "m",
-        {"emma_mini_judge_math": {"emma_acc": 25.0, "emma_judge_acc": 25.0, "emma_judge_failed": 3}, "msearth_caption": {"msearth_cap_score": 3.0, "msearth_cap_judge_failed": 1}, "scifibench_cs_f2c_judge": {"scifibench_acc": 0.0, "scifibench_acc_judge": None}},
+        {
+            "emma_mini_judge_math": {"emma_acc": 25.0, "emma_judge_acc": 25.0, "emma_judge_failed": 3},
+            "msearth_caption": {"msearth_cap_score": 3.0, "msearth_cap_judge_failed": 1},
+            "scifibench_cs_f2c_judge": {"scifibench_acc": 0.0, "scifibench_acc_judge": None},
+        },
         samples={
             "emma_mini_judge_math": [
                 {"emma_acc": {"score": 100.0, "rule": "boxed"}, "emma_judge_acc": judged("judged", cached=True, score=100.0), "emma_judge_failed": failed("judged", cached=True)},
@@ -209,7 +213,7 @@ def test_report_leads_with_one_headline_table_and_compact_breakdowns(tmp_path):
     lines = no_ci(text)
     assert lines[0] == "# lmms_eval_earthsci report"
     # two runs: the changes against the baseline first (none here: run_b has no samples), then the headline
-    sections = [l for l in lines if l.startswith("## ")]
+    sections = [ln for ln in lines if ln.startswith("## ")]
     assert sections[:2] == ["## Changes against the baseline", "## Headline"]
     headline = table_after(section(text, "Headline"), "benchmark")
     assert headline[0] == "| benchmark | task | metric | model-a (run_a) | model-b (run_b) | paper: GPT-4o |"
@@ -283,9 +287,9 @@ def test_a_metric_that_could_not_be_computed_reads_na_with_its_reason(tmp_path):
     _, text = write_report([run], str(tmp_path / "rep"), resamples=0)
     ms = section(text, "MSEarth")
     assert "| msearth_oe_bertscore | n/a | 89.78 |" in ms, ms  # the paper's number stays beside it
-    assert f"`msearth_oe_bertscore` n/a in m (r): {why}." in [l.strip() for l in ms]
+    assert f"`msearth_oe_bertscore` n/a in m (r): {why}." in [ln.strip() for ln in ms]
     # a metric with no value and no recorded reason (an empty slice) is still left out
-    assert not any("meteor" in l.lower() for l in ms if l.startswith("|"))
+    assert not any("meteor" in ln.lower() for ln in ms if ln.startswith("|"))
 
 
 def test_paper_numbers_compare_like_with_like(tmp_path):
@@ -308,39 +312,39 @@ def test_paper_numbers_compare_like_with_like(tmp_path):
     lines = no_ci(text)
     assert "| SciFIBench | scifibench_cs_f2c | scifibench_acc | 10.00 | – |" in lines
     assert "| SciFIBench | scifibench_cs_f2c_judge | scifibench_acc_judge | 70.00 | 75.40 |" in lines
-    judge_row = next(l for l in lines if l.startswith("| EMMA | emma_mini_judge | emma_judge_acc |"))
+    judge_row = next(ln for ln in lines if ln.startswith("| EMMA | emma_mini_judge | emma_judge_acc |"))
     assert judge_row.endswith("| 30.00 | 36.00 ‡ |")
-    assert any(l.startswith("‡") and "rule-based" in l for l in lines)
+    assert any(ln.startswith("‡") and "rule-based" in ln for ln in lines)
     runs = read_runs([run])
-    judge_charts = [c for c in chart_specs("emma", runs, R.DEFAULT_PAPER_MODEL) if "judge" in c.slug]
+    judge_charts = [c for c in chart_specs("emma", runs, report_papers.DEFAULT_PAPER_MODEL) if "judge" in c.slug]
     assert judge_charts and all(bar.metric == "emma_judge_acc" for c in judge_charts for bar in c.bars)
-    sci = [c for c in chart_specs("scifibench", runs, R.DEFAULT_PAPER_MODEL)]
+    sci = [c for c in chart_specs("scifibench", runs, report_papers.DEFAULT_PAPER_MODEL)]
     marked = {(b.task, b.metric) for c in sci for b in c.bars if b.paper is not None}
     assert marked == {("scifibench_cs_f2c_judge", "scifibench_acc_judge")}
     # an open model the EMMA paper sampled at temperature 0.7, against our greedy runs
     _, text = write_report([run], str(tmp_path / "rep2"), paper_model="Qwen2-VL-72B-Instruct")
     lines = no_ci(text)
     assert "| EMMA | emma_mini | emma_acc | 20.00 | 31.00 † |" in lines
-    assert any(l.startswith("†") and "temperature 0.7" in l and "greedy" in l for l in lines)
+    assert any(ln.startswith("†") and "temperature 0.7" in ln and "greedy" in ln for ln in lines)
 
 
 def test_paper_model_names_are_normalised_across_benchmarks(tmp_path, capsys):
-    assert R.canonical_model("LLaVA-onvision-72B") == R.canonical_model("LLaVA-onevision-72B") == R.canonical_model("LLaVA-Onevision-72B") == "LLaVA-OneVision-72B"
-    assert R.canonical_model("Gemini2.5-Flash") == "Gemini-2.5-Flash" and R.canonical_model("Claude-3.5-haiku") == "Claude-3.5-Haiku"
-    assert R.canonical_model("Qwen2.5-VL-7B-Chat") == "Qwen2.5-VL-7B"
+    assert report_papers.canonical_model("LLaVA-onvision-72B") == report_papers.canonical_model("LLaVA-onevision-72B") == report_papers.canonical_model("LLaVA-Onevision-72B") == "LLaVA-OneVision-72B"
+    assert report_papers.canonical_model("Gemini2.5-Flash") == "Gemini-2.5-Flash" and report_papers.canonical_model("Claude-3.5-haiku") == "Claude-3.5-Haiku"
+    assert report_papers.canonical_model("Qwen2.5-VL-7B-Chat") == "Qwen2.5-VL-7B"
     names = {e.model for bench in ("emma", "msearth", "scifibench") for e in paper_entries(bench)[0]}
     keys = {}
     for n in names:  # no two spellings of one model left
-        assert keys.setdefault(R.model_key(n), n) == n, (n, keys[R.model_key(n)])
+        assert keys.setdefault(report_papers.model_key(n), n) == n, (n, keys[report_papers.model_key(n)])
     # the paper's own spelling stays recorded in the data
     with open(registry.get("msearth").paper_numbers) as f:
         assert "LLaVA-onvision-72B" in {r["model"] for r in json.load(f)["rows"]}
     run = make_run(tmp_path, "r", "m", {"msearth_mcq": {"msearth_acc": 40.0}, "msearth_caption": {"msearth_cap_score": 2.0}})
     _, text = write_report([run], str(tmp_path / "rep"))
     ms = section(text, "Paper reference")
-    assert len([l for l in ms if l.startswith("| LLaVA-OneVision-72B |")]) == 1
-    assert len([l for l in ms if l.startswith("| Gemini-2.5-Flash |")]) == 1
-    assert not any("onvision" in l or "Gemini2.5" in l for l in ms)
+    assert len([ln for ln in ms if ln.startswith("| LLaVA-OneVision-72B |")]) == 1
+    assert len([ln for ln in ms if ln.startswith("| Gemini-2.5-Flash |")]) == 1
+    assert not any("onvision" in ln or "Gemini2.5" in ln for ln in ms)
     # --paper-model: matched whatever the spelling; an unknown name is an error listing the valid ones
     _, text = write_report([run], str(tmp_path / "rep2"), paper_model="llava-onevision-72b")
     assert "| MSEarth | msearth_mcq | msearth_acc | 40.00 | 51.11 |" in no_ci(text)
@@ -355,8 +359,16 @@ def test_partial_runs_are_flagged_and_charts_draw_only_what_exists(tmp_path):
         tmp_path,
         "full",
         "m",
-        {"msearth_mcq": {"msearth_acc": 40.0, "msearth_image_single": 50.0, "msearth_image_multi": None, "msearth_image_cross": 30.0}, "msearth_open": {"msearth_oe_acc": None, "msearth_image_single": None, "msearth_sphere_hydrology": None}},
-        samples={"msearth_mcq": [{"msearth_acc": {"score": 100.0, "rule": "letter"}, "msearth_image_single": 100.0, "msearth_image_multi": None, "msearth_image_cross": None}, {"msearth_acc": {"score": 0.0, "rule": "letter"}, "msearth_image_single": 0.0, "msearth_image_multi": None, "msearth_image_cross": 30.0}]},
+        {
+            "msearth_mcq": {"msearth_acc": 40.0, "msearth_image_single": 50.0, "msearth_image_multi": None, "msearth_image_cross": 30.0},
+            "msearth_open": {"msearth_oe_acc": None, "msearth_image_single": None, "msearth_sphere_hydrology": None},
+        },
+        samples={
+            "msearth_mcq": [
+                {"msearth_acc": {"score": 100.0, "rule": "letter"}, "msearth_image_single": 100.0, "msearth_image_multi": None, "msearth_image_cross": None},
+                {"msearth_acc": {"score": 0.0, "rule": "letter"}, "msearth_image_single": 0.0, "msearth_image_multi": None, "msearth_image_cross": 30.0},
+            ]
+        },
     )
     part = make_run(
         tmp_path,
@@ -370,11 +382,11 @@ def test_partial_runs_are_flagged_and_charts_draw_only_what_exists(tmp_path):
     _, text = write_report([full, part], str(out))
     lines = no_ci(text)
     assert "| benchmark | task | metric | m (full) | p (part) (partial) | paper: GPT-4o |" in lines
-    assert any("p (part)" in l and "--limit 2" in l and "2 of 2784" in l for l in lines)
+    assert any("p (part)" in ln and "--limit 2" in ln and "2 of 2784" in ln for ln in lines)
     runs = read_runs([full, part])
     assert runs[1].partial and not runs[0].partial
-    (chart,) = [c for c in chart_specs("msearth", runs, R.DEFAULT_PAPER_MODEL) if c.slug == "msearth_mcq_by_image_and_category"]
-    fig = C.draw_chart(chart)
+    (chart,) = [c for c in chart_specs("msearth", runs, report_papers.DEFAULT_PAPER_MODEL) if c.slug == "msearth_mcq_by_image_and_category"]
+    fig = report_charts.draw_chart(chart)
     ax = fig.axes[0]
     heights = sorted(round(p.get_height(), 2) for p in ax.patches)
     assert heights == [10.0, 30.0, 50.0]  # n/a never drawn as a zero bar
@@ -405,14 +417,14 @@ def test_demo_report_explains_itself_and_shows_the_paper_reference(tmp_path):
     assert "judge" not in plain.lower()
     _, text = write_report([run], str(tmp_path / "rep"), intro=intro)
     lines = no_ci(text)
-    sections = [l for l in lines if l.startswith("## ")]
+    sections = [ln for ln in lines if ln.startswith("## ")]
     assert sections[:2] == ["## What you are looking at", "## Headline"]
     para = " ".join(section(text, "What you are looking at")).lower()
     assert "untrained" in para and "n/a" in para and "judge" in para and "paper" in para
     # the charts carry the paper's marks even when the tiny model scores 0 everywhere
-    (chart,) = [c for c in chart_specs("emma", read_runs([run]), R.DEFAULT_PAPER_MODEL) if c.slug == "emma_mini_by_subject"]
+    (chart,) = [c for c in chart_specs("emma", read_runs([run]), report_papers.DEFAULT_PAPER_MODEL) if c.slug == "emma_mini_by_subject"]
     assert [b.paper for b in chart.bars] == [27.0, 44.0]
-    assert R.DEFAULT_PAPER_MODEL == "GPT-4o"
+    assert report_papers.DEFAULT_PAPER_MODEL == "GPT-4o"
 
 
 def test_bad_folders_name_the_file(tmp_path, capsys):
@@ -467,7 +479,7 @@ def test_musciclaims_headline_section_and_chart(tmp_path):
     # headline: our macro F1 beside GPT-4o's (gpt-4o-2024-11-20): Table 1 D Overall F 0.52, Table 2 IRD F 0.47, on our 0-100 scale
     assert "| MuSciClaims | musciclaims_d | musciclaims_macro_f1 | 45.00 | 52.00 § |" in lines
     assert "| MuSciClaims | musciclaims_ird | musciclaims_macro_f1 | 40.00 | 47.00 § |" in lines
-    assert any(l.startswith("§") and "918 biology" in l and "musciclaims_macro_f1_biology" in l for l in section(text, "Headline"))
+    assert any(ln.startswith("§") and "918 biology" in ln and "musciclaims_macro_f1_biology" in ln for ln in section(text, "Headline"))
     mc = section(text, "MuSciClaims")
     rows = table_after(mc, "slice")
     assert rows[0] == "| slice | m (r) | paper: GPT-4o |"
@@ -484,7 +496,7 @@ def test_musciclaims_headline_section_and_chart(tmp_path):
     # the chart: F1 per class and macro per task, GPT-4o's Table 1 D row marked, n = docs scored
     assert (out / "musciclaims_d_f1_by_class.png").stat().st_size > 1000 and (out / "musciclaims_ird_f1_by_class.png").exists()
     assert "![musciclaims_d_f1_by_class.png](musciclaims_d_f1_by_class.png)" in text
-    charts = {c.slug: c for c in chart_specs("musciclaims", read_runs([run]), R.DEFAULT_PAPER_MODEL)}
+    charts = {c.slug: c for c in chart_specs("musciclaims", read_runs([run]), report_papers.DEFAULT_PAPER_MODEL)}
     d = charts["musciclaims_d_f1_by_class"]
     assert [(b.group, b.value, b.paper) for b in d.bars] == [("support", 60.0, 59.0), ("neutral", 50.0, 60.0), ("contradict", 25.0, 36.0), ("macro", 45.0, 52.0)]
     assert [b.docs for b in d.bars] == [3, 3, 3, 3] and "918 biology" in d.paper_label
@@ -492,7 +504,7 @@ def test_musciclaims_headline_section_and_chart(tmp_path):
     # the paper reference lists every model with a number for the tasks run, names normalised
     papers = section(text, "Paper reference")
     assert "| GPT-4o | 52.00 § | 47.00 § |" in papers and "| o4-mini | – | – |" not in papers
-    assert any(l.startswith("| InternVL3-38B | 74.00 § | 58.00 § |") for l in papers)
+    assert any(ln.startswith("| InternVL3-38B | 74.00 § | 58.00 § |") for ln in papers)
     # another reference model, by the paper's full name
     _, text = write_report([run], str(tmp_path / "rep2"), paper_model="claude-3-5-sonnet-20241022")
     assert "| MuSciClaims | musciclaims_d | musciclaims_macro_f1 | 45.00 | 68.00 § |" in no_ci(text)
@@ -532,7 +544,7 @@ def test_musciclaims_paper_numbers_transcription():
     # no two spellings of one model across the four papers
     keys = {}
     for n in {e.model for b in [x.name for x in registry.benchmarks()] for e in paper_entries(b)[0]}:
-        assert keys.setdefault(R.model_key(n), n) == n, (n, keys[R.model_key(n)])
+        assert keys.setdefault(report_papers.model_key(n), n) == n, (n, keys[report_papers.model_key(n)])
 
 
 def mac_run(tmp_path, name="r", with_samples=True):
@@ -550,7 +562,10 @@ def mac_run(tmp_path, name="r", with_samples=True):
     t2i = [rec({"A": 0.0, "B": 1.0, "C": 0.0, "D": 0.0}, "B"), rec(None, "C"), rec({"A": 0.6, "B": 0.4, "C": 0.0, "D": 0.0}, "D", "science")]
     results = {
         "mac2025": {},
-        "mac2025_i2t_info": {"mac_acc": 75.0, "mac_acc_lenient": 75.0, "mac_ece": 0.3125, "mac_nll": 0.9, "mac_rms": 0.2, "mac_unparsable": 0.0, "mac_publisher_acs": 100.0, "mac_publisher_cell": 100.0, "mac_publisher_nature": 50.0, "mac_publisher_science": None},
+        "mac2025_i2t_info": {
+            "mac_acc": 75.0, "mac_acc_lenient": 75.0, "mac_ece": 0.3125, "mac_nll": 0.9, "mac_rms": 0.2, "mac_unparsable": 0.0,
+            "mac_publisher_acs": 100.0, "mac_publisher_cell": 100.0, "mac_publisher_nature": 50.0, "mac_publisher_science": None,
+        },
         "mac2025_t2i_option": {"mac_acc": 33.3333, "mac_acc_lenient": 33.3333, "mac_ece": 0.3, "mac_nll": 17.7, "mac_rms": 0.3, "mac_unparsable": 33.3333, "mac_publisher_science": 0.0, "mac_publisher_nature": 50.0},
     }
     samples = {"mac2025_i2t_info": [line(r) for r in i2t], "mac2025_t2i_option": [line(r) for r in t2i]} if with_samples else None
@@ -567,7 +582,7 @@ def test_mac_headline_section_and_reliability_diagrams(tmp_path):
     # headline: our mac_acc beside GPT-4o's Table 1 accuracy (I2T info 75.1, T2I option 74.3); the group has no row
     assert "| MAC | mac2025_i2t_info | mac_acc | 75.00 | 75.10 |" in lines
     assert "| MAC | mac2025_t2i_option | mac_acc | 33.33 | 74.30 |" in lines
-    assert not any(l.startswith("| MAC | mac2025 |") for l in lines)
+    assert not any(ln.startswith("| MAC | mac2025 |") for ln in lines)
     mac = section(text, "MAC")
     # a table per task: accuracy, lenient, calibration (three decimals, the paper's beside ours), unparsable, publishers
     i2t = table_after(mac, "slice")
@@ -583,9 +598,9 @@ def test_mac_headline_section_and_reliability_diagrams(tmp_path):
         "| publisher cell | 100.00 | – |",
         "| publisher nature | 50.00 | – |",
     ]  # science: no doc, n/a in every run: no row
-    t2i = table_after(mac[mac.index(next(l for l in mac if "`mac2025_t2i_option`" in l)) :], "slice")
+    t2i = table_after(mac[mac.index(next(ln for ln in mac if "`mac2025_t2i_option`" in ln)) :], "slice")
     assert "| mac_ece | 0.300 | 0.068 ° |" in t2i and "| mac_unparsable | 33.33 | – |" in t2i and "| mac_nll | 17.700 | – |" in t2i
-    assert any(l.startswith("°") and "normalises" in l for l in mac)
+    assert any(ln.startswith("°") and "normalises" in ln for ln in mac)
     assert "| mac2025_t2i_option | m (r) | 3 | 1 | 0 | – | – |" in mac  # the unparsed answer: no answer extracted
     # a reliability diagram per task, from the samples' records, binned by mac.scoring
     for t in ("mac2025_i2t_info", "mac2025_t2i_option"):
@@ -600,7 +615,7 @@ def test_mac_headline_section_and_reliability_diagrams(tmp_path):
     assert "paper (GPT-4o): ECE 0.053" in charts[0].title and "ECE 0.068" in charts[1].title
     ((_, bins, ece),) = charts[1].series  # the unparsed doc is not binned
     assert sum(b["n"] for b in bins) == 2 and ece == pytest.approx(scoring.ece([s["mac_acc"] for s in read_runs([run])[0].samples["mac2025_t2i_option"]]))
-    fig = C.draw_reliability(charts[0])
+    fig = report_charts.draw_reliability(charts[0])
     legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
     assert "m (r): ECE 0.312 (n=4 binned)" in legend and "paper (GPT-4o): ECE 0.053" in legend
     # the paper reference lists every Table 1 model for the tasks run
@@ -613,7 +628,7 @@ def test_mac_without_samples_says_why_there_is_no_diagram(tmp_path):
     out = tmp_path / "rep"
     _, text = write_report([run], str(out))
     mac = section(text, "MAC")
-    assert any("`mac2025_i2t_info`: no reliability diagram for m (nosamples): no samples file" in l and "--log_samples" in l for l in mac)
+    assert any("`mac2025_i2t_info`: no reliability diagram for m (nosamples): no samples file" in ln and "--log_samples" in ln for ln in mac)
     assert not list(out.glob("*_reliability.png"))
     assert "| MAC | mac2025_i2t_info | mac_acc | 75.00 | 75.10 |" in no_ci(text)
 
@@ -659,10 +674,10 @@ def test_mac_paper_numbers_transcription():
     assert by_key[("GPT-4o", "mac2025_i2t_info", "mac_acc")].notes == () and by_key[("GPT-4o", "mac2025_i2t_info", "mac_ece")].notes == ("calibration",)
     assert by_key[("GPT-4o", "mac2025_dad_i2t_info", "mac_ece")].notes == ("calibration", "dad")
     # model names: any spelling matches, and no two spellings of one model across the papers
-    assert R.resolve_paper_model("gpt-4o") == "GPT-4o" and R.resolve_paper_model("step 3") == "Step-3" and R.resolve_paper_model("step-1o-turbo-vision") == "Step-1o-T-V"
+    assert report_papers.resolve_paper_model("gpt-4o") == "GPT-4o" and report_papers.resolve_paper_model("step 3") == "Step-3" and report_papers.resolve_paper_model("step-1o-turbo-vision") == "Step-1o-T-V"
     keys = {}
     for n in {e.model for b in [x.name for x in registry.benchmarks()] for e in paper_entries(b)[0]}:
-        assert keys.setdefault(R.model_key(n), n) == n, (n, keys[R.model_key(n)])
+        assert keys.setdefault(report_papers.model_key(n), n) == n, (n, keys[report_papers.model_key(n)])
 
 
 # --------------------------------------------------------------------------- error bars, paired comparisons, versions
@@ -693,17 +708,17 @@ def test_headline_intervals_paired_comparison_and_version_warning(tmp_path):
     _, text = write_report([a, b], str(tmp_path / "rep"), resamples=2000, seed=5)
     head = section(text, "Headline", ci=True)
     # the group's interval pools its tasks' docs
-    group = next(l for l in head if l.startswith("| EMMA | emma_mini |"))
+    group = next(ln for ln in head if ln.startswith("| EMMA | emma_mini |"))
     pooled = wilson(sum(a_ok), len(a_ok))  # right/wrong docs: Wilson's interval, k of n over both tasks
     assert group.split(" | ")[3:5] == ["50.00", f"{pooled.low:.2f}–{pooled.high:.2f}"] and group.split(" | ")[7] == "Wilson"
-    assert any("2,000 resamples, seed 5" in l for l in head)
+    assert any("2,000 resamples, seed 5" in ln for ln in head)
     # versions: the table and the warning
     vers = section(text, "Task versions")
-    assert any(l.startswith("**Warning**: `emma_mini_math` was scored by different task versions") for l in vers)
-    assert not any("`emma_mini_physics` was scored" in l for l in vers)
+    assert any(ln.startswith("**Warning**: `emma_mini_math` was scored by different task versions") for ln in vers)
+    assert not any("`emma_mini_physics` was scored" in ln for ln in vers)
     # paired: b - a on the shared docs; McNemar on the discordant ones; unmatched docs counted
     pairs = section(text, "Paired comparisons", ci=True)
-    prow = next(l for l in pairs if l.startswith("| emma_mini | emma_acc |"))
+    prow = next(ln for ln in pairs if ln.startswith("| emma_mini | emma_acc |"))
     cells = [c.strip() for c in prow.strip("|").split("|")]
     shared_a, shared_b = a_ok[:20] + a_ok[20:40], b_ok[:20] + b_ok[20:40]
     p, disc = mcnemar_exact(shared_b, shared_a)
@@ -717,18 +732,18 @@ def test_headline_intervals_paired_comparison_and_version_warning(tmp_path):
     # the adjusted p is Benjamini-Hochberg's (scipy's) over the report's raw p-values
     import scipy.stats as sps
 
-    rows = [[c.strip() for c in l.strip("|").split("|")] for l in pairs if l.startswith("| emma_mini")]
+    rows = [[c.strip() for c in ln.strip("|").split("|")] for ln in pairs if ln.startswith("| emma_mini")]
     raw = [float(r[5]) for r in rows]
     assert [r[7] for r in rows] == [f"{q:.3g}" for q in sps.false_discovery_control(raw, method="bh")]
-    assert any("`emma_mini` was scored by different task versions" in l for l in vers)
+    assert any("`emma_mini` was scored by different task versions" in ln for ln in vers)
     # no resamples: no intervals, no paired section
     _, plain = write_report([a, b], str(tmp_path / "rep0"), resamples=0)
-    assert "## Paired comparisons" not in plain and next(l for l in section(plain, "Headline", ci=True) if l.startswith("| EMMA | emma_mini |")).split(" | ")[4] == "–"
+    assert "## Paired comparisons" not in plain and next(ln for ln in section(plain, "Headline", ci=True) if ln.startswith("| EMMA | emma_mini |")).split(" | ")[4] == "–"
 
 
 def test_chart_bars_carry_their_interval(tmp_path):
     run = make_run(tmp_path, "r", "m", {"emma_mini_math": {"emma_acc": 50.0}}, samples={"emma_mini_math": emma_samples([i % 2 == 0 for i in range(30)])})
-    I.configure(500, 0)
+    report_intervals.configure(500, 0)
     runs = read_runs([run])
     bars = [b for c in chart_specs("emma", runs, "GPT-4o") for b in c.bars if b.metric == "emma_acc"]
     assert bars and all(b.ci is not None and b.ci[0] < 50.0 < b.ci[1] for b in bars)
@@ -741,9 +756,9 @@ def test_each_section_draws_only_its_own_benchmarks_charts(tmp_path):
     sci = make_run(tmp_path, "sci", "m", {"scifibench_cs_f2c": {"scifibench_acc": 75.4}, "scifibench_cs_c2f": {"scifibench_acc": 60.0}})
     out = tmp_path / "rep"
     _, text = write_report([mac, sci], str(out), resamples=0)
-    images = {title: [l for l in section(text, title) if l.startswith("![")] for title in ("MAC", "SciFIBench")}
+    images = {title: [ln for ln in section(text, title) if ln.startswith("![")] for title in ("MAC", "SciFIBench")}
     assert images["MAC"] == ["![mac2025_i2t_info_reliability.png](mac2025_i2t_info_reliability.png)", "![mac2025_t2i_option_reliability.png](mac2025_t2i_option_reliability.png)"]
     assert images["SciFIBench"] == ["![scifibench_by_split.png](scifibench_by_split.png)"]
     # a benchmark whose spec declares no chart gets none: MAC's spec has bar charts of no kind
     b = registry.get("mac")
-    assert b.report_spec().charts(S.BenchView(b, read_runs([mac, sci]), "GPT-4o")) == []
+    assert b.report_spec().charts(report_sections.BenchView(b, read_runs([mac, sci]), "GPT-4o")) == []

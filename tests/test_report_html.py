@@ -9,7 +9,7 @@ import pytest
 
 from lmms_eval_earthsci import registry
 from lmms_eval_earthsci.report import read_runs, write_report
-from lmms_eval_earthsci.report.html import images as I
+from lmms_eval_earthsci.report.html import images as html_images
 from lmms_eval_earthsci.report.html.markdown import to_html
 from lmms_eval_earthsci.report.html.samples import task_docs, view
 
@@ -48,10 +48,26 @@ def test_each_benchmarks_record_gives_its_verdict(bench, task, sample, verdict, 
 def _run(tmp_path, name, fingerprint="fp-1", model="m"):
     d = tmp_path / name / "m"
     d.mkdir(parents=True)
-    cfg = {"task": "emma_mini_math", "dataset_path": "luckychao/EMMA-mini", "dataset_name": "Math", "test_split": "test", "metadata": {"version": 1.0, "earthsci_data": {"source": "mirror", "path": "/nonexistent/luckychao/EMMA-mini", "dataset_path": "luckychao/EMMA-mini", "fingerprint": fingerprint}}}
-    samples = [{"doc_id": i, "target": "B", "input": f"q{i} <b>", "resps": [[f"\\boxed{{{'B' if i else 'A'}}}"]], "emma_acc": {"score": 100.0 if i else 0.0, "extraction": "B" if i else "A", "rule": "boxed"}, "emma_category_path_tracing": 100.0 if i else 0.0} for i in range(3)]
+    cfg = {
+        "task": "emma_mini_math", "dataset_path": "luckychao/EMMA-mini", "dataset_name": "Math", "test_split": "test",
+        "metadata": {"version": 1.0, "earthsci_data": {"source": "mirror", "path": "/nonexistent/luckychao/EMMA-mini", "dataset_path": "luckychao/EMMA-mini", "fingerprint": fingerprint}},
+    }
+    samples = [
+        {
+            "doc_id": i, "target": "B", "input": f"q{i} <b>", "resps": [[f"\\boxed{{{'B' if i else 'A'}}}"]],
+            "emma_acc": {"score": 100.0 if i else 0.0, "extraction": "B" if i else "A", "rule": "boxed"}, "emma_category_path_tracing": 100.0 if i else 0.0,
+        }
+        for i in range(3)
+    ]
     (d / "20261123_000000_samples_emma_mini_math.jsonl").write_text("".join(json.dumps(s) + "\n" for s in samples))
-    (d / "20261123_000000_results.json").write_text(json.dumps({"results": {"emma_mini_math": {"alias": "emma_mini_math", "emma_acc,none": 66.67}}, "configs": {"emma_mini_math": cfg}, "versions": {"emma_mini_math": 1.0}, "config": {"model": "fake", "model_args": f"model={model}"}}))
+    (d / "20261123_000000_results.json").write_text(
+        json.dumps(
+            {
+                "results": {"emma_mini_math": {"alias": "emma_mini_math", "emma_acc,none": 66.67}}, "configs": {"emma_mini_math": cfg}, "versions": {"emma_mini_math": 1.0},
+                "config": {"model": "fake", "model_args": f"model={model}"},
+            }
+        )
+    )
     return str(tmp_path / name)
 
 
@@ -62,19 +78,20 @@ def test_a_cached_doc_set_loads_no_data_and_a_missing_one_says_why(tmp_path, mon
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     run = _run(tmp_path, "a")
     (r,) = read_runs([run])
-    store = I.ThumbStore(str(tmp_path / "unused"))
-    from PIL import Image
+    store = html_images.ThumbStore(str(tmp_path / "unused"))
     import io
+
+    from PIL import Image
 
     names = []
     for i in range(2):  # docs 0 and 1 are in the cache, doc 2 is not
         buf = io.BytesIO()
         Image.new("RGB", (300, 200), (i * 90, 10, 10)).save(buf, "PNG")
-        names.append(store.put(I.thumbnail(Image.open(io.BytesIO(buf.getvalue())))))
-    store.save_manifest(I.docset_key("emma_mini_math", r.configs["emma_mini_math"], 1.0), {"0": [names[0]], "1": [names[1]]})
+        names.append(store.put(html_images.thumbnail(Image.open(io.BytesIO(buf.getvalue())))))
+    store.save_manifest(html_images.docset_key("emma_mini_math", r.configs["emma_mini_math"], 1.0), {"0": [names[0]], "1": [names[1]]})
     called = []
-    real = I._from_data
-    monkeypatch.setattr(I, "_from_data", lambda run, missing, store, budget: called.append(dict(missing)) or real(run, missing, store, budget))
+    real = html_images._from_data
+    monkeypatch.setattr(html_images, "_from_data", lambda run, missing, store, budget: called.append(dict(missing)) or real(run, missing, store, budget))
     # thumbnails only (a budget would decode docs 0 and 1 again for their large copies, not cached here)
     write_report([run], str(tmp_path / "rep"), resamples=0, html=True, figure_budget_mb=0)
     data = (tmp_path / "rep" / "browser" / "data" / "t0.js").read_text()
@@ -151,7 +168,11 @@ MCQ_PROMPT = "Caption: rainfall.\nQuestion:\nWhich month is wettest?\nOptions:\n
     "bench, task, sample, verdict, answer, detail",
     [
         # MSEarth: the option scored and its text, not the raw response; the similarity that decided it
-        ("msearth", "msearth_mcq", {"target": "C. July", "msearth_acc": {"score": 0.0, "answer": "zrveedim ocean", "rule": "similarity", "option": "B", "similarity": 0.147, "runner_up_similarity": 0.1148}}, "wrong", "B. April", "similarity fallback: 0.147 (runner-up 0.115); below 0.5: a low-confidence pick"),
+        (
+            "msearth", "msearth_mcq",
+            {"target": "C. July", "msearth_acc": {"score": 0.0, "answer": "zrveedim ocean", "rule": "similarity", "option": "B", "similarity": 0.147, "runner_up_similarity": 0.1148}},
+            "wrong", "B. April", "similarity fallback: 0.147 (runner-up 0.115); below 0.5: a low-confidence pick",
+        ),
         ("msearth", "msearth_mcq", {"target": "C. July", "msearth_acc": {"score": 100.0, "answer": "c", "rule": "letter", "option": "C"}}, "right", "C. July", "read as a letter"),
         ("msearth", "msearth_mcq", {"target": "C. July", "msearth_acc": {"score": 100.0, "answer": "July", "rule": "content"}}, "right", "C. July", "the option's text, exactly"),
         ("msearth", "msearth_mcq", {"target": "C. July", "msearth_acc": {"score": 0.0, "answer": "", "rule": "none"}}, "no_answer", None, None),
@@ -211,7 +232,7 @@ def test_links_are_encoded_part_by_part():
 
 
 def test_the_large_figures_budget_is_shared_by_doc_counts_and_passed_on():
-    b = I.LargeBudget(1000, {"a": 30, "b": 10, "c": 60})
+    b = html_images.LargeBudget(1000, {"a": 30, "b": 10, "c": 60})
     assert b.allows("a") and b.share["a"] == 300
     b.spend("a", 100)
     b.finish("a")  # a left 200: the tasks started after it share it
@@ -220,18 +241,19 @@ def test_the_large_figures_budget_is_shared_by_doc_counts_and_passed_on():
     assert not b.allows("b") and b.used == 600 and b.docs == 2
     b.finish("b")
     assert b.allows("c") and b.share["c"] == 1000 - 300 + 200 - 128
-    assert not I.LargeBudget(0, {"a": 3}).allows("a")
+    assert not html_images.LargeBudget(0, {"a": 3}).allows("a")
 
 
 def test_a_figure_and_its_large_copy_come_from_one_decode():
-    from PIL import Image
     import io
+
+    from PIL import Image
 
     buf = io.BytesIO()
     Image.new("RGB", (3000, 1500), (200, 30, 30)).save(buf, "JPEG")
-    thumb, large = I.copies(Image.open(io.BytesIO(buf.getvalue())), large=True)
+    thumb, large = html_images.copies(Image.open(io.BytesIO(buf.getvalue())), large=True)
     assert Image.open(io.BytesIO(thumb)).size == (256, 128) and Image.open(io.BytesIO(large)).size == (1024, 512)
-    assert I.copies(Image.open(io.BytesIO(buf.getvalue())), large=False)[1] is None
+    assert html_images.copies(Image.open(io.BytesIO(buf.getvalue())), large=False)[1] is None
 
 
 def test_the_generic_report_names_no_benchmarks_field():
@@ -242,11 +264,12 @@ def test_the_generic_report_names_no_benchmarks_field():
     root = os.path.dirname(registry.__file__)
     files = [os.path.join(d, f) for d, _, fs in os.walk(os.path.join(root, "report")) for f in fs if f.endswith((".py", ".js"))]
     files.append(os.path.join(root, "core", "benchmark.py"))
-    fields = {k for b in registry.benchmarks() for spec in [b.report_spec()] for k in (*spec.breakdown_fields, *spec.record_fields, spec.answer_field, spec.gold_field) if k} - {"task", "gold"}  # the words of lmms-eval and of the page itself too
+    # the words of lmms-eval and of the page itself too
+    fields = {k for b in registry.benchmarks() for spec in [b.report_spec()] for k in (*spec.breakdown_fields, *spec.record_fields, spec.answer_field, spec.gold_field) if k} - {"task", "gold"}
     assert {"sphere", "publisher", "journal", "pred", "gt_content"} <= fields
     for path in files:
         text = open(path).read()
-        named = sorted(k for k in fields if re.search(r"""["']%s["']""" % re.escape(k), text))
+        named = sorted(k for k in fields if re.search(rf"""["']{re.escape(k)}["']""", text))
         assert not named, (path, named)
 
 

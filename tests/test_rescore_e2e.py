@@ -11,8 +11,8 @@ import shutil
 import subprocess
 
 import pytest
-
 from conftest import VENV_BIN, cli_env, openai_args, read_outputs, run_cli
+
 from lmms_eval_earthsci.testing.openai_server import FakeOpenAIServer, prompt_field, text_of
 
 pytestmark = pytest.mark.e2e
@@ -29,10 +29,10 @@ def model_reply(body):
     if "open-ended question" in text:
         return '{"answer": "%s"}' % ("Late spring" if h % 2 else "Winter")
     if "decision" in text.lower() and "SUPPORT" in text:
-        return '{"decision": "%s"}' % ("SUPPORT", "CONTRADICT", "NEUTRAL", "maybe")[h % 4]
+        return '{{"decision": "{}"}}'.format(("SUPPORT", "CONTRADICT", "NEUTRAL", "maybe")[h % 4])
     if "probabilit" in text.lower():
         return "A: %.1f, B: %.1f, C: 0.1, D: 0.1" % ((0.7, 0.1) if h % 2 else (0.1, 0.7))
-    return "So the answer is \\boxed{%s}" % "ABCD"[h % 4]
+    return "So the answer is \\boxed{{{}}}".format("ABCD"[h % 4])
 
 
 def judge_reply(body):
@@ -128,7 +128,7 @@ def test_predict_only_then_rescore_equals_the_direct_run(runs):
 
     _, text = write_report([str(tmp / "direct"), str(tmp / "re")], str(tmp / "rep"), resamples=200)
     assert "rescored without the model from lmms-eval run" in text
-    pairs = [l for l in text.splitlines() if l.startswith("| emma_mini_judge_math | emma_judge_acc |")]
+    pairs = [ln for ln in text.splitlines() if ln.startswith("| emma_mini_judge_math | emma_judge_acc |")]
     assert pairs and "| +0.00 |" in pairs[0]
 
 
@@ -141,7 +141,7 @@ def test_a_doc_that_does_not_match_stops_before_scoring(runs, mirror, hf_home):
     tmp = runs["tmp"]
     results = _copy_run(tmp / "pred", tmp / "pred_bad")
     sp = results.replace("_results.json", "_samples_emma_mini_judge_math.jsonl")
-    rows = [json.loads(l) for l in open(sp)]
+    rows = [json.loads(ln) for ln in open(sp)]
     rows[1]["input"] = "A question from another dataset revision"
     with open(sp, "w") as f:
         f.write("".join(json.dumps(r) + "\n" for r in rows))

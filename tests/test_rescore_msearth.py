@@ -13,8 +13,8 @@ import subprocess
 import zlib
 
 import pytest
-
 from conftest import VENV_BIN, cli_env, read_outputs, shared_path
+
 from lmms_eval_earthsci.testing.openai_server import FakeOpenAIServer, prompt_field, text_of
 
 pytestmark = pytest.mark.e2e
@@ -32,7 +32,7 @@ def judge_reply(body):
         return '{"is_correct": %s}' % ("true" if std == gen else "false")
     ref = prompt_field(text, "Standard Caption")
     gen = prompt_field(text, "Generated Caption")
-    return '{"score": %d}' % (5 if gen.split()[0] == ref.split()[0] else 2)
+    return json.dumps({"score": 5 if gen.split()[0] == ref.split()[0] else 2})
 
 
 def release_file(path, records):
@@ -62,8 +62,8 @@ def judge_texts(srv):
 
 
 def test_open_ended_and_caption_records_judged_as_released(mirror, hf_home, tmp_path):
-    from lmms_eval_earthsci.evals.msearth.tasks import CAPTION_JUDGE_PROMPT, OE_JUDGE_PROMPT
     from lmms_eval_earthsci.evals.msearth.fixtures import msearth_rows
+    from lmms_eval_earthsci.evals.msearth.tasks import CAPTION_JUDGE_PROMPT, OE_JUDGE_PROMPT
 
     oe = [as_record(r) for r in msearth_rows("open")]
     for i, r in enumerate(oe):
@@ -137,9 +137,9 @@ def released_open():
 def test_all_released_open_ended_records(released_open, hf_home, tmp_path):
     """The 1,411 released records as the evaluator file, each with a generated answer (the gold one for
     about half): every record judged once with its own official prompt, accuracy = the share right."""
+    from lmms_eval_earthsci.evals.msearth.fixtures import msearth_features
     from lmms_eval_earthsci.evals.msearth.tasks import OE_JUDGE_PROMPT
     from lmms_eval_earthsci.testing.figures import draw_figure, png_bytes, write_hf_repo
-    from lmms_eval_earthsci.evals.msearth.fixtures import msearth_features
 
     rows = []
     for r in released_open:

@@ -16,7 +16,6 @@ import subprocess
 import zlib
 
 import pytest
-
 from conftest import ROOT, VENV_BIN, cli_env, read_outputs, shared_path
 
 pytestmark = pytest.mark.e2e

@@ -5,8 +5,8 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import cli_env, openai_args, read_outputs
+
 from lmms_eval_earthsci import TASKS_DIR
 from lmms_eval_earthsci.testing.openai_server import FakeOpenAIServer
 
@@ -40,7 +40,8 @@ def test_entry_point_hidden_is_really_hidden(mirror, hf_home, tmp_path):
 
 @pytest.mark.parametrize("route", ["include_path", "wrapper"])
 def test_fallback_routes_install_every_hook(mirror, hf_home, tmp_path, route):
-    responder = lambda body: "Correct" if body.get("model") == "judge-m" else "So \\boxed{B}"
+    def responder(body):
+        return "Correct" if body.get("model") == "judge-m" else "So \\boxed{B}"
     with FakeOpenAIServer(responder=responder) as srv:
         out = tmp_path / "out"
         env = cli_env(mirror, hf_home, EARTHSCI_JUDGE_BASE_URL=srv.base_url, EARTHSCI_JUDGE_MODEL="judge-m", EARTHSCI_JUDGE_CACHE=str(tmp_path / "cache"))

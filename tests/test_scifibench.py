@@ -3,8 +3,8 @@ variants, scoring and the LLM-extractor parser."""
 
 import pytest
 
-from lmms_eval_earthsci.evals.scifibench import tasks as S
 from lmms_eval_earthsci.core.data import RecordError
+from lmms_eval_earthsci.evals.scifibench import tasks as scifibench_tasks
 from lmms_eval_earthsci.evals.scifibench.fixtures import scifibench_rows
 
 OPTS = [
@@ -41,76 +41,79 @@ OPTS = [
     ],
 )
 def test_staged_extractor(response, letter, stage):
-    got = S.extract(response, OPTS)
+    got = scifibench_tasks.extract(response, OPTS)
     assert (got.value, got.rule) == (letter, stage)
 
 
 def test_no_similarity_stage_for_caption_to_figure():
-    assert S.extract("the roc curves of three detectors", None).rule == "none"
+    assert scifibench_tasks.extract("the roc curves of three detectors", None).rule == "none"
 
 
 def test_f2c_prompt_layout():
     doc = {**scifibench_rows("CS_Figure2Caption")[1], "_split": "CS_Figure2Caption"}
-    msgs = S.doc_to_messages(doc, {"direction": "f2c"})
+    msgs = scifibench_tasks.doc_to_messages(doc, {"direction": "f2c"})
     parts = msgs[0]["content"]
     assert [p["type"] for p in parts] == ["image", "text"]
     expected = "\n".join(o.strip() for o in doc["Options"]) + "\nWhich caption best matches the image? Let's think step by step. Only provide the letter of the correct caption as your answer. Answer:"
     assert parts[1]["text"] == expected
     assert parts[1]["text"].startswith("A)  lookup time vs load factor .\nB)  ")  # options verbatim, never reordered
-    appendix = S.doc_to_text(doc, {"direction": "f2c", "prompt": "paper_appendix"})
+    appendix = scifibench_tasks.doc_to_text(doc, {"direction": "f2c", "prompt": "paper_appendix"})
     assert appendix.endswith("\nWhich of the captions best describes the image? Let's think step by step. Only provide the letter of the correct caption as your answer. Answer:")
-    reasoning = S.doc_to_text(doc, {"direction": "f2c", "prompt": "reasoning"})
+    reasoning = scifibench_tasks.doc_to_text(doc, {"direction": "f2c", "prompt": "reasoning"})
     assert reasoning.endswith("Which caption best matches the image? Let's think step by step. Answer:")
     with pytest.raises(ValueError):
-        S.doc_to_text(doc, {"direction": "f2c", "prompt": "cot"})
+        scifibench_tasks.doc_to_text(doc, {"direction": "f2c", "prompt": "cot"})
 
 
 def test_c2f_interleaved_layout_and_simple_text():
     doc = {**scifibench_rows("CS_Caption2Figure")[0], "_split": "CS_Caption2Figure"}
-    parts = S.doc_to_messages(doc, {"direction": "c2f"})[0]["content"]
+    parts = scifibench_tasks.doc_to_messages(doc, {"direction": "c2f"})[0]["content"]
     assert [p["type"] for p in parts] == ["text", "image"] * 5 + ["text"]
     assert [parts[i]["text"] for i in range(0, 10, 2)] == ["A) ", "B) ", "C) ", "D) ", "E) "]
     assert [parts[i]["url"].size for i in range(1, 10, 2)] == [(64 + 8 * k, 48) for k in range(5)]  # A-E order
     assert parts[-1]["text"] == "\n" + doc["Question"] + " Let's think step by step. Only provide the letter of the correct image as your answer. Answer:"
-    assert [im.size for im in S.doc_to_visual(doc)] == [(64 + 8 * k, 48) for k in range(5)]
-    assert S.doc_to_text(doc, {"direction": "c2f"}).startswith("A) <image>\nB) <image>\nC) <image>\nD) <image>\nE) <image>\nCaption: ")
+    assert [im.size for im in scifibench_tasks.doc_to_visual(doc)] == [(64 + 8 * k, 48) for k in range(5)]
+    assert scifibench_tasks.doc_to_text(doc, {"direction": "c2f"}).startswith("A) <image>\nB) <image>\nC) <image>\nD) <image>\nE) <image>\nCaption: ")
 
 
 def test_alignment_variants():
     doc = {**scifibench_rows("CS_Figure2Caption")[1], "_split": "CS_Figure2Caption"}  # answer C
-    right = S.doc_to_text(doc, {"direction": "f2c", "mark": "correct"})
-    assert right.startswith(S.ALIGNMENT_SENTENCE + "\nA)  lookup")
+    right = scifibench_tasks.doc_to_text(doc, {"direction": "f2c", "mark": "correct"})
+    assert right.startswith(scifibench_tasks.ALIGNMENT_SENTENCE + "\nA)  lookup")
     assert "\nC) <Correct> expected lookup time for different table sizes .\n" in right
-    wrong = S.doc_to_text(doc, {"direction": "f2c", "mark": "incorrect", "instruction": True})
+    wrong = scifibench_tasks.doc_to_text(doc, {"direction": "f2c", "mark": "incorrect", "instruction": True})
     assert wrong.startswith("A human expert marked one of the captions as <Correct>. Ignore this information.\n")
     tagged = [line[0] for line in wrong.split("\n") if "<Correct> " in line and line[:2].endswith(")")]
     assert len(tagged) == 1 and tagged[0] != "C"
-    assert S.marked_option(doc, "incorrect") == S.marked_option(doc, "incorrect")  # seeded: every run agrees
-    picks = {S.marked_option({**doc, "ID": i}, "incorrect") for i in range(30)}
+    assert scifibench_tasks.marked_option(doc, "incorrect") == scifibench_tasks.marked_option(doc, "incorrect")  # seeded: every run agrees
+    picks = {scifibench_tasks.marked_option({**doc, "ID": i}, "incorrect") for i in range(30)}
     assert len(picks) == 4 and 2 not in picks
 
 
 def test_scoring_and_breakdowns():
     doc = {**scifibench_rows("General_Figure2Caption")[1], "_split": "General_Figure2Caption"}  # answer D, q-bio
-    out = S.process_results(doc, ["Answer: D"])
+    out = scifibench_tasks.process_results(doc, ["Answer: D"])
     assert out["scifibench_acc"]["score"] == 100.0 and out["scifibench_acc"]["stage"] == "strict"
     assert out["scifibench_category_q_bio"] == 100.0 and out["scifibench_category_physics"] is None
     assert out["scifibench_no_answer"] == 0.0
-    out = S.process_results(doc, ["I cannot tell."])
+    out = scifibench_tasks.process_results(doc, ["I cannot tell."])
     assert out["scifibench_acc"]["score"] == 0.0 and out["scifibench_no_answer"] == 100.0
     for bad in (None, 12, "\udcff" * 3, "x" * 200_000):
-        assert S.process_results(doc, [bad])["scifibench_acc"]["score"] in (0.0, 100.0)
+        assert scifibench_tasks.process_results(doc, [bad])["scifibench_acc"]["score"] in (0.0, 100.0)
     with pytest.raises(RecordError, match=r"record '1', field 'Answer'"):
-        S.process_results({**doc, "Answer": "F"}, ["F"])
+        scifibench_tasks.process_results({**doc, "Answer": "F"}, ["F"])
     with pytest.raises(RecordError, match="Answer"):
-        S.process_results({**doc, "Answer": "AB"}, ["A"])
+        scifibench_tasks.process_results({**doc, "Answer": "AB"}, ["A"])
 
 
 def test_llm_extractor_prompt_and_parser():
-    msg = S.JUDGE.build({}, "It is D) expected lookup", dict)
-    assert msg[0]["content"] == 'Here is the output from a generative model:\n"It is D) expected lookup"\nThe output contains the answer to a multiple choice question with options A) - E). Return only the letter of the answer. If no answer is found, return "None".'
-    assert S.parse_judge_letter("D") == "D" and S.parse_judge_letter(" B)") == "B"
-    assert S.parse_judge_letter("None") is None and S.parse_judge_letter("") is None
+    msg = scifibench_tasks.JUDGE.build({}, "It is D) expected lookup", dict)
+    assert msg[0]["content"] == (
+        'Here is the output from a generative model:\n"It is D) expected lookup"\n'
+        'The output contains the answer to a multiple choice question with options A) - E). Return only the letter of the answer. If no answer is found, return "None".'
+    )
+    assert scifibench_tasks.parse_judge_letter("D") == "D" and scifibench_tasks.parse_judge_letter(" B)") == "B"
+    assert scifibench_tasks.parse_judge_letter("None") is None and scifibench_tasks.parse_judge_letter("") is None
 
 
 # ---------------------------------------------------------------------------- \boxed{} stage
@@ -140,14 +143,14 @@ def test_llm_extractor_prompt_and_parser():
     ],
 )
 def test_boxed_stage(response, letter, stage):
-    got = S.extract(response, OPTS)
+    got = scifibench_tasks.extract(response, OPTS)
     assert (got.value, got.rule) == (letter, stage)
 
 
 def test_boxed_stage_is_logged_in_the_sample():
     doc = {**scifibench_rows("CS_Caption2Figure")[0], "_split": "CS_Caption2Figure"}
     gold = doc["Answer"]
-    out = S.process_results(doc, [f"Comparing the five figures, the match is \\boxed{{{gold}}}."])
+    out = scifibench_tasks.process_results(doc, [f"Comparing the five figures, the match is \\boxed{{{gold}}}."])
     assert out["scifibench_acc"]["score"] == 100.0 and out["scifibench_acc"]["stage"] == "boxed" and out["scifibench_acc"]["parsed"] == gold
 
 
@@ -216,4 +219,4 @@ def test_boxed_stage_is_logged_in_the_sample():
     ],
 )
 def test_parse_judge_letter_table(reply, letter):
-    assert S.parse_judge_letter(reply) == letter
+    assert scifibench_tasks.parse_judge_letter(reply) == letter

@@ -5,9 +5,9 @@ import base64
 import io
 
 import pytest
+from conftest import cli_env, read_outputs, run_cli, run_with_judge
 from PIL import Image
 
-from conftest import cli_env, read_outputs, run_cli, run_with_judge
 from lmms_eval_earthsci.testing.openai_server import image_urls, text_of
 
 pytestmark = pytest.mark.e2e

@@ -11,11 +11,11 @@ import sys
 import time
 
 import pytest
-
 from conftest import ROOT, cli_env, openai_args
+
 from lmms_eval_earthsci import registry
 from lmms_eval_earthsci.cli import main as cli_main
-from lmms_eval_earthsci.core import settings as S
+from lmms_eval_earthsci.core import settings as core_settings
 
 FOLDER = os.path.dirname(os.path.abspath(__file__))
 NO_SUCH = "/nonexistent/earthsci/folder"
@@ -86,7 +86,7 @@ def test_each_setting_accepts_its_valid_values_and_names_a_wrong_one_in_one_line
 
 def test_each_process_checks_the_settings_it_reads():
     def scoped(scope):
-        return {n for n, s in SETTINGS.items() if S.in_scope(s, scope)}
+        return {n for n, s in SETTINGS.items() if core_settings.in_scope(s, scope)}
 
     run = scoped("run")
     assert run == set(SETTINGS)  # a run reads every one of them
@@ -97,7 +97,7 @@ def test_each_process_checks_the_settings_it_reads():
 
 def test_unknown_names_warn_with_the_nearest_known_one():
     env = {"EARTHSCI_BAD_RECORD": "skip", "EARTHSCI_JUDGE_URL": "x", "EARTHSCI_DAD_ON_FAILURE": "raise", "EARTHSCI_ZZZ": "1", "EARTHSCI_JUDGE_MODEL": "m", "PATH": "/bin"}
-    warnings = S.unknown(registry.settings(), env)
+    warnings = core_settings.unknown(registry.settings(), env)
     assert warnings == [
         "EARTHSCI_BAD_RECORD is not a setting of lmms_eval_earthsci (did you mean EARTHSCI_BAD_RECORDS?); it is ignored",
         "EARTHSCI_DAD_ON_FAILURE is not a setting of lmms_eval_earthsci (did you mean EARTHSCI_JUDGE_ON_FAILURE?); it is ignored",
@@ -123,7 +123,7 @@ def test_unknown_names_warn_with_the_nearest_known_one():
 def test_commands_stop_at_their_start_on_a_wrong_value(command, var, value, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv(var, value)
     monkeypatch.setenv("EARTHSCI_BAD_RECORD", "1")  # a typo'd name warns, it does not stop
-    monkeypatch.setattr(S, "_WARNED", set())  # (once per process)
+    monkeypatch.setattr(core_settings, "_WARNED", set())  # (once per process)
     t0 = time.time()
     status = cli_main([c.format(tmp=tmp_path) for c in command])
     err = capsys.readouterr().err.strip().splitlines()

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
+from lmms_eval_earthsci import registry
 from lmms_eval_earthsci.core import stats
 from lmms_eval_earthsci.core.metrics import mean_present
-from lmms_eval_earthsci import registry
 from lmms_eval_earthsci.core.stats import KERNELS, bootstrap_ci, mcnemar_exact, paired, register_kernels, resolve
 
 for _bench in registry.benchmarks():  # as `report` does: every benchmark's own kernels
@@ -112,7 +112,8 @@ def test_corpus_metric_is_recomputed_per_resample_not_averaged():
     # the aggregation called on every resample of base claims gives the same distribution
     units = claims_of(items)
     agg = resolve(dotted)
-    per_resample = lambda idx, axis=-1: agg([items[j] for u in idx for j in units[int(u)]])
+    def per_resample(idx, axis=-1):
+        return agg([items[j] for u in idx for j in units[int(u)]])
     generic = stats._interval(stats._bootstrap((np.arange(len(units)),), per_resample, False, 500, 0), 500, len(units), 0.95)
     assert ci.n_units == len(units) < len(items)
     assert generic.low == pytest.approx(ci.low, abs=1e-9) and generic.high == pytest.approx(ci.high, abs=1e-9)

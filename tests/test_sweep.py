@@ -13,8 +13,8 @@ from test_report import emma_samples, make_run, section
 from lmms_eval_earthsci import registry
 from lmms_eval_earthsci.core.stats import interval
 from lmms_eval_earthsci.report import ReportError, read_runs, write_report
-from lmms_eval_earthsci.report import charts as C
-from lmms_eval_earthsci.report import sweep as W
+from lmms_eval_earthsci.report import charts as report_charts
+from lmms_eval_earthsci.report import sweep as report_sweep
 
 EMMA = {"emma_mini_math": {"emma_acc": 50.0}, "emma_mini_physics": {"emma_acc": 40.0}}
 
@@ -64,7 +64,7 @@ def test_a_rerun_is_set_aside_and_named_and_can_be_kept(tmp_path):
     assert f.path.endswith("20261122_010101_results.json") and tasks == ["emma_mini_math"] and "rerun" in why
     _, text = write_report([old], str(tmp_path / "rep"), resamples=0)
     runs_md = section(text, "Runs")
-    assert any(l.strip().startswith("- set aside: ") and "20261122_010101_results.json (emma_mini_math)" in l for l in runs_md)
+    assert any(ln.strip().startswith("- set aside: ") and "20261122_010101_results.json (emma_mini_math)" in ln for ln in runs_md)
     kept = read_runs([old], keep_reruns=True)
     assert [r.label for r in kept] == ["a (2026-11-22 01:01:01)", "a (2026-11-23 09:00:00)"] and all(r.set_aside == [] for r in kept)
 
@@ -87,7 +87,7 @@ def test_a_group_whose_task_was_rerun_is_set_aside(tmp_path):
     [("/ck/run/checkpoint-2000", 2000), ("/ck/step_2000/hf", 2000), ("/ck/global_step2000", 2000), ("/ck/iter_0002000", 2000), ("/ck/run-3/ckpt_500", 500), ("/ck/Qwen2.5-VL-7B", None), ("/ck/stepwise", None)],
 )
 def test_steps_are_read_from_checkpoint_paths(path, step):
-    assert W.step_in(path) == step
+    assert report_sweep.step_in(path) == step
 
 
 def test_natural_order_steps_first_and_explicit_order(tmp_path):
@@ -97,16 +97,16 @@ def test_natural_order_steps_first_and_explicit_order(tmp_path):
     # natural order of labels (numbers as numbers) where there is no step: lexical order would be 1000, 10000, 2000
     plain = [job(tmp_path / "p", f"run{s}", f"pretrained=/ck/m{s}", EMMA) for s in (10000, 1000, 2000)]
     assert [r.label for r in read_runs(plain)] == ["m1000 (run1000)", "m2000 (run2000)", "m10000 (run10000)"]
-    assert sorted(["step_10000", "step_900", "step_2000"], key=W.natural_key) == ["step_900", "step_2000", "step_10000"]
+    assert sorted(["step_10000", "step_900", "step_2000"], key=report_sweep.natural_key) == ["step_900", "step_2000", "step_10000"]
     # a run without a step (the base model) comes first, then the steps
     base = job(tmp_path, "base", "pretrained=/hub/Qwen2.5-VL-7B", EMMA)
     assert [r.label for r in read_runs(paths + [base])][:2] == ["Qwen2.5-VL-7B (base)", "model_900 (step_900)"]
     # --order puts the runs it names first; --label renames; --baseline picks the comparison's base
     runs = read_runs(paths + [base], labels=[f"{base}=base model"], order=["step_2000"])
     assert [r.label for r in runs] == ["model_2000 (step_2000)", "base model", "model_900 (step_900)", "model_10000 (step_10000)"]
-    assert W.baseline(runs, "base model").label == "base model" and W.baseline(runs).label == "model_2000 (step_2000)"
+    assert report_sweep.baseline(runs, "base model").label == "base model" and report_sweep.baseline(runs).label == "model_2000 (step_2000)"
     with pytest.raises(ReportError, match=r"--baseline 'nope': no run has that label or folder \(runs: model_2000"):
-        W.baseline(runs, "nope")
+        report_sweep.baseline(runs, "nope")
     with pytest.raises(ReportError, match="--label 'x': expected FOLDER=NAME"):
         read_runs(paths, labels=["x"])
     with pytest.raises(ReportError, match="two runs would be called 'same'"):
@@ -143,7 +143,7 @@ def test_every_paired_row_has_a_p_and_the_adjustment_is_the_librarys(tmp_path):
     b = run("b", 10, lambda g, i: g)
     c = run("c", 3, lambda g, i: g if i % 4 else "NEUTRAL")
     _, text = write_report([a, b, c], str(tmp_path / "rep"), resamples=1000)
-    rows = [[x.strip() for x in l.strip("|").split("|")] for l in section(text, "Paired comparisons", ci=True) if l.startswith(("| emma", "| musciclaims"))]
+    rows = [[x.strip() for x in ln.strip("|").split("|")] for ln in section(text, "Paired comparisons", ci=True) if ln.startswith(("| emma", "| musciclaims"))]
     assert len(rows) == 4 and {r[6] for r in rows} == {"McNemar exact", "paired bootstrap"}
     assert all(r[5] not in ("–", "") for r in rows)
     with open(tmp_path / "rep" / "summary.json") as f:
@@ -153,8 +153,8 @@ def test_every_paired_row_has_a_p_and_the_adjustment_is_the_librarys(tmp_path):
     assert all(r["changed"] == (r["p_adjusted"] < 0.05) for r in paired)
     assert any(r["changed"] for r in paired)  # b gains 24 of 60 docs over a: the premise of the table below
     changes = section(text, "Changes against the baseline", ci=True)
-    hits = [l for l in changes if l.startswith("| emma_mini_math |")]
-    assert hits and all("better" in l for l in hits)
+    hits = [ln for ln in changes if ln.startswith("| emma_mini_math |")]
+    assert hits and all("better" in ln for ln in hits)
 
 
 # --------------------------------------------------------------------------- layout, trend, summary
@@ -173,7 +173,7 @@ def sweep(tmp_path, n):
 def test_past_four_runs_the_headline_turns_and_a_trend_chart_is_drawn(tmp_path):
     four = sweep(tmp_path / "four", 4)
     _, text = write_report(four, str(tmp_path / "r4"), resamples=200)
-    assert any(l.startswith("| benchmark | task | metric | checkpoint-1000 (step_1000) | 95% CI |") for l in section(text, "Headline", ci=True))
+    assert any(ln.startswith("| benchmark | task | metric | checkpoint-1000 (step_1000) | 95% CI |") for ln in section(text, "Headline", ci=True))
     assert not (tmp_path / "r4" / "emma_trend.png").exists()
     five = sweep(tmp_path / "five", 5)
     _, text = write_report(five, str(tmp_path / "r5"), resamples=200)
@@ -185,16 +185,16 @@ def test_past_four_runs_the_headline_turns_and_a_trend_chart_is_drawn(tmp_path):
         v = r.value("emma_mini_math", "emma_acc")[1]
         assert emma[4 + i].startswith(f"| {r.column}{' (baseline)' if i == 0 else ''} | {r.step} | {v:.2f} (")
     assert "![emma_trend.png](emma_trend.png)" in emma and (tmp_path / "r5" / "emma_trend.png").stat().st_size > 5000
-    trend = C.build_trend(registry.get("emma"), [("emma_mini_math", "emma_acc")], runs, "GPT-4o")
+    trend = report_charts.build_trend(registry.get("emma"), [("emma_mini_math", "emma_acc")], runs, "GPT-4o")
     assert trend.steps == [1000, 2000, 3000, 4000, 5000] and trend.lines[0].values == [r.value("emma_mini_math", "emma_acc")[1] for r in runs]
     assert all(lo < v < hi for lo, v, hi in zip(trend.lines[0].lows, trend.lines[0].values, trend.lines[0].highs))
-    fig = C.draw_trend(trend)
+    fig = report_charts.draw_trend(trend)
     assert len(fig.axes[0].lines) >= 1 and fig.axes[0].collections  # the line and its band
     # the full paired table is in the summary, the changes table in the report
-    assert any("are in `summary.csv` and `summary.json`" in l for l in section(text, "Paired comparisons"))
+    assert any("are in `summary.csv` and `summary.json`" in ln for ln in section(text, "Paired comparisons"))
     # counts: a line per task, a column per run (docs · no answer · judge failures)
     counts = section(text, "EMMA", ci=True)
-    row = next(l for l in counts[counts.index("### Counts"):] if l.startswith("| emma_mini_math |"))
+    row = next(ln for ln in counts[counts.index("### Counts"):] if ln.startswith("| emma_mini_math |"))
     assert row == "| emma_mini_math | " + " | ".join("30 · 0 · –" for _ in runs) + " |"
 
 

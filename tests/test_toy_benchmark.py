@@ -12,9 +12,9 @@ import textwrap
 from importlib.metadata import version
 
 import pytest
+from conftest import VENV_BIN, cli_env, openai_args, read_outputs, run_cli
 from packaging.version import Version
 
-from conftest import VENV_BIN, cli_env, openai_args, read_outputs, run_cli
 from lmms_eval_earthsci.testing.openai_server import FakeOpenAIServer, text_of
 
 pytestmark = pytest.mark.e2e
@@ -76,10 +76,10 @@ FILES = {
             def charts(self, view):
                 return [ChartSpec("toybench_by_kind", "ToyBench by kind", tuple((k, (("", t, f"toy_kind_{k}"),)) for t in view.tasks() for k in ("even", "odd")))]
     """,
-    "toy_bench/fixtures.py": """
+    "toy_bench/fixtures.py": f"""
         import json, os
 
-        DOCS = %s
+        DOCS = {json.dumps(DOCS)}
 
         def write(root, repo):
             d = os.path.join(root, *repo.split("/"), "data")
@@ -87,7 +87,7 @@ FILES = {
             with open(os.path.join(d, "test.jsonl"), "w") as f:
                 f.write("".join(json.dumps(r) + "\\n" for r in DOCS))
             return root
-    """ % json.dumps(DOCS),
+    """,
     "toy_bench/tasks/toybench_qa.yaml": """
         task: toybench_qa
         dataset_path: toylab/ToyBench
@@ -161,7 +161,7 @@ def test_a_lab_benchmark_registered_from_outside_runs_reports_and_rescores(hf_ho
     rep = tmp_path / "report"
     text = _cmd(env, str(tmp_path), "report", str(out), "--out", str(rep), "--resamples", "500").stdout
     lines = text.splitlines()
-    row = next(l for l in lines if l.startswith("| ToyBench | toybench_qa | toy_acc |"))
+    row = next(ln for ln in lines if ln.startswith("| ToyBench | toybench_qa | toy_acc |"))
     cells = [c.strip() for c in row.strip("|").split("|")]
     assert cells[3] == "60.00" and "–" in cells[4] and cells[4] != "–"  # value and its 95% CI
     assert "## ToyBench" in lines and (rep / "toybench_by_kind.png").stat().st_size > 1000

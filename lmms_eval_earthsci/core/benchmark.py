@@ -17,8 +17,9 @@ from __future__ import annotations
 import importlib
 import os
 import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from lmms_eval_earthsci.core.papers import canonical_model
 
@@ -153,7 +154,7 @@ class ReportSpec:
     answer_field: str = ""
     gold_field: str = ""
 
-    def __init__(self, benchmark: "Benchmark | None" = None):
+    def __init__(self, benchmark: Benchmark | None = None):
         self.benchmark = benchmark
 
     @property

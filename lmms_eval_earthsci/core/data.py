@@ -31,10 +31,14 @@ import logging
 import os
 import sys
 import threading
-from typing import Any, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
 
 from lmms_eval_earthsci.core import hub
 from lmms_eval_earthsci.core.patching import wrap_task_method
+
+if TYPE_CHECKING:
+    from PIL import Image
 
 logger = logging.getLogger("lmms_eval_earthsci")
 
@@ -47,7 +51,7 @@ MIRROR_ENV = "EARTHSCI_DATA_MIRROR"
 KNOWN_DATASETS: set[str] = set()
 
 
-def declare_datasets(repos) -> None:
+def declare_datasets(repos: Iterable[str]) -> None:
     """Declare the Hub repos a benchmark's tasks read (see :data:`KNOWN_DATASETS`)."""
     KNOWN_DATASETS.update(repos)
 
@@ -75,7 +79,7 @@ class BadRecordsError(ValueError):
     """Records of a task's dataset that cannot be scored; raised before inference, listing them all."""
 
 @contextlib.contextmanager
-def mirror_env(root: str | None):
+def mirror_env(root: str | None) -> Iterator[None]:
     """``EARTHSCI_DATA_MIRROR`` set to ``root`` for the block (left as it is when ``root`` is None), then
     restored: commands that run a load in this process (check-mirror, rescore) read a chosen mirror."""
     previous = os.environ.get(MIRROR_ENV)
@@ -250,7 +254,7 @@ NO_ROUTE_STOPS = {"process": True}
 
 
 @contextlib.contextmanager
-def no_route_as_error():
+def no_route_as_error() -> Iterator[None]:
     """Within the block, :func:`ensure_hub_route` raises :class:`DataRouteError` (quietly) instead of
     stopping the process."""
     before = NO_ROUTE_STOPS["process"]
@@ -302,7 +306,7 @@ _HUB_FIXES = {
 _NO_REPO_FIX = "no such repo or revision: check the repo name and the pin (dataset_kwargs.revision in the task YAML), or use a local mirror (EARTHSCI_DATA_MIRROR)"
 
 
-def hub_refusal(exc: BaseException, repo: str | None, revision: str | None) -> HubRefusedError | None:
+def hub_refusal(exc: BaseException | None, repo: str | None, revision: str | None) -> HubRefusedError | None:
     """A one-line :class:`HubRefusedError` for a 401/403/404 the Hub answered while ``datasets`` loaded
     ``repo`` (found anywhere in the exception's chain: ``datasets`` re-raises it as a bare
     ``FileNotFoundError("404 Client Error.")``), or None for any other error."""
@@ -331,8 +335,8 @@ def install_mirror_hook() -> bool:
     what was loaded. Idempotent; False if the lmms-eval internals it relies on are gone."""
     install_record_gate()
 
-    def make(original):
-        def download(self, dataset_kwargs=None, *args, **kwargs):
+    def make(original: Callable[..., Any]) -> Callable[..., Any]:
+        def download(self: Any, dataset_kwargs: Mapping[str, Any] | None = None, *args: Any, **kwargs: Any) -> Any:
             path = getattr(self, "DATASET_PATH", None)
             record = None
             if path:
@@ -364,7 +368,7 @@ def install_mirror_hook() -> bool:
     return wrap_task_method("download", "_earthsci_mirror", make, requires=("DATASET_PATH",))
 
 
-def _record_loaded(task, record: dict) -> None:
+def _record_loaded(task: Any, record: dict) -> None:
     try:
         record["dataset_name"] = getattr(task, "DATASET_NAME", None)
         record["rows"] = {str(split): len(ds) for split, ds in (getattr(task, "dataset", None) or {}).items()}
@@ -379,7 +383,7 @@ def _record_loaded(task, record: dict) -> None:
         logger.exception("lmms_eval_earthsci: could not record what %s loaded", getattr(task.config, "task", "?"))
 
 
-def require(record: Mapping[str, Any], field: str, *, dataset: str, record_id: Any, types: type | tuple = object, allow_none: bool = False):
+def require(record: Mapping[str, Any], field: str, *, dataset: str, record_id: Any, types: type | tuple = object, allow_none: bool = False) -> Any:
     """``record[field]``, or a :class:`RecordError` that says exactly what is wrong."""
     if field not in record:
         raise RecordError(dataset, record_id, field, "missing")
@@ -394,7 +398,7 @@ def require(record: Mapping[str, Any], field: str, *, dataset: str, record_id: A
     return value
 
 
-def require_columns(table, columns, *, dataset: str, where: str = "the dataset") -> None:
+def require_columns(table: Any, columns: Iterable[str], *, dataset: str, where: str = "the dataset") -> None:
     """Every name in ``columns`` is a column of ``table`` (a ``datasets.Dataset``; other iterables are not
     checked): else one :class:`RecordError` naming the missing ones and the columns there are."""
     names = getattr(table, "column_names", None)
@@ -405,7 +409,7 @@ def require_columns(table, columns, *, dataset: str, where: str = "the dataset")
         raise RecordError(dataset, "*", ", ".join(missing), f"column(s) missing from {where} (columns: {', '.join(names)})")
 
 
-def load_image(value: Any, *, dataset: str, record_id: Any, field: str):
+def load_image(value: Any, *, dataset: str, record_id: Any, field: str) -> Image.Image:
     """Decode an image cell as ``datasets`` may hand it over: a PIL image, a ``{"bytes", "path"}``
     struct (undecoded parquet), raw bytes, or a file path. Returns an RGB PIL image."""
     from PIL import Image, UnidentifiedImageError
@@ -462,8 +466,8 @@ def install_record_gate() -> bool:
     was loaded, before inference), so that all tasks' problems are reported at once."""
     global _GATE_INSTALLED
 
-    def make(original):
-        def build_all_requests(self, *args, **kwargs):
+    def make(original: Callable[..., Any]) -> Callable[..., Any]:
+        def build_all_requests(self: Any, *args: Any, **kwargs: Any) -> Any:
             raise_pending_bad_records()
             return original(self, *args, **kwargs)
 
@@ -473,7 +477,7 @@ def install_record_gate() -> bool:
     return _GATE_INSTALLED
 
 
-def record_check(check, prepare=None, describe=None):
+def record_check(check: Any, prepare: Callable[[Any, Mapping[str, Any]], Any] | None = None, describe: Callable[[dict], Any] | None = None) -> Callable[[Any], Any]:
     """Decorator for a benchmark's ``process_results``: ``check(doc, kwargs)`` raises :class:`RecordError`
     for a record that cannot be prompted or scored (``kwargs``: the task's default
     ``lmms_eval_specific_kwargs``). :func:`validate_task` runs it on every record at load time, so that
@@ -487,7 +491,7 @@ def record_check(check, prepare=None, describe=None):
     if describe is not None:
         check.describe = describe
 
-    def deco(fn):
+    def deco(fn: Any) -> Any:
         fn.record_check = check
         return fn
 
@@ -523,7 +527,7 @@ def check_image(value: Any, *, dataset: str, record_id: Any, field: str) -> None
         raise RecordError(dataset, record_id, field, f"image cannot be decoded ({exc})") from exc
 
 
-def undecoded(dataset):
+def undecoded(dataset: Any) -> Any:
     """``dataset`` with its image columns returning stored bytes instead of PIL images."""
     try:
         import datasets
@@ -540,7 +544,7 @@ def undecoded(dataset):
     return dataset
 
 
-def record_problems(dataset, check, kwargs: Mapping[str, Any]) -> list[tuple[int, RecordError]]:
+def record_problems(dataset: Any, check: Any, kwargs: Mapping[str, Any]) -> list[tuple[int, RecordError]]:
     """``[(row, error)]`` of the records ``check`` rejects, read undecoded (image headers only)."""
     out = []
     dataset = undecoded(dataset)
@@ -562,12 +566,12 @@ def _bad_records_mode() -> str:
     return mode
 
 
-def _task_kwargs(task) -> dict:
+def _task_kwargs(task: Any) -> dict:
     kw = getattr(task.config, "lmms_eval_specific_kwargs", None) or {}
     return dict(kw.get("default", kw)) if isinstance(kw, Mapping) else {}
 
 
-def validate_task(task) -> dict | None:
+def validate_task(task: Any) -> dict | None:
     """Check every record of ``task``'s evaluation split(s) with its benchmark's :func:`record_check`.
     All problems at once: raise :class:`BadRecordsError` naming each record, field and problem (default),
     or with ``EARTHSCI_BAD_RECORDS=skip`` drop those records from the task and return

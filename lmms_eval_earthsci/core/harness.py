@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from typing import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 
 def run_lmms_eval(args: Sequence[str]) -> int:
@@ -32,7 +32,7 @@ def group_leaves(task: str, groups: Mapping[str, Sequence[str]]) -> list[str]:
 
 
 @contextlib.contextmanager
-def output_to(path: str):
+def output_to(path: str) -> Iterator[None]:
     """Everything this process writes to its standard output and error (lmms-eval's and our logging,
     progress bars, library warnings, from Python or C) appended to ``path`` for the block, at the file
     descriptors: a command's terminal keeps its own lines only (``demo``, ``rescore``)."""

@@ -23,9 +23,12 @@ import logging
 import os
 import sys
 import warnings
+from types import FrameType
+from typing import Any
 
-from lmms_eval_earthsci.core.data import install_mirror_hook
+from lmms_eval_earthsci.core.data import MIRROR_ENV, install_mirror_hook, install_record_gate
 from lmms_eval_earthsci.core.judge_pass import install_judge_hook
+from lmms_eval_earthsci.core.patching import entry, target_problem, warn_missing
 from lmms_eval_earthsci.core.settings import declared, enforce, flag
 from lmms_eval_earthsci.core.unavailable import install_unavailable_hook
 
@@ -38,7 +41,8 @@ class _ToLoguru(logging.Handler):
             from loguru import logger
 
             # point loguru at our calling line, not at this handler (loguru's documented recipe)
-            frame, depth = sys._getframe(1), 1
+            frame: FrameType | None = sys._getframe(1)
+            depth = 1
             while frame is not None and frame.f_code.co_filename == logging.__file__:
                 frame, depth = frame.f_back, depth + 1
             logger.opt(depth=depth, exception=record.exc_info if record.exc_info else None).log(record.levelname, record.getMessage())
@@ -74,7 +78,7 @@ def redact_hf_token() -> bool:
     if getattr(previous, "_earthsci_redacts", False):
         return True
 
-    def patch(record):
+    def patch(record: Any) -> None:
         if previous is not None:  # keep a patcher someone else installed
             previous(record)
         for name in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"):
@@ -82,7 +86,7 @@ def redact_hf_token() -> bool:
             if token and token in record["message"]:
                 record["message"] = record["message"].replace(token, "***")
 
-    patch._earthsci_redacts = True
+    patch._earthsci_redacts = True  # type: ignore[attr-defined]  # a marker on the function: installed once
     logger.configure(patcher=patch)
     return True
 
@@ -114,7 +118,7 @@ def recover_killed_response_runs() -> bool:
     original = cls.create.__func__
 
     @functools.wraps(original)
-    def create(klass, cache_root, *args, **kwargs):
+    def create(klass: Any, cache_root: str, *args: Any, **kwargs: Any) -> Any:
         if flag(os.environ.get(RECOVER_ENV), True):
             try:
                 _recover_runs(rc, cache_root)
@@ -127,7 +131,7 @@ def recover_killed_response_runs() -> bool:
     return True
 
 
-def _recover_runs(rc, cache_root: str) -> None:
+def _recover_runs(rc: Any, cache_root: str) -> None:
     import glob
 
     root = os.path.abspath(os.path.dirname(os.path.abspath(cache_root)) if cache_root.endswith(".db") else cache_root)
@@ -135,7 +139,7 @@ def _recover_runs(rc, cache_root: str) -> None:
     if not os.path.isdir(runs):
         return
 
-    def unfinished(entry) -> bool:
+    def unfinished(entry: os.DirEntry) -> bool:
         return entry.is_dir() and not entry.name.startswith(".") and not any(os.path.exists(os.path.join(entry.path, m)) for m in (rc._LAYERED_MERGED_MARKER, _RECOVERED_MARKER))
 
     pending = sorted(e.path for e in os.scandir(runs) if unfinished(e))
@@ -198,14 +202,32 @@ def install_runtime_hooks() -> None:
     enforce(declared(), "run")
     forward_logs()
     quiet_torchvision_fallback()
-    redact_hf_token()
+    # each hook is an entry of core.patching.INVENTORY: a missing target is said once, naming it
+    if not redact_hf_token():
+        warn_missing("HF token redaction", "lmms-eval's log may show HF_TOKEN in clear")
     release_distributed_at_exit()
-    recover_killed_response_runs()  # nothing to do on lmms-eval versions without the layered cache
+    if not recover_killed_response_runs() and _has_layered_cache():
+        warn_missing("response-cache recovery", "a killed --use_cache run's responses are asked for again")
     if not install_mirror_hook():
-        warn_registration("the local-mirror hook could not be installed; EARTHSCI_DATA_MIRROR is ignored.")
+        if os.environ.get(MIRROR_ENV, "").strip():
+            raise SystemExit(f"lmms_eval_earthsci: {MIRROR_ENV} is set but lmms-eval's ConfigurableTask.download cannot be wrapped "
+                             f"({target_problem(entry('local mirror'))}); the run would read the Hub's data instead of your mirror. See lmms_eval_earthsci/core/patching.py.")
+        warn_missing("local mirror", f"{MIRROR_ENV} cannot be used")
+    if not install_record_gate():  # installed by the mirror hook; asked again to know
+        warn_missing("bad-record gate", "invalid records stop the run at the first task that has them, not all tasks at once")
     if not install_judge_hook():
-        logging.getLogger(LOGGER_NAME).warning("lmms_eval_earthsci: the judge-pass hook could not be installed; judged metrics are computed one doc at a time.")
-    install_unavailable_hook()  # without it a metric with no value is null in the results JSON, reason only in the log
+        warn_missing("judge pass", "judged metrics are computed one doc at a time")
+    if not install_unavailable_hook():
+        warn_missing("aggregation", "a metric with no value is null without its reason, and 'score,none: []' shows in the results")
+
+
+def _has_layered_cache() -> bool:
+    """Whether this lmms-eval has the response cache the recovery wraps (0.7.3 and later)."""
+    try:
+        from lmms_eval.caching import response_cache
+    except Exception:
+        return False
+    return hasattr(response_cache, "ResponseCache") and hasattr(response_cache.ResponseCache, "create")
 
 
 def ensure_runtime_hooks() -> None:

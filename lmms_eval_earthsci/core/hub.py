@@ -30,11 +30,11 @@ def endpoint() -> tuple[str, int]:
 def _probe(host: str, port: int, timeout: float) -> tuple[str, str]:
     result: list[tuple[str, str]] = []
 
-    def connect():
+    def connect() -> None:
         try:
             socket.create_connection((host, port), timeout=timeout).close()
             result.append(("up", f"{host}:{port} answers"))
-        except socket.timeout:
+        except TimeoutError:
             result.append(("slow", f"{host}:{port} did not answer within {timeout:g} s"))
         except OSError as exc:
             result.append(("absent", f"{host}:{port} cannot be reached ({type(exc).__name__}: {exc})"))

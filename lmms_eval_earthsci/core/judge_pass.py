@@ -51,8 +51,9 @@ import logging
 import math
 import os
 import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, cast
 
 from lmms_eval_earthsci.core.data import undecoded
 from lmms_eval_earthsci.core.judge import JudgeClient, JudgeResult, get_judge
@@ -90,21 +91,21 @@ class JudgeSpec:
         return self.judged_text(text) if self.judged_text is not None else text
 
 
-def judged(spec: JudgeSpec):
+def judged(spec: JudgeSpec) -> Callable[[Any], Any]:
     """Decorator: mark a ``process_results`` function as judged by ``spec`` (the hook finds it)."""
-    def deco(fn):
+    def deco(fn: Any) -> Any:
         fn.judge_spec = spec
         return fn
 
     return deco
 
 
-def batched(prepare: Callable[[list[tuple[Mapping[str, Any], str]]], None]):
+def batched(prepare: Callable[[list[tuple[Mapping[str, Any], str]]], None]) -> Callable[[Any], Any]:
     """Decorator: before ``process_results`` runs on a rank, the same hook calls ``prepare`` once with
     every (doc, response) of the rank, so work that batches well (e.g. sentence embeddings) is done in
     one go; ``prepare`` stores what ``process_results`` will look up (and ``process_results`` must
     still work alone, one doc at a time, if the hook did not run)."""
-    def deco(fn):
+    def deco(fn: Any) -> Any:
         fn.batch_prepare = prepare
         return fn
 
@@ -164,9 +165,10 @@ class Outcome:
 
 
 def outcome_of(spec: JudgeSpec, result: JudgeResult) -> Outcome:
-    common = dict(reply=result.content, cached=result.cached, attempts=result.attempts, usage=dict(result.usage), reasoning=result.reasoning)
+    common: dict[str, Any] = dict(reply=result.content, cached=result.cached, attempts=result.attempts, usage=dict(result.usage), reasoning=result.reasoning)
     if not result.ok:
         return Outcome(REQUEST_FAILED, error=result.error, cause=result.cause or "request failed", **common)
+    assert result.content is not None  # result.ok
     try:
         verdict = spec.parse(result.content)
     except Exception as exc:  # a reply that cannot be parsed is a parse failure, never a crash
@@ -212,7 +214,7 @@ def request_summary(messages: Messages) -> dict:
 
 def _recording(build: Callable[[], Messages], into: dict) -> Callable[[], Messages]:
     """``build`` that also notes its request's summary in ``into`` (in the builder thread that builds it)."""
-    def wrapped():
+    def wrapped() -> Messages:
         msgs = build()
         into["request"] = request_summary(msgs)
         return msgs
@@ -277,7 +279,7 @@ def _cli_reasoning_tags() -> str | None:
     return _LMMS_DEFAULT_REASONING_TAGS if cli else None
 
 
-def reasoning_tags_for(task) -> Any:
+def reasoning_tags_for(task: Any) -> Any:
     """The reasoning tags lmms-eval will strip for ``task`` (task setting over the CLI's), or None."""
     try:
         from lmms_eval.api.reasoning import parse_reasoning_tags_config
@@ -306,6 +308,7 @@ def _store(spec: JudgeSpec, key: str, response: str, outcome: Outcome) -> None:
 
 def forget(spec_name: str | None = None) -> None:
     """Drop stored outcomes (tests; or to bound memory between tasks)."""
+    k: Any  # a key of _OUTCOMES, then of _PASS_ERRORS
     with _OUTCOMES_LOCK:
         for k in [k for k in _OUTCOMES if spec_name is None or k[0] == spec_name]:
             del _OUTCOMES[k]
@@ -353,7 +356,7 @@ class PassItem:
     key: str = ""
     model_usage: dict | None = None  # the response's own token counts (lmms-eval >= 0.7 backends that report them)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if not self.key:
             self.key = doc_key(self.doc)
 
@@ -376,9 +379,9 @@ def run_pass(spec: JudgeSpec, items: Sequence[PassItem], client: JudgeClient, *,
         unique.setdefault((it.key, it.response), it)
     todo = list(unique.values())
 
-    noted = [{} for _ in todo]
+    noted: list[dict] = [{} for _ in todo]
 
-    def request(it: PassItem, into: dict):
+    def request(it: PassItem, into: dict) -> Callable[[], Messages]:
         return _recording(lambda: spec.build(it.doc, it.response, it.images), into)
 
     results = client.complete_many([request(it, n) for it, n in zip(todo, noted)], progress=progress, desc=desc, concurrency=concurrency, **dict(spec.settings))
@@ -415,15 +418,15 @@ def _sum_tokens(counts: Sequence[Mapping]) -> dict:
     return {k: sum(int(c.get(k) or 0) for c in counts) for k in TOKEN_FIELDS}
 
 
-def token_counts_of(inst) -> dict | None:
+def token_counts_of(inst: Any) -> dict | None:
     """An instance's token counts summed over its requests (lmms-eval >= 0.7 keeps them in
     ``Instance.token_counts`` for backends that report usage), or None when none were reported."""
     dicts = [tc if isinstance(tc, Mapping) else (tc.to_dict() if hasattr(tc, "to_dict") else None) for tc in getattr(inst, "token_counts", None) or []]
     dicts = [d for d in dicts if d]
-    return _sum_tokens(dicts) if dicts else None
+    return _sum_tokens(cast(list[Mapping], dicts)) if dicts else None
 
 
-def failure_causes(causes) -> dict[str, int]:
+def failure_causes(causes: Iterable[str | None]) -> dict[str, int]:
     """``{cause: count}``, most frequent first."""
     counts: dict[str, int] = {}
     for c in causes:
@@ -444,7 +447,7 @@ def summarize(outcomes: Sequence[Outcome]) -> dict:
     }
 
 
-def _rank_items(task, media: bool, tags: Any = None) -> list["PassItem"]:
+def _rank_items(task: Any, media: bool, tags: Any = None) -> list[PassItem]:
     """(doc, response) items of this rank's instances of ``task``, responses as ``process_results``
     will see them, images loaded lazily."""
     docs = task.eval_docs_no_media
@@ -474,7 +477,7 @@ def _rank_items(task, media: bool, tags: Any = None) -> list["PassItem"]:
     return items
 
 
-def run_task_pass(task) -> list[Outcome] | None:
+def run_task_pass(task: Any) -> list[Outcome] | None:
     """The hook body: batch preparation, then the judge pass, for this rank's docs of ``task``."""
     pr = getattr(task.config, "process_results", None)
     prepare = getattr(pr, "batch_prepare", None)
@@ -516,8 +519,8 @@ def run_task_pass(task) -> list[Outcome] | None:
 def install_judge_hook() -> bool:
     """Run :func:`run_task_pass` right after ``ConfigurableTask.apply_filters``. Idempotent; False if
     the lmms-eval internals it relies on are gone."""
-    def make(original):
-        def apply_filters(self, *args, **kwargs):
+    def make(original: Callable[..., Any]) -> Callable[..., Any]:
+        def apply_filters(self: Any, *args: Any, **kwargs: Any) -> Any:
             out = original(self, *args, **kwargs)
             try:
                 run_task_pass(self)
@@ -568,7 +571,7 @@ def judge_failed(items: Sequence[Any]) -> int | None:
     tasks = sorted({str(i.get("task")) for i in present if i.get("task")})
     task = ",".join(tasks) or "judged task"
     causes = failure_causes(i.get("cause") for i in present if i.get("score"))
-    summary = {
+    summary: dict[str, Any] = {
         "docs": len(present),
         "failed": sum(int(i.get("score") or 0) for i in present),
         "failures_by_cause": causes,

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import re
 import threading
-from typing import Any, Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from lmms_eval_earthsci.core.judge_pass import doc_key
 
@@ -117,7 +118,7 @@ def simple_text(text: str, image_token: str | None = None) -> str:
 
 
 def _no_placeholders(text: str) -> Resolver:
-    def resolve(key: int):
+    def resolve(key: int) -> Any:
         raise ValueError(f"prompt references image {key} but no image resolver was given")
 
     return resolve
@@ -144,14 +145,14 @@ _CHAT_DOCS: set[str] = set()
 _CHAT_LOCK = threading.Lock()
 
 
-def note_chat(doc) -> None:
+def note_chat(doc: Mapping[str, Any]) -> None:
     """Record that ``doc`` was prompted through ``doc_to_messages`` (a chat backend) in this process."""
     key = doc_key(doc)
     with _CHAT_LOCK:
         _CHAT_DOCS.add(key)
 
 
-def route_of(doc) -> str:
+def route_of(doc: Mapping[str, Any]) -> str:
     """``chat`` if this process prompted ``doc`` through ``doc_to_messages``, else ``simple``
     (``doc_to_visual`` + ``doc_to_text``), for the logged sample."""
     with _CHAT_LOCK:

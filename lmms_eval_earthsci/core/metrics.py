@@ -32,7 +32,8 @@ import functools
 import math
 import re
 from collections import defaultdict
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 # --------------------------------------------------------------------------- per-doc scores
 
@@ -53,7 +54,7 @@ def percent(correct: bool) -> float:
     return 100.0 if correct else 0.0
 
 
-def score_of(item: Any, key: str = "score"):
+def score_of(item: Any, key: str = "score") -> Any:
     """A per-doc metric value: a number, or a dict carrying ``key``; None means "not in this slice"."""
     if isinstance(item, Mapping):
         return item.get(key)
@@ -185,7 +186,7 @@ def precision_recall_f1(golds: Sequence[Any], preds: Sequence[Any], labels: Sequ
     return out
 
 
-def set_precision_recall_f1(pred, gold) -> tuple[float, float, float]:
+def set_precision_recall_f1(pred: Iterable[Any], gold: Iterable[Any]) -> tuple[float, float, float]:
     """(precision, recall, F1) of a predicted set against a gold set. An empty prediction has precision 1
     when the gold is empty too, else 0; likewise recall for an empty gold."""
     pred, gold = set(pred), set(gold)

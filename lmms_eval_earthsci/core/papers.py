@@ -6,7 +6,7 @@ canonical one. A benchmark adds the spellings of its own paper through its repor
 from __future__ import annotations
 
 import re
-from typing import Mapping
+from collections.abc import Mapping
 
 # Spellings of one model in the papers' tables, by :func:`model_key`, -> the name the report shows. Case,
 # spaces and hyphens already match through the key ("Gemini2.5-Flash" = "Gemini-2.5-Flash"); listed here

@@ -1,18 +1,147 @@
-"""The one primitive that patches lmms-eval: wrap a ``ConfigurableTask`` method once, idempotently.
+"""Every place we change lmms-eval's behaviour or read its internals, in one inventory, and the one
+primitive that patches it (wrap a method once, idempotently).
 
-lmms-eval has no plugin hooks for what we need, so a few of its methods are wrapped, each recording a
-marker on the class: ``ConfigurableTask.download`` (local mirror, :mod:`.data`) and
-``ConfigurableTask.apply_filters`` (the judge pass, :mod:`.judge_pass`); task registration wraps
-``TaskManager.initialize_tasks`` (:mod:`lmms_eval_earthsci.registration`). This module imports nothing
-of ours, so the modules that own those behaviours build their wrappers here without an import circle.
+lmms-eval (>= 0.6.1) has no plugin hooks for what we need: no task-plugin entry point, no hook around
+dataset loading, filtering or aggregation. :data:`INVENTORY` lists each patch (``wraps``) and each
+internal we read or call (``reads``): its target, who does it, why no public hook serves, the versions
+it was checked on (:data:`VERIFIED`), the first version that has it (``since``), and what happens when
+the target is gone (``missing``: ``warns``, or ``fails`` where a wrong answer would follow).
+``tests/test_patch_targets.py`` checks every target's shape in the installed lmms-eval (CI runs it on
+the newest and, in the smoke list, on the oldest we support) and fails naming the entry when upstream
+moves. :func:`target_problem` is the same check at run time; :func:`warn_missing` says it once.
+
+This module imports nothing of ours, so the modules that own those behaviours build their wrappers
+here without an import circle.
 """
 
 from __future__ import annotations
 
 import functools
+import importlib
+import inspect
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+#: the lmms-eval versions every entry below was checked on (CI: the newest in the main venv, the oldest
+#: in its own); 0.7.2 is excluded by our requirement (its wheel cannot index tasks)
+VERIFIED = ("0.6.1", "0.7.3")
 
 
-def wrap_method(cls: type, name: str, marker: str, make_wrapper, requires: tuple[str, ...] = ()) -> bool:
+@dataclass(frozen=True)
+class Target:
+    """One lmms-eval target: ``target`` is ``module:Qualname`` (``module:`` alone: the module);
+    ``params``: parameter names its signature must have; ``attrs``: names the module must have."""
+
+    name: str
+    kind: str  # "wraps" (we replace it) or "reads" (we read or call it)
+    target: str
+    owner: str
+    why: str
+    missing: str = "warns"
+    since: str = "0.6.1"
+    params: tuple[str, ...] = ()
+    attrs: tuple[str, ...] = ()
+
+
+INVENTORY: tuple[Target, ...] = (
+    Target("registration", "wraps", "lmms_eval.tasks:TaskManager.initialize_tasks", "lmms_eval_earthsci.registration",
+           "lmms-eval indexes tasks from its own folder and --include_path only; wrapping the indexer adds ours to every TaskManager (the CLI, simple_evaluate, a hand-built one)",
+           params=("include_path",)),
+    Target("local mirror", "wraps", "lmms_eval.api.task:ConfigurableTask.download", "lmms_eval_earthsci.core.data",
+           "datasets are loaded inside download(); no hook lets a plugin point a task at local files (EARTHSCI_DATA_MIRROR; without the hook a run "
+           "with it set would read other data, so it stops)", missing="fails"),
+    Target("bad-record gate", "wraps", "lmms_eval.api.task:ConfigurableTask.build_all_requests", "lmms_eval_earthsci.core.data",
+           "the first call after every task is loaded and before inference: all tasks' invalid records are reported at once"),
+    Target("judge pass", "wraps", "lmms_eval.api.task:ConfigurableTask.apply_filters", "lmms_eval_earthsci.core.judge_pass",
+           "process_results sees one doc at a time; right after a task's filters every response is known, so the judge runs concurrently over the task"),
+    Target("aggregation", "wraps", "lmms_eval.evaluator_utils:TaskOutput.calculate_aggregate_metric", "lmms_eval_earthsci.core.unavailable",
+           "a metric's reason for null and the per-doc paired score's empty entry are only reachable after lmms-eval aggregates a task"),
+    Target("response-cache recovery", "wraps", "lmms_eval.caching.response_cache:ResponseCache.create", "lmms_eval_earthsci.core.hooks",
+           "a killed --use_cache run leaves unmerged shards; the merge must happen before lmms-eval opens the cache", since="0.7.3",
+           params=("cache_root",), attrs=("_LAYERED_RUNS_DIRNAME", "_LAYERED_MERGED_MARKER", "_LAYERED_LOCK_DIRNAME", "_merge_lock")),
+    Target("HF token redaction", "wraps", "loguru:logger.configure", "lmms_eval_earthsci.core.hooks",
+           "lmms-eval logs the HF token in clear at INFO; a loguru patcher (the previous one kept) masks it", params=("patcher",)),
+    Target("process group at exit", "wraps", "torch.distributed:destroy_process_group", "lmms_eval_earthsci.core.hooks",
+           "lmms-eval never destroys its gloo/NCCL group; an atexit handler does, after its final barrier"),
+    Target("old MAC snapshots", "wraps", "lmms_eval_earthsci.mac.tasks:doc_to_messages", "lmms_eval_earthsci._legacy",
+           "the YAMLs of MAC snapshots built up to 0.1.0 name lmms_eval_earthsci.mac.tasks.*; an import alias (sys.meta_path) gives the module under evals/mac"),
+    Target("reasoning tags", "reads", "lmms_eval.api.reasoning:parse_reasoning_tags_config", "lmms_eval_earthsci.core.judge_pass",
+           "the judge must see a response as process_results will (reasoning blocks stripped); the CLI's default tags are copied (a test compares them)",
+           since="0.7.3", params=("cli_value", "task_value")),
+    Target("reasoning stripping", "reads", "lmms_eval.api.reasoning:strip_reasoning_tags", "lmms_eval_earthsci.core.judge_pass",
+           "as above: the same stripping lmms-eval applies before process_results", since="0.7.3"),
+    Target("token usage log", "reads", "lmms_eval.models.model_utils.usage_metrics:log_usage", "lmms_eval_earthsci.core.judge_pass",
+           "the judge's tokens go into lmms-eval's usage summary beside the model's", since="0.7.3"),
+    Target("instances", "reads", "lmms_eval.api.instance:Instance", "lmms_eval_earthsci.core.judge_pass",
+           "the judge pass reads each instance's doc_id, filtered_resps and metadata (and token_counts where present)"),
+    Target("undecoded docs", "reads", "lmms_eval.api.task:ConfigurableTask.eval_docs_no_media", "lmms_eval_earthsci.core.judge_pass",
+           "the judge pass reads docs without decoding their figures, and decodes only the ones a judge sees"),
+    Target("CLI", "reads", "lmms_eval.__main__:cli_evaluate", "lmms_eval_earthsci.core.harness",
+           "`lmms-eval-earthsci run/demo/rescore` start lmms-eval's own CLI in-process", params=("args",)),
+    Target("YAML loader", "reads", "lmms_eval.utils:load_yaml_config", "lmms_eval_earthsci.rescore",
+           "rescore reads a run's task YAMLs as lmms-eval does (its !function tags included)"),
+    Target("replay model", "reads", "lmms_eval.models:MODEL_REGISTRY_V2", "lmms_eval_earthsci.rescore",
+           "rescore registers a model that replays a run's logged responses", since="0.7.3"),
+)
+
+_WARNED: set[str] = set()
+
+
+def entry(name: str) -> Target:
+    """The inventory's entry named ``name``."""
+    for t in INVENTORY:
+        if t.name == name:
+            return t
+    raise KeyError(name)
+
+
+def resolve(target: str) -> Any:
+    """The object ``module:Qualname`` names (the module for ``module:``); raises when it is gone."""
+    module, _, qualname = target.partition(":")
+    obj: Any = importlib.import_module(module)
+    for part in filter(None, qualname.split(".")):
+        obj = getattr(obj, part)
+    return obj
+
+
+def target_problem(t: Target) -> str | None:
+    """What is wrong with ``t``'s target in the installed packages, or None when it has the shape we
+    rely on (it exists, takes ``params``, its module has ``attrs``)."""
+    try:
+        obj = resolve(t.target)
+    except Exception as exc:
+        return f"{t.target} is gone ({type(exc).__name__}: {exc})"
+    module = importlib.import_module(t.target.partition(":")[0])
+    absent = [a for a in t.attrs if not hasattr(module, a)]
+    if absent:
+        return f"{t.target}'s module no longer has {', '.join(absent)}"
+    if t.params:
+        try:
+            have = inspect.signature(obj).parameters
+        except (TypeError, ValueError):
+            return None  # a builtin without a signature: existence is what we can check
+        lost = [p for p in t.params if p not in have]
+        if lost:
+            return f"{t.target} no longer takes {', '.join(lost)}"
+    return None
+
+
+def warn_missing(name: str, consequence: str) -> None:
+    """Say once per process that the inventory's entry ``name`` could not be installed or read, with its
+    target, what the run does without it and the versions it was checked on."""
+    if name in _WARNED:
+        return
+    _WARNED.add(name)
+    t = entry(name)
+    why = target_problem(t) or f"{t.target} does not have the shape we rely on"
+    logging.getLogger("lmms_eval_earthsci").warning(
+        "lmms_eval_earthsci: %s not installed: %s; %s (checked on lmms-eval %s; see lmms_eval_earthsci/core/patching.py)", name, why, consequence, ", ".join(VERIFIED)
+    )
+
+
+def wrap_method(cls: type, name: str, marker: str, make_wrapper: Callable[[Any], Any], requires: tuple[str, ...] = ()) -> bool:
     """Replace ``cls.<name>`` by ``make_wrapper(original)`` once (``marker`` records it on the class).
     False, changing nothing, if the class no longer has the method or the attributes in ``requires``."""
     if getattr(cls, marker, False):
@@ -25,7 +154,7 @@ def wrap_method(cls: type, name: str, marker: str, make_wrapper, requires: tuple
     return True
 
 
-def wrap_task_method(name: str, marker: str, make_wrapper, requires: tuple[str, ...] = ()) -> bool:
+def wrap_task_method(name: str, marker: str, make_wrapper: Callable[[Any], Any], requires: tuple[str, ...] = ()) -> bool:
     """:func:`wrap_method` on lmms-eval's ``ConfigurableTask``; False if lmms-eval's layout changed."""
     try:
         from lmms_eval.api.task import ConfigurableTask

@@ -7,17 +7,19 @@ from __future__ import annotations
 import gzip
 import json
 import os
+from collections.abc import Iterable
+from typing import TextIO
 
 
 class RescoreError(Exception):
     """A run or file rescore cannot use, or a doc that does not match; the message names it."""
 
 
-def _open_text(path: str):
+def _open_text(path: str) -> TextIO:
     return gzip.open(path, "rt", encoding="utf-8") if path.endswith(".gz") else open(path, encoding="utf-8")
 
 
-def _jsonl_rows(lines, path: str) -> list[dict]:
+def _jsonl_rows(lines: Iterable[str], path: str) -> list[dict]:
     rows = []
     for n, line in enumerate(lines, 1):
         if line.strip():

@@ -27,11 +27,16 @@ import contextlib
 import logging
 import os
 import threading
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
+from typing import TYPE_CHECKING, Any, cast
 
 from lmms_eval_earthsci.core.data import RecordError, hub_refusal, mirror_path, mirror_root
+
+if TYPE_CHECKING:
+    from huggingface_hub import DatasetInfo
+    from PIL import Image
 
 logger = logging.getLogger("lmms_eval_earthsci")
 
@@ -75,7 +80,7 @@ def _walk(folder: str) -> frozenset[str]:
 
 
 @contextlib.contextmanager
-def _machine_lock(name: str):
+def _machine_lock(name: str) -> Iterator[None]:
     """An exclusive ``flock`` on ``<hub cache>/.locks/earthsci/<name>.lock`` (shared by every process
     of the machine that uses this Hub cache)."""
     import fcntl
@@ -129,7 +134,7 @@ class RepoFiles:
             folder = snapshot_download(self.repo_id, repo_type="dataset", revision=self.revision, local_files_only=True)
             return _Listing("hub-cache", folder, os.path.basename(folder.rstrip("/")), _walk(folder))
         try:
-            info = HfApi().repo_info(self.repo_id, repo_type="dataset", revision=self.revision)
+            info = cast("DatasetInfo", HfApi().repo_info(self.repo_id, repo_type="dataset", revision=self.revision))
         except Exception as exc:  # 401/403/404: one line naming the repo, the revision and the fix
             refused = hub_refusal(exc, self.repo_id, self.revision)
             if refused is not None:
@@ -246,7 +251,7 @@ class RepoFiles:
         except OSError:  # an offline run will say the snapshot is not cached; nothing else depends on it
             logger.debug("lmms_eval_earthsci: could not record %s@%s in the Hub cache", self.repo_id, branch, exc_info=True)
 
-    def _download(self, loc: Located):
+    def _download(self, loc: Located) -> str | Exception:
         from huggingface_hub import hf_hub_download
 
         try:
@@ -275,14 +280,14 @@ class RepoFiles:
             return {"source": lst.source, "root": lst.root, "revision": lst.revision, "files_located": len(self._located), "fallbacks": dict(self._fallbacks)}
 
 
-def fetch_columns(store: RepoFiles, dataset, columns: Sequence[str]) -> None:
+def fetch_columns(store: RepoFiles, dataset: Any, columns: Sequence[str]) -> None:
     """Fetch at once every file the rows name in ``columns`` (a ``datasets.Dataset`` or a list of rows)."""
     table = hasattr(dataset, "column_names")
     paths = [p for c in columns for p in (dataset[c] if table else [r.get(c) for r in dataset])]
     store.fetch(p for p in paths if isinstance(p, str) and p.strip())
 
 
-def record_path(store: RepoFiles, doc, field: str, *, dataset: str, record_id: str, what: str) -> str:
+def record_path(store: RepoFiles, doc: Mapping[str, Any], field: str, *, dataset: str, record_id: str, what: str) -> str:
     """The local file of the repo path in ``doc[field]``, or one ``RecordError`` naming the record, the
     field, the paths tried and the root (``what``: "figure", "image")."""
     rel = doc.get(field)
@@ -294,7 +299,7 @@ def record_path(store: RepoFiles, doc, field: str, *, dataset: str, record_id: s
         raise RecordError(dataset, record_id, field, f"{what} {exc}") from exc
 
 
-def record_image(store: RepoFiles, cache: "DecodedCache", doc, field: str, *, dataset: str, record_id: str, what: str, max_pixels: int | None = None, max_side: int | None = None):
+def record_image(store: RepoFiles, cache: DecodedCache, doc: Mapping[str, Any], field: str, *, dataset: str, record_id: str, what: str, max_pixels: int | None = None, max_side: int | None = None) -> Image.Image:
     """The decoded image of ``doc[field]`` (:func:`record_path`, then ``cache``); a file that cannot be
     decoded is one ``RecordError`` naming the record, the field and the file."""
     path = record_path(store, doc, field, dataset=dataset, record_id=record_id, what=what)
@@ -331,7 +336,7 @@ class DecodedCache:
         self._lock = threading.Lock()
         self.hits = self.misses = 0
 
-    def get(self, path: str, max_pixels: int | None = None, max_side: int | None = None):
+    def get(self, path: str, max_pixels: int | None = None, max_side: int | None = None) -> Image.Image:
         st = os.stat(path)
         key = (path, st.st_size, st.st_mtime_ns, max_pixels, max_side)
         with self._lock:
@@ -350,7 +355,7 @@ class DecodedCache:
         return img
 
 
-def decode_image(path: str, max_pixels: int | None = None, max_side: int | None = None):
+def decode_image(path: str, max_pixels: int | None = None, max_side: int | None = None) -> Image.Image:
     """An RGB PIL image from ``path``; with ``max_pixels``, downscaled (aspect kept, bicubic as VLM
     processors resize) so that width x height <= max_pixels; with ``max_side``, so that it fits in a
     ``max_side`` square (what OpenAI's ``detail: low`` does at 512). No copy is made of an RGB image that needs
@@ -359,7 +364,7 @@ def decode_image(path: str, max_pixels: int | None = None, max_side: int | None 
     from PIL for an unreadable file."""
     from PIL import Image
 
-    im = Image.open(path)
+    im: Image.Image = Image.open(path)
     try:
         scale = 1.0
         if max_pixels and im.width * im.height > max_pixels:
@@ -373,7 +378,7 @@ def decode_image(path: str, max_pixels: int | None = None, max_side: int | None 
             if im.mode not in ("RGB", "L"):
                 im = im.convert("RGB")
             if im.size != size:
-                im = im.resize(size, Image.BICUBIC, reducing_gap=3.0)
+                im = im.resize(size, Image.BICUBIC, reducing_gap=3.0)  # type: ignore[attr-defined]  # PIL.Image sets its Resampling members as module attributes at runtime (setattr), unseen by its annotations
         else:
             im.load()
         return im if im.mode == "RGB" else im.convert("RGB")

@@ -27,8 +27,8 @@ import os
 import re
 import sys
 import tempfile
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Callable, Iterable, Mapping, Sequence
 
 PREFIX = "EARTHSCI_"
 ALL = "*"  # scope of a setting every process reads

@@ -16,8 +16,13 @@ from __future__ import annotations
 import os
 import threading
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
+    from sentence_transformers import SentenceTransformer
 
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 MODEL_ENV = "EARTHSCI_SIMILARITY_MODEL"
@@ -52,13 +57,13 @@ class Match:
 class SimilarityMatcher:
     def __init__(self, source: str):
         self.source = source
-        self._model = None
+        self._model: SentenceTransformer | None = None
         self._load_lock = threading.Lock()
         self._encode_lock = threading.Lock()
-        self._cache: "OrderedDict[str, Any]" = OrderedDict()
+        self._cache: OrderedDict[str, Any] = OrderedDict()
 
     @property
-    def model(self):
+    def model(self) -> SentenceTransformer:
         if self._model is None:
             with self._load_lock:
                 if self._model is None:
@@ -67,7 +72,7 @@ class SimilarityMatcher:
                     self._model = SentenceTransformer(self.source, device="cpu" if not _cuda() else None)
         return self._model
 
-    def encode(self, texts: Sequence[str]):
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
         """L2-normalised embeddings (numpy array, one row per text). Texts seen before (option texts
         recur across runs and repeats) come from a bounded cache; the rest are encoded in one batch."""
         import numpy as np

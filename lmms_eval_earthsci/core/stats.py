@@ -29,8 +29,9 @@ from __future__ import annotations
 
 import importlib
 import math
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, cast
 
 import numpy as np
 
@@ -144,17 +145,17 @@ def _as_number(v: Any) -> float:
         return math.nan
 
 
-def _generic(items: Sequence[Any], dotted: str | None):
+def _generic(items: Sequence[Any], dotted: str | None) -> tuple[tuple[np.ndarray, ...], Callable[..., Any], bool]:
     agg = resolve(dotted)
     objs = list(items)
 
-    def stat(idx, axis: int = -1):
+    def stat(idx: np.ndarray, axis: int = -1) -> float:
         return _as_number(agg([objs[int(i)] for i in idx]))
 
     return (np.arange(len(objs)),), stat, False
 
 
-def _prepared(items: Sequence[Any], dotted: str | None):
+def _prepared(items: Sequence[Any], dotted: str | None) -> tuple[tuple[np.ndarray, ...], Callable[..., Any], bool] | None:
     """(arrays, statistic, vectorised) for the metric; None when it has no value to bound."""
     kernel = KERNELS.get(dotted or "")
     if kernel is None:
@@ -175,7 +176,7 @@ def _interval(distribution: np.ndarray, n_resamples: int, n_units: int, confiden
     return Interval(float(lo), float(hi), n_resamples, n_units, int(d.size - finite.size))
 
 
-def _bootstrap(data: tuple[np.ndarray, ...], statistic, vectorized: bool, n_resamples: int, seed: int) -> np.ndarray:
+def _bootstrap(data: tuple[np.ndarray, ...], statistic: Callable[..., Any], vectorized: bool, n_resamples: int, seed: int) -> np.ndarray:
     from scipy import stats
 
     res = stats.bootstrap(
@@ -230,7 +231,7 @@ def mcnemar_exact(a: Sequence[bool], b: Sequence[bool]) -> tuple[float, tuple[in
     return float(stats.binomtest(n10, n10 + n01, 0.5).pvalue), (n10, n01)
 
 
-def _kernel(dotted: str | None):
+def _kernel(dotted: str | None) -> tuple[Callable, Callable] | None:
     return KERNELS.get(dotted or "lmms_eval_earthsci.core.metrics.mean_present")
 
 
@@ -325,6 +326,8 @@ def paired(items_a: Mapping[Any, Any], items_b: Mapping[Any, Any], dotted: str |
     """Run a minus run b on the docs both have (keyed by doc_id): for a right/wrong metric McNemar's exact
     test and Tango's score interval; for the others the paired bootstrap (each resample draws the
     same docs from both runs), its interval and p-value. Docs in one run only are counted, not compared."""
+    p: float | None
+    disc: tuple[int, int] | None
     common = [k for k in items_a if k in items_b]
     only_a, only_b = len(items_a) - len(common), len(items_b) - len(common)
     a, b = [items_a[k] for k in common], [items_b[k] for k in common]
@@ -348,17 +351,18 @@ def paired(items_a: Mapping[Any, Any], items_b: Mapping[Any, Any], dotted: str |
     if n_resamples > 0 and prep_a is not None and prep_b is not None:
         arrays_a, stat, vectorized = prep_a
         arrays_b = prep_b[0]
+        dstat: Callable[..., Any]
         if vectorized and arrays_a[0].shape[-1] == arrays_b[0].shape[-1]:
             k = len(arrays_a)
 
-            def dstat(*arrays, axis=-1):
+            def dstat(*arrays: np.ndarray, axis: int = -1) -> Any:
                 return stat(*arrays[:k], axis=axis) - stat(*arrays[k:], axis=axis)
 
             data, vec = tuple(arrays_a) + tuple(arrays_b), True
         else:  # per-resample aggregation (also: a kernel whose units differ between the runs)
             agg = resolve(dotted)
 
-            def dstat(idx, axis=-1):
+            def dstat(idx: np.ndarray, axis: int = -1) -> float:
                 sel = [int(i) for i in idx]
                 return _as_number(agg([a[i] for i in sel])) - _as_number(agg([b[i] for i in sel]))
 
@@ -384,7 +388,7 @@ def adjust(pvalues: Sequence[float | None]) -> list[float | None]:
     have = [i for i, p in enumerate(pvalues) if p is not None]
     out: list[float | None] = [None] * len(pvalues)
     if have:
-        adjusted = stats.false_discovery_control([float(pvalues[i]) for i in have], method="bh")
+        adjusted = stats.false_discovery_control([float(cast(float, pvalues[i])) for i in have], method="bh")
         for i, q in zip(have, np.atleast_1d(adjusted)):
             out[i] = float(q)
     return out

@@ -31,10 +31,17 @@ import shutil
 import threading
 import warnings
 from collections import Counter
-from typing import Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from lmms_eval_earthsci import cache_dir
 from lmms_eval_earthsci.core import hub
+
+if TYPE_CHECKING:
+    from bert_score import BERTScorer
+    from nltk.corpus.reader.wordnet import WordNetCorpusReader
+    from rouge_score.rouge_scorer import RougeScorer
+    from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
 
 logger = logging.getLogger("lmms_eval_earthsci")
 
@@ -59,7 +66,7 @@ def _warn_once(key: str, msg: str) -> None:
 
 
 @functools.lru_cache(maxsize=1)
-def _tokenizer_13a():
+def _tokenizer_13a() -> Tokenizer13a:
     from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
 
     return Tokenizer13a()
@@ -98,7 +105,7 @@ def bleu(reference: str, candidate: str, max_order: int = 4, smooth: bool = Fals
 
 
 @functools.lru_cache(maxsize=1)
-def _rouge_scorer():
+def _rouge_scorer() -> RougeScorer:
     from rouge_score import rouge_scorer
 
     return rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL", "rougeLsum"], use_stemmer=False)
@@ -178,7 +185,7 @@ _WORDNET_LOCK = threading.Lock()
 
 
 @functools.lru_cache(maxsize=1)
-def _wordnet_reader():
+def _wordnet_reader() -> WordNetCorpusReader | None:
     d = _wordnet_dir()
     if d is None:
         return None
@@ -186,7 +193,7 @@ def _wordnet_reader():
     from nltk.corpus.reader.wordnet import WordNetCorpusReader
 
     class _WordNet30(WordNetCorpusReader):
-        def map_wn(self, version="wordnet"):  # no cross-version mapping: only the English synsets are used
+        def map_wn(self, version: str = "wordnet") -> None:  # no cross-version mapping: only the English synsets are used
             return None
 
     if d not in nltk.data.path:
@@ -196,7 +203,7 @@ def _wordnet_reader():
         return _WordNet30(d, None)
 
 
-def _wordnet():
+def _wordnet() -> WordNetCorpusReader | None:
     with _WORDNET_LOCK:  # loaded once, even when process_results threads ask at the same time
         return _wordnet_reader()
 
@@ -259,7 +266,7 @@ def _local_model(model: str) -> tuple[str | None, str]:
 
 
 @functools.lru_cache(maxsize=1)
-def _bertscorer():
+def _bertscorer() -> BERTScorer | None:
     model = os.environ.get(BERTSCORE_MODEL_ENV, "").strip() or "roberta-large"
     path, why = _local_model(model)
     if path is None:

@@ -17,7 +17,8 @@ metrics once it is aggregated (the samples, written earlier, keep it).
 from __future__ import annotations
 
 import functools
-from typing import Callable
+from collections.abc import Callable
+from typing import Any
 
 from lmms_eval_earthsci.core.metrics import PAIRED_SCORE
 from lmms_eval_earthsci.core.patching import wrap_method
@@ -25,20 +26,20 @@ from lmms_eval_earthsci.core.patching import wrap_method
 KEY = "earthsci_unavailable"
 
 
-def explained_by(reason: Callable[[], str | None]):
+def explained_by(reason: Callable[[], str | None]) -> Callable[[Any], Any]:
     """Mark an aggregation function: when it returns None, ``reason()`` (None: no reason known) says why."""
 
-    def deco(fn):
+    def deco(fn: Any) -> Any:
         fn.earthsci_unavailable_reason = reason
         return fn
 
     return deco
 
 
-def reasons(task_output) -> dict[str, str]:
+def reasons(task_output: Any) -> dict[str, str]:
     """``{metric: reason}`` for the metrics of one aggregated lmms-eval ``TaskOutput`` that have no value
     and whose aggregation says why."""
-    out = {}
+    out: dict[str, str] = {}
     aggregations = task_output.task.aggregation()
     for key, value in task_output.agg_metrics.items():
         metric = key.split(",", 1)[0]
@@ -51,13 +52,13 @@ def reasons(task_output) -> dict[str, str]:
     return out
 
 
-def ours(task_output) -> bool:
+def ours(task_output: Any) -> bool:
     """Whether an lmms-eval ``TaskOutput`` is one of our tasks (its ``process_results`` is ours)."""
     fn = getattr(getattr(task_output.task, "config", None), "process_results", None)
     return (getattr(fn, "__module__", None) or "").startswith(__name__.split(".", 1)[0] + ".")
 
 
-def drop_paired_score(task_output) -> None:
+def drop_paired_score(task_output: Any) -> None:
     """Forget the gathered :data:`.metrics.PAIRED_SCORE` values of one of our tasks when the task does not
     aggregate them (module docstring): the results then hold no ``score,none: []``."""
     if PAIRED_SCORE in task_output.task.aggregation() or not ours(task_output):
@@ -75,9 +76,9 @@ def install_unavailable_hook() -> bool:
     except Exception:  # pragma: no cover - lmms-eval layout changed
         return False
 
-    def make(original):
+    def make(original: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(original)
-        def calculate_aggregate_metric(self, *args, **kwargs):
+        def calculate_aggregate_metric(self: Any, *args: Any, **kwargs: Any) -> Any:
             result = original(self, *args, **kwargs)
             drop_paired_score(self)  # after the aggregation, before lmms-eval's CLT errors and its results
             try:

@@ -4,7 +4,8 @@ variants with these (``python -m lmms_eval_earthsci.yamlgen`` writes them all)."
 from __future__ import annotations
 
 import re
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import cast
 
 from lmms_eval_earthsci.core.metrics import breakdown_keys
 
@@ -21,7 +22,7 @@ _NAME = re.compile(r"^(?:task|group): (\S+)$", re.M)
 
 def yaml_name(text: str) -> str:
     """The task or group name a YAML declares."""
-    return _NAME.search(text).group(1)
+    return cast("re.Match[str]", _NAME.search(text)).group(1)
 
 
 def versioned(text: str, version: float) -> str:

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Sequence
+from collections.abc import Sequence
 
 from lmms_eval_earthsci import registry
 from lmms_eval_earthsci.core.stats import DEFAULT_RESAMPLES, DEFAULT_SEED

@@ -6,11 +6,16 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, cast
 
 from lmms_eval_earthsci.core.benchmark import Benchmark, ChartSpec, ReliabilitySpec
 from lmms_eval_earthsci.report.intervals import interval
 from lmms_eval_earthsci.report.papers import paper_value, protocol_notes
 from lmms_eval_earthsci.report.runs import UNAVAILABLE, Run, _number
+
+if TYPE_CHECKING:
+    from matplotlib.artist import Artist
+    from matplotlib.figure import Figure
 
 
 @dataclass
@@ -54,6 +59,8 @@ def doc_count(bench: Benchmark, run: Run, task: str, metric: str) -> int | None:
 
 def build_chart(bench: Benchmark, spec: ChartSpec, runs: list[Run], paper_model: str) -> Chart:
     """The bars of a chart spec; a (run, series) the run does not have gets no bar."""
+    bars: list[Bar]
+    notes: set[str]
     bars, notes = [], set()
     for label, series in spec.groups:
         for name, task, metric in series:
@@ -64,14 +71,14 @@ def build_chart(bench: Benchmark, spec: ChartSpec, runs: list[Run], paper_model:
                 present, v = r.value(task, metric)
                 if present:
                     iv = interval(r, task, metric) if v is not None else None
-                    ci = (iv.low, iv.high) if iv is not None and iv.low is not None else None
+                    ci = (iv.low, cast(float, iv.high)) if iv is not None and iv.low is not None else None  # an Interval's low and high are None together
                     bars.append(Bar(label, r.column, name, task, metric, v, doc_count(bench, r, task, metric) if v is not None else None, ref.value if ref else None, ci))
     all_notes = protocol_notes()
     short = [note.short for key, note in all_notes.items() if key in notes]
     return Chart(spec.slug, spec.title, bars, f"paper: {paper_model}" + (f" ({', '.join(short)})" if short else ""), spec.score_scale)
 
 
-def draw_chart(chart: Chart):
+def draw_chart(chart: Chart) -> Figure:
     """The matplotlib Figure of a chart (the caller saves and closes it). Bars: one colour per run,
     hatched for a chart's second series; a black whisker for its 95 % bootstrap interval; over each bar its value and ``n=<docs>`` (a 0 bar has no
     height to see), ``n/a`` where there is no value; a black tick across a bar at the reference
@@ -111,7 +118,7 @@ def draw_chart(chart: Chart):
                 ax.text(x, label_at + top * 0.045, f"n={b.docs}", ha="center", va="bottom", fontsize=5, color="dimgrey")
         if b.paper is not None:
             ax.hlines(b.paper, x - width / 2, x + width / 2, colors="black", linewidth=2.5, zorder=3)
-    handles = [Patch(label=r + (f" · {s_}" if len(series) > 1 and s_ else ""), **style(r, s_)) for s_, r in slots]
+    handles: list[Artist] = [Patch(label=r + (f" · {s_}" if len(series) > 1 and s_ else ""), **style(r, s_)) for s_, r in slots]
     if any(b.paper is not None for b in chart.bars):
         handles.insert(0, Line2D([], [], color="black", linewidth=2.5, label=chart.paper_label))
     ax.set_xticks(range(len(groups)))
@@ -125,7 +132,7 @@ def draw_chart(chart: Chart):
     return fig
 
 
-def _save(fig, out_dir: str, slug: str) -> str:
+def _save(fig: Figure, out_dir: str, slug: str) -> str:
     import matplotlib.pyplot as plt
 
     path = os.path.join(out_dir, f"{slug}.png")
@@ -139,7 +146,7 @@ def plot(bench: Benchmark, charts: list[Chart], out_dir: str) -> list[str]:
     return [_save(draw_chart(c), out_dir, c.slug) for c in charts if any(b.value is not None for b in c.bars)]
 
 
-def draw_reliability(chart: ReliabilitySpec):
+def draw_reliability(chart: ReliabilitySpec) -> Figure:
     """The matplotlib Figure of a reliability diagram (the caller saves and closes it): per bin and run a
     bar at the bin's accuracy, a black tick across it at the bin's mean confidence and ``n`` over it; the
     diagonal is perfect calibration; the legend gives each run's ECE and the docs binned."""
@@ -154,7 +161,7 @@ def draw_reliability(chart: ReliabilitySpec):
     fig, ax = plt.subplots(figsize=(8.5, 4.6))
     ax.plot([0, 1], [0, 1], linestyle="--", color="grey", linewidth=1)
     k = len(chart.series)
-    handles = [Line2D([], [], linestyle="--", color="grey", label="perfect calibration"), Line2D([], [], color="black", linewidth=2, label="mean confidence in bin")]
+    handles: list[Artist] = [Line2D([], [], linestyle="--", color="grey", label="perfect calibration"), Line2D([], [], color="black", linewidth=2, label="mean confidence in bin")]
     for i, (run, bins, ece) in enumerate(chart.series):
         colour = colours[i % len(colours)]
         for b in bins:
@@ -220,10 +227,10 @@ def build_trend(bench: Benchmark, keys: list[tuple[str, str]], runs: list[Run], 
         lines.append(TrendLine(f"{t} · {m}", values, lows, highs, ref.value if ref else None, score_scale=m.endswith("_score") and all(v is None or v <= 5 for v in values)))
     steps = [r.step for r in runs]
     return Trend(f"{bench.name}_trend", f"{bench.title}: headline metrics across runs (95% intervals shaded)", [r.column for r in runs],
-                 steps if all(s is not None for s in steps) else None, lines, f"paper: {paper_model} (dashed)")
+                 cast("list[int]", steps) if all(s is not None for s in steps) else None, lines, f"paper: {paper_model} (dashed)")
 
 
-def draw_trend(chart: Trend):
+def draw_trend(chart: Trend) -> Figure:
     """The matplotlib Figure of a trend chart: a line per headline metric over the runs in order (or their
     steps), its 95 % band shaded, the paper's number as a dashed line of the same colour; a run without
     a value is a gap."""
@@ -236,10 +243,11 @@ def draw_trend(chart: Trend):
     x = chart.steps if chart.steps is not None else list(range(len(chart.runs)))
     fig, ax = plt.subplots(figsize=(max(6.0, 0.45 * len(x) + 4), 4.0))
     right = ax.twinx() if any(line.score_scale for line in chart.lines) else None
-    handles = []
+    handles: list[Artist] = []
     for i, line in enumerate(chart.lines):
         colour = colours[i % len(colours)]
         axis = right if line.score_scale else ax
+        assert axis is not None  # `right` was made since a line is on the score scale
         ys = [float("nan") if v is None else v for v in line.values]
         handles += axis.plot(x, ys, marker="o", markersize=3, color=colour, label=line.name + (" (right axis)" if line.score_scale else ""))
         lo = [float("nan") if v is None else v for v in line.lows]

@@ -77,7 +77,7 @@ class Comparison:
 def compare(runs: list[Run], base: Run, keys: list[tuple[Benchmark, str, str]]) -> list[Comparison]:
     """Each run but the baseline against it on each (benchmark, task, metric) both have; p-values
     adjusted over all rows together."""
-    rows = []
+    rows: list[Comparison] = []
     if len(runs) < 2 or BOOTSTRAP["resamples"] <= 0:
         return rows
     for b, t, m in keys:

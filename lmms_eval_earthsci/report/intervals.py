@@ -5,7 +5,8 @@ task YAML) on every resample, with every registered benchmark's vectorised kerne
 from __future__ import annotations
 
 import functools
-from typing import Any
+from collections.abc import Iterable
+from typing import Any, cast
 
 from lmms_eval_earthsci import registry
 from lmms_eval_earthsci.core import stats
@@ -28,7 +29,7 @@ def configure(resamples: int, seed: int) -> None:
     _kernels_registered()  # paired comparisons resolve kernels too, not only intervals
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _kernels_registered() -> bool:
     for b in registry.benchmarks():
         stats.register_kernels(b.kernel_table())
@@ -44,7 +45,7 @@ def aggregation(run: Run, task: str, metric: str) -> str | None:
     return found.pop() if len(found) == 1 else None
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _metric_aggregations(path: str) -> dict[str, str]:
     """A task YAML's aggregations, read once per report process (every interval asks for them)."""
     return metric_aggregations(path)
@@ -83,7 +84,7 @@ def interval(run: Run, task: str, metric: str, bootstrap: bool = True) -> Interv
         items = doc_items(run, task, metric)
         present, value = run.value(task, metric)
         ok = items is not None and present and value is not None and any(v is not None for v in items.values())
-        cache[key] = stats.interval(list(items.values()), aggregation(run, task, metric), BOOTSTRAP["resamples"], BOOTSTRAP["seed"]) if ok else None
+        cache[key] = stats.interval(list(cast(dict, items).values()), aggregation(run, task, metric), BOOTSTRAP["resamples"], BOOTSTRAP["seed"]) if ok else None
     return cache[key]
 
 
@@ -94,7 +95,7 @@ def ci_cell(run: Run, task: str, metric: str) -> str:
     return f"{fmt(iv.low, metric)}–{fmt(iv.high, metric)}"
 
 
-def method_of(runs, task: str, metric: str) -> str:
+def method_of(runs: Iterable[Run], task: str, metric: str) -> str:
     """How the runs' intervals of a row were made (``Wilson``, ``bootstrap``, both, or –)."""
     found = dict.fromkeys(iv.method for r in runs for iv in [interval(r, task, metric)] if iv is not None and iv.low is not None)
     return " / ".join(found) or MISSING

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import functools
 import os
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from lmms_eval_earthsci import registry
 from lmms_eval_earthsci.core import papers as _names
@@ -18,7 +19,7 @@ from lmms_eval_earthsci.report.runs import UNAVAILABLE, ReportError, load_json
 DEFAULT_PAPER_MODEL = "GPT-4o"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _prepared() -> bool:
     """Every benchmark's model spellings joined (before any paper table is read)."""
     for b in registry.benchmarks():
@@ -40,7 +41,7 @@ def protocol_notes() -> dict[str, ProtocolNote]:
     return out
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _three_decimals() -> frozenset[str]:
     return frozenset(m for b in registry.benchmarks() for m in b.report_spec().three_decimals)
 
@@ -61,7 +62,7 @@ def footnotes(values: Iterable[PaperValue | None]) -> list[str]:
     return [f"{note.mark} {note.footnote}" for key, note in protocol_notes().items() if key in used]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def paper_entries(bench: Benchmark) -> tuple[tuple[PaperValue, ...], str]:
     """The paper's values for a benchmark, each keyed by the (task, metric) of ours computed the same
     way, and the source note (none when the benchmark bundles no paper numbers)."""
@@ -72,7 +73,7 @@ def paper_entries(bench: Benchmark) -> tuple[tuple[PaperValue, ...], str]:
     return tuple(entries), source
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def paper_index(bench: Benchmark) -> dict[tuple[str, str, str], PaperValue]:
     return {(e.model, e.task, e.metric): e for e in paper_entries(bench)[0]}
 

@@ -10,9 +10,9 @@ import os
 import re
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any, cast
 
 MISSING, UNAVAILABLE = "–", "n/a"
 
@@ -104,6 +104,8 @@ class Samples(Mapping):
         return self._loaded[task]
 
     def _compact(self, sample: dict) -> dict:
+        out: dict[str, Any]
+        lists: dict[tuple, list]
         out, lists = {}, {}
         for k, v in sample.items():
             if k in BULKY_FIELDS or (v is None and k not in self.keep_none):
@@ -115,7 +117,7 @@ class Samples(Mapping):
             out[sys.intern(k)] = v
         return out
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[str]:
         return iter(self.paths)
 
     def __len__(self) -> int:
@@ -171,7 +173,7 @@ class ResultsFile:
 def _metrics_of(table: dict) -> dict[str, float | None]:
     """``{metric: value}`` of one task's results: "metric,filter" keys (the filter name kept unless it is
     lmms-eval's default "none"), no standard errors, only numbers and None (NaN is None)."""
-    out = {}
+    out: dict[str, float | None] = {}
     for k, v in table.items():
         if "," not in k or "_stderr" in k:
             continue
@@ -214,7 +216,7 @@ def read_results_file(path: str, base: str) -> ResultsFile:
     for task, n in (data.get("n-samples") or {}).items():
         if isinstance(n, dict) and _number(n.get("effective")) and _number(n.get("original")):
             n_samples[task] = (int(n["effective"]), int(n["original"]))
-    cfg = data.get("config") if isinstance(data.get("config"), dict) else {}
+    cfg = cast(dict, data.get("config")) if isinstance(data.get("config"), dict) else {}
     unavailable = {}
     for task, tc in (data.get("configs") or {}).items():
         why = ((tc or {}).get("metadata") or {}).get("earthsci_unavailable") if isinstance(tc, dict) else None

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any, cast
 
 from lmms_eval_earthsci import registry
 from lmms_eval_earthsci.core.benchmark import Benchmark, Family, PaperValue, ReportSpec, RunView
@@ -46,22 +47,22 @@ class BenchView(RunView):
         self.bench, self._runs, self.paper_model = bench, runs, paper_model
         self._alias = _aliases(runs)
 
-    def tasks(self):
+    def tasks(self) -> list[str]:
         return bench_tasks(self.bench, self._runs)
 
-    def has(self, task, metric):
+    def has(self, task: str, metric: str) -> bool:
         return _has(self._runs, task, metric)
 
-    def metrics(self, task):
+    def metrics(self, task: str) -> list[str]:
         return sorted({m for r in self._runs for m in r.results.get(task, {})})
 
-    def alias(self, task):
+    def alias(self, task: str) -> str:
         return self._alias.get(task, task)
 
-    def runs(self):
+    def runs(self) -> list[Run]:
         return self._runs
 
-    def paper_value(self, task, metric):
+    def paper_value(self, task: str, metric: str) -> PaperValue | None:
         return paper_value(self.bench, self.paper_model, task, metric)
 
 
@@ -122,7 +123,7 @@ def _extraction(spec: ReportSpec, sample: dict) -> str | None:
             return "none"
         if rule == "similarity":
             sim = v.get("similarity")
-            if _number(sim) and spec.low_confidence_similarity is not None and sim < spec.low_confidence_similarity:
+            if _number(sim) and spec.low_confidence_similarity is not None and cast(float, sim) < spec.low_confidence_similarity:
                 return "weak"
         return "answer"
     return None
@@ -177,7 +178,7 @@ def _count_unit(bench: Benchmark, task: str, run: Run) -> str:
 
 
 def _merge(cs: list[dict]) -> dict:
-    def total(key):
+    def total(key: str) -> int | None:
         vals = [c[key] for c in cs if c[key] is not None]
         return sum(vals) if vals else None
 
@@ -385,6 +386,7 @@ def changes_section(rows: list[Comparison], base: Run) -> str:
     text.append("")
     table = []
     for c in hits:
+        assert c.result is not None  # changed: it was tested
         table.append([c.task, c.metric, c.run.column, _cell(base, c.task, c.metric), _cell(c.run, c.task, c.metric)] + _diff_cells(c) + [c.direction or MISSING, _p(c.result.p), c.result.test or MISSING, _p(c.p_adjusted), _discordant(c)])
     text.append(_table(["task", "metric", "run", "baseline", "run value", "difference", "95% CI", "direction", "p", "test", "p adj.", "discordant"], table, 3))
     return "\n".join(text) + "\n"
@@ -512,7 +514,7 @@ def breakdown_tables(bench: Benchmark, runs: list[Run], paper_model: str) -> str
     for fam in families(bench, runs):
         rows = []
         refs = []
-        why = {}  # a metric that could not be computed here (core.unavailable): n/a, and the reason below
+        why: dict[tuple[str, str], list[str]] = {}  # a metric that could not be computed here (core.unavailable): n/a, and the reason below
         for label, t, m, ref in breakdown_rows(bench, fam, runs, paper_model):
             values = [r.value(t, m) for r in runs]
             reasons = [(r.column, r.unavailable.get(t, {}).get(m)) for r in runs]

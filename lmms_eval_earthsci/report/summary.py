@@ -14,13 +14,16 @@ from __future__ import annotations
 import csv
 import json
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from lmms_eval_earthsci import registry
 from lmms_eval_earthsci.report.charts import doc_count
 from lmms_eval_earthsci.report.comparisons import Comparison
 from lmms_eval_earthsci.report.intervals import interval
 from lmms_eval_earthsci.report.runs import Run
+
+if TYPE_CHECKING:
+    from lmms_eval_earthsci.core.stats import Interval, Paired
 
 SCHEMA = 1
 COLUMNS = (
@@ -43,12 +46,12 @@ def metric_rows(runs: list[Run], base: Run, headline: set[tuple[str, str]]) -> l
                 value = r.results[task][metric]
                 iv = interval(r, task, metric, bootstrap=(task, metric) in headline) if value is not None else None
                 ok = iv is not None and iv.low is not None
-                docs = iv.n_units if ok else (doc_count(bench, r, task, metric) if value is not None else None)
+                docs = cast("Interval", iv).n_units if ok else (doc_count(bench, r, task, metric) if value is not None else None)
                 src = r.source.get(task)
                 rows.append({
                     "kind": "metric", "run": r.label, "baseline": base.label, "model": r.model, "model_args": r.model_args,
                     "step": r.step, "task": task, "metric": metric, "value": value,
-                    "ci_low": iv.low if ok else None, "ci_high": iv.high if ok else None, "ci_method": iv.method if ok else None,
+                    "ci_low": cast("Interval", iv).low if ok else None, "ci_high": cast("Interval", iv).high if ok else None, "ci_method": cast("Interval", iv).method if ok else None,
                     "docs": docs, "task_version": r.versions.get(task), "results_file": src.path if src else None,
                 })
     return rows
@@ -59,13 +62,13 @@ def paired_rows(comparisons: list[Comparison]) -> list[dict[str, Any]]:
     for c in comparisons:
         res = c.result
         iv = res.interval if res is not None else None
-        has_ci = iv is not None and iv.low is not None and res.diff is not None
+        has_ci = iv is not None and iv.low is not None and cast("Paired", res).diff is not None  # iv is not None: res is not None
         rows.append({
             "kind": "paired", "run": c.run.label, "baseline": c.base.label, "model": c.run.model, "model_args": c.run.model_args,
             "step": c.run.step, "task": c.task, "metric": c.metric, "value": c.run.value(c.task, c.metric)[1],
             "baseline_value": c.base.value(c.task, c.metric)[1],
             "difference": res.diff if res is not None else None,
-            "ci_low": iv.low if has_ci else None, "ci_high": iv.high if has_ci else None, "ci_method": iv.method if has_ci else None,
+            "ci_low": cast("Interval", iv).low if has_ci else None, "ci_high": cast("Interval", iv).high if has_ci else None, "ci_method": cast("Interval", iv).method if has_ci else None,
             "p": res.p if res is not None else None, "test": res.test if res is not None else None, "p_adjusted": c.p_adjusted,
             "changed": c.changed, "direction": c.direction or None,
             "discordant_run_right": res.discordant[0] if res is not None and res.discordant else None,

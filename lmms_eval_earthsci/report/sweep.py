@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from typing import Sequence
+from collections.abc import Sequence
 
 from lmms_eval_earthsci import registry
 from lmms_eval_earthsci.core.harness import group_leaves
@@ -217,6 +217,7 @@ def _relabel(runs: list[Run], labels: Sequence[str]) -> None:
             raise ReportError(f"--label {spec!r}: expected FOLDER=NAME")
         if where is None:
             find(runs, spec[: cuts[0]], "--label")  # raises, listing the runs
+        assert where is not None  # find() raised
         name = spec[len(where) + 1 :].strip()
         if not name:
             raise ReportError(f"--label {spec!r}: expected FOLDER=NAME")

@@ -9,7 +9,8 @@ import io
 import math
 import os
 import random
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 # --------------------------------------------------------------------------- figures
 

@@ -7,7 +7,7 @@ the Hub path. Nothing in it is copied from any dataset: questions, options and f
 from __future__ import annotations
 
 import os
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from lmms_eval_earthsci import registry
 from lmms_eval_earthsci.core.benchmark import resolve_ref

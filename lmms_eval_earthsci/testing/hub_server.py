@@ -322,9 +322,11 @@ class FakeHubServer(LoopbackServer):
         if isinstance(match, str):
             pattern = match
             if pattern.startswith("/"):
-                matcher = lambda r: fnmatch.fnmatchcase(r.path, pattern)
+                def matcher(r):
+                    return fnmatch.fnmatchcase(r.path, pattern)
             else:
-                matcher = lambda r: r.file is not None and fnmatch.fnmatchcase(r.file, pattern)
+                def matcher(r):
+                    return r.file is not None and fnmatch.fnmatchcase(r.file, pattern)
         else:
             matcher = match
         if isinstance(methods, str):

@@ -7,7 +7,6 @@ import ssl
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-
 _COUNT_LOCK = threading.Lock()
 
 

@@ -17,8 +17,9 @@ import json
 import re
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from lmms_eval_earthsci.testing.loopback import LoopbackServer, QuietHandler, drop_connection
 

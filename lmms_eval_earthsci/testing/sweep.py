@@ -9,7 +9,7 @@ import glob
 import json
 import os
 import random
-from typing import Iterable
+from collections.abc import Iterable
 
 
 def _flip_value(v, rng: random.Random, share: float):

@@ -10,7 +10,7 @@ import random
 import sqlite3
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable, Iterator
 
 from lmms_eval_earthsci.core.judge.config import JudgeResult
 
@@ -52,7 +52,7 @@ def journal_mode_for(directory: str, requested: str | None = None) -> str:
 
 
 @contextlib.contextmanager
-def _exclusive(lock_path: str):
+def _exclusive(lock_path: str) -> Iterator[None]:
     """An exclusive advisory lock on ``lock_path`` for the block (``flock``; on filesystems without
     it, the block runs unlocked and the busy-retry below is what keeps opening safe)."""
     fd = None

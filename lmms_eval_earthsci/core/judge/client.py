@@ -27,14 +27,15 @@ import re
 import sqlite3
 import threading
 import time
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 try:  # SIMD base64, the same bytes as the stdlib's (a figure of 1.5 MB: 0.04 ms instead of 1.6 ms)
     from pybase64 import b64encode
 except ImportError:  # pragma: no cover - a declared dependency; the stdlib's is the fallback
-    from base64 import b64encode
+    from base64 import b64encode  # type: ignore[assignment]  # pybase64's has extra optional arguments (padded, wrapcol); only b64encode(raw) is called
 
 from lmms_eval_earthsci.core.judge.cache import VerdictCache
 from lmms_eval_earthsci.core.judge.config import JUDGE_ENV, JudgeConfig, JudgeResult
@@ -211,7 +212,7 @@ class _Breaker:
             if self.cause is None:
                 self.cause, self.error = cause, error
 
-    def record(self, result: "JudgeResult", transport_failure: bool) -> None:
+    def record(self, result: JudgeResult, transport_failure: bool) -> None:
         if result.cause in _FATAL_CAUSES:
             self.trip(result.cause, result.error or result.cause)
             return
@@ -223,7 +224,7 @@ class _Breaker:
         if hit:
             self.trip(result.cause or "transport failure", f"{self.threshold} consecutive docs failed after all retries; last: {result.error}")
 
-    def skipped(self) -> "JudgeResult":
+    def skipped(self) -> JudgeResult:
         return JudgeResult(None, error=f"not sent: the judge pass was stopped ({self.error})", cause=self.cause)
 
 
@@ -280,6 +281,7 @@ class JudgeClient:
     def _endpoint(self) -> tuple[str, dict]:
         """The URL and headers of every request (the client's settings do not change after it is made)."""
         cfg = self.config
+        assert cfg.base_url is not None  # only called from __init__, after its `configured` check
         base = cfg.base_url.rstrip("/")
         if cfg.api_type == "azure":
             url = f"{base}/openai/deployments/{cfg.model}/chat/completions?api-version={cfg.api_version}"
@@ -333,7 +335,7 @@ class JudgeClient:
         reasoning = message.get("reasoning_content") or message.get("reasoning")
         return JudgeResult(content, usage=_usage(reply.get("usage")), reasoning=reasoning if isinstance(reasoning, str) else None)
 
-    def _payload(self, messages: Sequence[Mapping[str, Any]], **settings) -> dict:
+    def _payload(self, messages: Sequence[Mapping[str, Any]], **settings: Any) -> dict:
         payload = {"model": self.config.model, "messages": to_openai_messages(messages), "temperature": self.config.temperature}
         if self.config.max_tokens:
             payload["max_tokens"] = self.config.max_tokens
@@ -343,7 +345,7 @@ class JudgeClient:
         return payload
 
     # -- public
-    def complete(self, messages: Sequence[Mapping[str, Any]] | Callable[[], Sequence[Mapping[str, Any]]], **settings) -> JudgeResult:
+    def complete(self, messages: Sequence[Mapping[str, Any]] | Callable[[], Sequence[Mapping[str, Any]]], **settings: Any) -> JudgeResult:
         """One judged request, from any thread but the transport's loop (a per-doc fallback; a pass
         uses :meth:`complete_many`). ``messages`` may be a callable that builds them. Never raises:
         anything unexpected comes back as a failed :class:`JudgeResult`."""
@@ -353,7 +355,7 @@ class JudgeClient:
             self._count(failures=1)
             return JudgeResult(None, error=f"judge client error: {type(exc).__name__}: {exc}", cause=f"client error {type(exc).__name__}")
 
-    def _prepare(self, messages, settings) -> tuple[bytes, str] | JudgeResult:
+    def _prepare(self, messages: Sequence[Mapping[str, Any]] | Callable[[], Sequence[Mapping[str, Any]]], settings: Mapping[str, Any]) -> tuple[bytes, str] | JudgeResult:
         """(body, cache key) of a request, or its result when it could not be built or is cached.
         No early exit on an open breaker: a verdict already in the cache is still served."""
         try:
@@ -410,7 +412,10 @@ class JudgeClient:
                 self._builder = ThreadPoolExecutor(max_workers=BUILD_THREADS, thread_name_prefix="earthsci-judge-build")
             return self._builder
 
-    async def _acomplete(self, messages, breaker: _Breaker, settings, send_slots: asyncio.Semaphore | None = None, turn: tuple | None = None) -> JudgeResult:
+    async def _acomplete(
+        self, messages: Sequence[Mapping[str, Any]] | Callable[[], Sequence[Mapping[str, Any]]], breaker: _Breaker, settings: Mapping[str, Any],
+        send_slots: asyncio.Semaphore | None = None, turn: tuple | None = None,
+    ) -> JudgeResult:
         """One request: built and looked up in the cache by a builder thread (off the event loop), then
         sent and retried with backoff on the loop, holding one of ``send_slots`` (the requests in flight)
         while it is sent (a tripped ``breaker`` ends its waits and skips what is left). ``turn``: (the
@@ -455,7 +460,7 @@ class JudgeClient:
             return self._finish(result, key, attempt, breaker)
         return self._exhausted(last, breaker)
 
-    def complete_many(self, requests: Sequence[Any], progress: bool = False, desc: str = "judging", concurrency: int | None = None, **settings) -> list[JudgeResult]:
+    def complete_many(self, requests: Sequence[Any], progress: bool = False, desc: str = "judging", concurrency: int | None = None, **settings: Any) -> list[JudgeResult]:
         """Judge many requests with ``concurrency`` (default ``config.concurrency``) in flight; results
         in input order. Each request may be a callable building its messages: it is called in a builder
         thread, at most ``width + BUILD_AHEAD`` requests ahead of their replies."""
@@ -473,14 +478,14 @@ class JudgeClient:
         width = max(1, min(concurrency or self.config.concurrency, self.config.concurrency))
         breaker = _Breaker(self.config.breaker)
 
-        async def run_all():
+        async def run_all() -> list[JudgeResult]:
             sending = asyncio.Semaphore(width)  # at most `width` requests of this call in flight
             # bodies built ahead of a free slot, no further: a body lives from its build to its reply,
             # so memory holds `width + BUILD_AHEAD` bodies however many docs the pass has
             built = asyncio.Semaphore(width + BUILD_AHEAD)
             turns = [asyncio.Event() for _ in requests]
 
-            async def one(i, req):
+            async def one(i: int, req: Any) -> JudgeResult:
                 async with built:
                     try:
                         return await self._acomplete(req, breaker, settings, sending, (turns[i - 1] if i else None, turns[i]))

@@ -25,8 +25,9 @@ the deployment name.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, cast
 
 from lmms_eval_earthsci import cache_dir
 
@@ -73,7 +74,7 @@ class JudgeConfig:
         return bool(self.base_url and self.model)
 
     @classmethod
-    def from_env(cls, overrides: Mapping[str, Any] | None = None, prefix: str = JUDGE_ENV) -> "JudgeConfig":
+    def from_env(cls, overrides: Mapping[str, Any] | None = None, prefix: str = JUDGE_ENV) -> JudgeConfig:
         """Settings from ``<prefix>_*`` variables; a prefix other than the judge's (e.g. ``EARTHSCI_DAD``
         for MAC's stage-2 reasoner) falls back to ``EARTHSCI_JUDGE_*`` for each setting it does not set."""
         prefixes = [prefix] if prefix == JUDGE_ENV else [prefix, JUDGE_ENV]
@@ -88,7 +89,7 @@ class JudgeConfig:
         else:
             base_url = var("BASE_URL", "OPENAI_API_URL")
             key = var("API_KEY", "OPENAI_API_KEY")
-        cache = var("CACHE", default=default_cache_dir())
+        cache = cast(str, var("CACHE", default=default_cache_dir()))
         max_tokens = var("MAX_TOKENS")
         cfg = cls(
             base_url=base_url,
@@ -96,13 +97,13 @@ class JudgeConfig:
             api_key=key,
             api_type=api_type,
             api_version=_env("API_VERSION", default="2024-02-15-preview") if api_type == "azure" else None,
-            concurrency=int(var("CONCURRENCY", default="32")),
-            timeout=float(var("TIMEOUT", default="120")),
-            max_retries=int(var("MAX_RETRIES", default="5")),
+            concurrency=int(cast(str, var("CONCURRENCY", default="32"))),
+            timeout=float(cast(str, var("TIMEOUT", default="120"))),
+            max_retries=int(cast(str, var("MAX_RETRIES", default="5"))),
             max_tokens=int(max_tokens) if max_tokens else None,
             cache_dir=None if cache.lower() in ("off", "none", "0", "") else os.path.expanduser(cache),
             cache_journal=var("CACHE_JOURNAL"),
-            breaker=int(var("BREAKER", default="5")),
+            breaker=int(cast(str, var("BREAKER", default="5"))),
             reasoning_effort=var("REASONING_EFFORT"),
             ca_bundle=(lambda v: os.path.expanduser(v) if v else None)(var("CA_BUNDLE")),
         )

@@ -26,7 +26,11 @@ import threading
 import urllib.parse
 import urllib.request
 import weakref
-from typing import Mapping
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:
+    import aiohttp
 
 
 class Retryable(Exception):
@@ -57,7 +61,7 @@ def ssl_context(ca_bundle: str | None = None) -> ssl.SSLContext:
     return ssl.create_default_context(cafile=ca_bundle) if ca_bundle else ssl.create_default_context()
 
 
-def _shutdown(loop: asyncio.AbstractEventLoop, session, pid: int | None) -> None:
+def _shutdown(loop: asyncio.AbstractEventLoop, session: Any, pid: int | None) -> None:
     """Close a transport's session and stop its loop (in the process that made them; idempotent)."""
     if pid != os.getpid() or loop.is_closed() or not loop.is_running():
         return
@@ -78,7 +82,7 @@ class Transport:
         self.ca_bundle = ca_bundle
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._session = None
+        self._session: aiohttp.ClientSession | None = None
         self._pid: int | None = None
         self._urls: dict = {}  # url -> (its yarl.URL, its proxy or None), made once per endpoint
 
@@ -95,7 +99,7 @@ class Transport:
                 weakref.finalize(self, _shutdown, loop, self._session, self._pid)
             return self._loop
 
-    async def _make_session(self):
+    async def _make_session(self) -> aiohttp.ClientSession:
         import aiohttp
 
         # no connection limit of its own: a pass's width bounds the requests in flight
@@ -113,7 +117,7 @@ class Transport:
         u = urllib.parse.urlsplit(url)
         proxies = urllib.request.getproxies_environment()
         proxy = proxies.get(u.scheme) or proxies.get("all")
-        if not proxy or urllib.request.proxy_bypass_environment(u.hostname or "", proxies):
+        if not proxy or urllib.request.proxy_bypass_environment(u.hostname or "", proxies):  # type: ignore[attr-defined]  # in urllib.request since Python 3.2, missing from typeshed
             return None
         return proxy if "://" in proxy else f"http://{proxy}"
 
@@ -133,11 +137,15 @@ class Transport:
             target = self._urls.get(url)
             if target is None:  # parsed once per endpoint, not by aiohttp on every request
                 target = self._urls[url] = (yarl.URL(url), self._proxy(url))
-            async with self._session.post(target[0], data=body, headers=headers, proxy=target[1]) as resp:
+            async with cast(aiohttp.ClientSession, self._session).post(target[0], data=body, headers=headers, proxy=target[1]) as resp:
                 data = await resp.read()
                 return resp.status, {k.lower(): v for k, v in resp.headers.items()}, data
         except aiohttp.ClientConnectorCertificateError as exc:
-            raise TransportError("TLS certificate not trusted", f"the judge's TLS certificate is not trusted ({exc.certificate_error}); set EARTHSCI_JUDGE_CA_BUNDLE (or SSL_CERT_FILE) to the CA bundle that signed it", retryable=False) from exc
+            raise TransportError(
+                "TLS certificate not trusted",
+                f"the judge's TLS certificate is not trusted ({exc.certificate_error}); set EARTHSCI_JUDGE_CA_BUNDLE (or SSL_CERT_FILE) to the CA bundle that signed it",
+                retryable=False,
+            ) from exc
         except aiohttp.ClientConnectorError as exc:  # refused, unreachable, DNS: the OS error names it
             os_error = getattr(exc, "os_error", None)
             raise TransportError(type(os_error).__name__ if os_error is not None else type(exc).__name__, f"{type(exc).__name__}: {exc}") from exc

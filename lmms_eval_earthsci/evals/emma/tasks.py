@@ -18,10 +18,10 @@ from lmms_eval_earthsci.core import messages as msg
 from lmms_eval_earthsci.core.data import RecordError, check_image, declare_datasets, load_image, record_check, require
 from lmms_eval_earthsci.core.extraction import Extracted, as_text, extract_after_phrase, extract_boxed_answer, extract_option_letter, option_letters
 from lmms_eval_earthsci.core.hooks import ensure_runtime_hooks
-from lmms_eval_earthsci.core.settings import declare_settings
 from lmms_eval_earthsci.core.judge_pass import UNAVAILABLE, JudgeSpec, judged, judged_fields, outcome_for
 from lmms_eval_earthsci.core.metrics import breakdown_scores, percent, split_labels, with_paired_score
 from lmms_eval_earthsci.core.releases import RescoreError, read_records, release_name, release_plan_dict
+from lmms_eval_earthsci.core.settings import declare_settings
 from lmms_eval_earthsci.evals.emma.benchmark import BENCHMARK
 
 logger = logging.getLogger("lmms_eval_earthsci")
@@ -72,7 +72,7 @@ TIE_SEED = 1234
 BREAKDOWN_PREFIX = "emma"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def breakdowns(subject: str) -> dict[str, list[str]]:
     """Breakdown labels reported by one subject task (``emma_<field>_<label>`` metrics)."""
     out = {"category": CATEGORIES[subject], "type": QUESTION_TYPES}

@@ -25,7 +25,10 @@ BENCHMARK = Benchmark(
     suite_nojudge=("mac2025",),
     demo_tasks=("mac2025",),
     settings=(
-        Setting("EARTHSCI_MAC_IMAGE_MAX_SIDE", "an integer >= 1 (pixels of a cover's longer side), or 0 (also none, null) for full size", lambda v: v.lower() in ("none", "null") or integer(0)(v), frozenset({"run", "check-mirror", "mirror"})),
+        Setting(
+            "EARTHSCI_MAC_IMAGE_MAX_SIDE", "an integer >= 1 (pixels of a cover's longer side), or 0 (also none, null) for full size",
+            lambda v: v.lower() in ("none", "null") or integer(0)(v), frozenset({"run", "check-mirror", "mirror"}),
+        ),
         # DAD's two stages through the judge engine: EARTHSCI_DAD_<S> before EARTHSCI_JUDGE_<S>
         *judge_family("EARTHSCI_DAD", frozenset({"run"})),
     ),

@@ -26,15 +26,15 @@ import re
 import shutil
 import time
 from collections import Counter, defaultdict
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
 
 import numpy as np
 
 from lmms_eval_earthsci import TASKS_DIR
 from lmms_eval_earthsci.core.yamls import versioned
-from lmms_eval_earthsci.evals.mac import distractors as D
-from lmms_eval_earthsci.evals.mac import embedders as E
+from lmms_eval_earthsci.evals.mac import distractors as mac_distractors
+from lmms_eval_earthsci.evals.mac import embedders as mac_embedders
 from lmms_eval_earthsci.evals.mac.benchmark import BENCHMARK
 from lmms_eval_earthsci.evals.mac.collection import BuildInputError, Issue, clean, in_window, parse_month, publisher_counts, read_input
 from lmms_eval_earthsci.evals.mac.yamls import MAC_DIRECTIONS, mac_task_yaml
@@ -46,7 +46,7 @@ QUESTIONS = {
 VARIANTS = (("i2t", "info"), ("i2t", "option"), ("t2i", "info"), ("t2i", "option"))
 CSV_NAMES = {v: f"{'image2text' if v[0] == 'i2t' else 'text2image'}_{v[1]}.csv" for v in VARIANTS}
 PREFIX = "MAC_Bench"
-COLUMNS = ["journal", "id", "question", "cover_image", "answer"] + [f"option_{x}{s}" for x in D.LETTERS for s in ("", "_path", "_embedding_name", "_embedding_id")] + ["split"]
+COLUMNS = ["journal", "id", "question", "cover_image", "answer"] + [f"option_{x}{s}" for x in mac_distractors.LETTERS for s in ("", "_path", "_embedding_name", "_embedding_id")] + ["split"]
 TASK_NAME_RE = re.compile(r"^[a-z][a-z0-9_]*$")
 BUILD_INFO = "build.json"
 
@@ -63,8 +63,8 @@ class BuildOptions:
     start: str | None = None  # YYYY-MM
     end: str | None = None
     seed: int = 0
-    text_models: Sequence[str] = E.DEFAULT_TEXT_MODELS
-    image_models: Sequence[str] = E.DEFAULT_IMAGE_MODELS
+    text_models: Sequence[str] = mac_embedders.DEFAULT_TEXT_MODELS
+    image_models: Sequence[str] = mac_embedders.DEFAULT_IMAGE_MODELS
     device: str | None = None
     ocr: bool = False
     name: str = "mac_custom"
@@ -106,28 +106,28 @@ def csv_path(rel: str) -> str:
 def embed_pool(pool: list[Issue], text_specs, image_specs, opts: BuildOptions, log) -> Embeddings:
     """Every pool issue's story with every model, and its cover with the image models: one model loaded
     at a time, cached per file content."""
-    device = opts.device or E.default_device()
+    device = opts.device or mac_embedders.default_device()
     cache_dir = opts.cache_dir or default_cache_dir()
     out = Embeddings()
     texts = [(it.story_sha, it.story) for it in pool]
     covers = [(it.cover_sha, it.cover) for it in pool]
     for spec in [*text_specs, *image_specs]:
         is_image = spec in image_specs
-        cache = E.EmbeddingCache(cache_dir, E.model_id(spec))
-        loaded: list[E.Encoder] = []
+        cache = mac_embedders.EmbeddingCache(cache_dir, mac_embedders.model_id(spec))
+        loaded: list[mac_embedders.Encoder] = []
 
-        def encoder(spec=spec, loaded=loaded) -> E.Encoder:
+        def encoder(spec=spec, loaded=loaded) -> mac_embedders.Encoder:
             """The model, loaded at the first batch the cache does not hold (a warm cache loads none)."""
             if not loaded:
-                loaded.append(E.load_encoder(spec, device))
+                loaded.append(mac_embedders.load_encoder(spec, device))
             return loaded[0]
 
         try:
             t0 = time.time()
-            out.text[spec.key], n_t = E.embed(lambda batch: encoder().texts(batch), "text", texts, cache, opts.batch_size, f"{spec.key} stories" if opts.progress else None)
+            out.text[spec.key], n_t = mac_embedders.embed(lambda batch: encoder().texts(batch), "text", texts, cache, opts.batch_size, f"{spec.key} stories" if opts.progress else None)
             n_i = 0
             if is_image:
-                out.image[spec.key], n_i = E.embed(lambda batch: encoder().images(batch), "image", covers, cache, opts.batch_size, f"{spec.key} covers" if opts.progress else None)
+                out.image[spec.key], n_i = mac_embedders.embed(lambda batch: encoder().images(batch), "image", covers, cache, opts.batch_size, f"{spec.key} covers" if opts.progress else None)
             out.encoded[spec.key] = n_t + n_i
             log(f"embedded with {spec.text} ({spec.key}): {n_t} stories and {n_i} covers encoded now, the rest from the cache ({time.time() - t0:.1f} s)")
             loaded.clear()  # one model in memory at a time
@@ -187,7 +187,7 @@ def build_rows(journals: list[Journal], emb: Embeddings, text_keys: list[str], i
     for j in journals:
         if not j.questions:
             continue
-        if len(j.issues) < len(D.LETTERS):
+        if len(j.issues) < len(mac_distractors.LETTERS):
             dropped["journal has fewer than 4 issues"] += len(j.questions) * len(VARIANTS)
             continue
         for variant in VARIANTS:
@@ -196,10 +196,10 @@ def build_rows(journals: list[Journal], emb: Embeddings, text_keys: list[str], i
             for qi, k_issue in enumerate(j.questions):
                 if variant[1] == "info":
                     for k in keys:
-                        ranks[k][variant[0]].append(D.relative_rank(sims[k][qi], k_issue))
-                    ranks["average"][variant[0]].append(D.average_relative_rank([sims[k][qi] for k in keys], k_issue))
-                lists = {k: D.ranked(sims[k][qi], k_issue) for k in keys}
-                picked = D.select(lists, D.average_rank_list(list(lists.values())))
+                        ranks[k][variant[0]].append(mac_distractors.relative_rank(sims[k][qi], k_issue))
+                    ranks["average"][variant[0]].append(mac_distractors.average_relative_rank([sims[k][qi] for k in keys], k_issue))
+                lists = {k: mac_distractors.ranked(sims[k][qi], k_issue) for k in keys}
+                picked = mac_distractors.select(lists, mac_distractors.average_rank_list(list(lists.values())))
                 if picked is None:
                     dropped["fewer than 3 distractors"] += 1
                     continue
@@ -210,7 +210,7 @@ def build_rows(journals: list[Journal], emb: Embeddings, text_keys: list[str], i
 def _row(j: Journal, k_issue: int, picked: list[tuple[str, int]], variant: tuple[str, str], seed: int) -> dict:
     direction, domain = variant
     issue = j.issues[k_issue]
-    letters = D.letters_for(seed, f"{direction}_{domain}", j.name, issue.id)
+    letters = mac_distractors.letters_for(seed, f"{direction}_{domain}", j.name, issue.id)
     entries = [(letters[0], "groundtruth", issue)] + [(letters[n + 1], key, j.issues[c]) for n, (key, c) in enumerate(picked)]
     row = {"journal": j.name, "id": issue.id, "question": QUESTIONS[direction]}
     row["cover_image"] = csv_path(repo_path(issue)) if direction == "i2t" else issue.story
@@ -230,7 +230,7 @@ def _row(j: Journal, k_issue: int, picked: list[tuple[str, int]], variant: tuple
 
 def option_keys(row: dict) -> list[tuple[str, str]]:
     """The (journal, id) of a row's options A-D (from ``option_X_embedding_id`` = ``<id>.txt``)."""
-    return [(row["journal"], row[f"option_{x}_embedding_id"][: -len(".txt")]) for x in D.LETTERS]
+    return [(row["journal"], row[f"option_{x}_embedding_id"][: -len(".txt")]) for x in mac_distractors.LETTERS]
 
 
 def self_validation(ranks: dict, emb: Embeddings, image_keys: list[str], rows: dict, pool_index: dict) -> dict:
@@ -245,7 +245,7 @@ def self_validation(ranks: dict, emb: Embeddings, image_keys: list[str], rows: d
         for row in rs:
             q = pool_index[(row["journal"], row["id"])]
             opts = [pool_index[key] for key in option_keys(row)]
-            gold = D.LETTERS.index(row["answer"])
+            gold = mac_distractors.LETTERS.index(row["answer"])
             per_model = []
             for k in image_keys:
                 if variant[0] == "i2t":
@@ -253,8 +253,8 @@ def self_validation(ranks: dict, emb: Embeddings, image_keys: list[str], rows: d
                 else:
                     s = emb.image[k][opts] @ emb.text[k][q]
                 per_model.append(s)
-                acc[k].append(D.embedding_pick(s) == gold)
-            acc["average"].append(D.average_pick(per_model) == gold)
+                acc[k].append(mac_distractors.embedding_pick(s) == gold)
+            acc["average"].append(mac_distractors.average_pick(per_model) == gold)
         out["embedding_accuracy"][CSV_NAMES[variant][: -len(".csv")]] = {k: (_r(100.0 * float(np.mean(v))) if v else None) for k, v in acc.items()}
     return out
 
@@ -278,7 +278,7 @@ def _ocr_rows(rows: list[dict], direction: str) -> list[dict]:
     out = []
     for row in rows:
         new = dict(row)
-        cols = ["cover_image"] if direction == "i2t" else [f"option_{x}{s}" for x in D.LETTERS for s in ("", "_path")]
+        cols = ["cover_image"] if direction == "i2t" else [f"option_{x}{s}" for x in mac_distractors.LETTERS for s in ("", "_path")]
         for c in cols:
             parts = new[c].split("/")  # MAC_Bench / Publisher / Cover / Journal / file
             if len(parts) >= 5 and parts[2] == "Cover":
@@ -345,17 +345,17 @@ def build(opts: BuildOptions, log: Callable[[str], None] = print) -> dict:
     end = parse_month(opts.end, "--to") if opts.end else None
     if start and end and start > end:
         raise BuildInputError(f"--from {opts.start} is after --to {opts.end}")
-    text_specs = E.parse_specs(opts.text_models)
-    image_specs = E.parse_specs(opts.image_models)
+    text_specs = mac_embedders.parse_specs(opts.text_models)
+    image_specs = mac_embedders.parse_specs(opts.image_models)
     if not text_specs or not image_specs:
         raise BuildInputError("at least one text model (--text-models) and one image model (--image-models) are needed")
     clash = {s.key for s in text_specs} & {s.key for s in image_specs}
     if clash:
         raise BuildInputError(f"a text and an image model share the key(s) {', '.join(sorted(clash))}: give distinct models")
     if opts.ocr:
-        from lmms_eval_earthsci.evals.mac import ocr as O  # lazy: EasyOCR is optional (--ocr)
+        from lmms_eval_earthsci.evals.mac import ocr as mac_ocr  # lazy: EasyOCR is optional (--ocr)
 
-        reader = O.load_reader(opts.device or E.default_device())
+        reader = mac_ocr.load_reader(opts.device or mac_embedders.default_device())
 
     t0 = time.time()
     issues, report = read_input(opts.input)
@@ -407,7 +407,7 @@ def build(opts: BuildOptions, log: Callable[[str], None] = print) -> dict:
         written.append(name)
         variants_csv[f"{opts.name}_{variant[0]}_{variant[1]}"] = (name, *variant)
     if opts.ocr:
-        painted = O.write_text_free(reader, [(pool[n].cover, os.path.join(opts.out, *repo_path(pool[n], "OCRed_Cover").split("/"))) for n in used], log=log)
+        painted = mac_ocr.write_text_free(reader, [(pool[n].cover, os.path.join(opts.out, *repo_path(pool[n], "OCRed_Cover").split("/"))) for n in used], log=log)
         for variant in VARIANTS:
             name = CSV_NAMES[variant].replace(".csv", "_ocr.csv")
             _write_csv(os.path.join(opts.out, name), _ocr_rows(rows[variant], variant[0]))
@@ -438,8 +438,8 @@ def build(opts: BuildOptions, log: Callable[[str], None] = print) -> dict:
         "input": os.path.abspath(opts.input),
         "window": {"from": opts.start, "to": opts.end},
         "seed": opts.seed,
-        "text_models": E.describe_models(text_specs),
-        "image_models": E.describe_models(image_specs),
+        "text_models": mac_embedders.describe_models(text_specs),
+        "image_models": mac_embedders.describe_models(image_specs),
         "cleaning": {"read": report.read, "dropped": report.counts(), "kept": len(kept)},
         "questions": counts,
         "dropped_questions": dict(dropped),
@@ -466,15 +466,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="lmms-eval-earthsci mac build",
         description="Build a MAC snapshot (the four CSVs, the covers, self-validation stats and an lmms-eval task folder) from your own covers and cover stories. Nothing is downloaded but the embedding models.",
         epilog="Model SPECs: st:<name|path>[#cls] (sentence-transformers; #cls = [CLS] pooling, as the authors embedded all-mpnet-base-v2), open_clip:<arch>:<pretrained tag|checkpoint path>, hf:<name|path> (transformers CLIP/SigLIP). "
-        f"Defaults: text {','.join(E.DEFAULT_TEXT_MODELS)}; image {','.join(E.DEFAULT_IMAGE_MODELS)}. The paper's 2025 setting: --image-models {E.SIGLIP2}.",
+        f"Defaults: text {','.join(mac_embedders.DEFAULT_TEXT_MODELS)}; image {','.join(mac_embedders.DEFAULT_IMAGE_MODELS)}. The paper's 2025 setting: --image-models {mac_embedders.SIGLIP2}.",
     )
     ap.add_argument("input", metavar="INPUT", help="a folder <root>/<Publisher>/{Cover,Story}/<Journal>/<id>.{png,txt}, or a manifest CSV (publisher, journal, id, cover_path, story_path, pub_date)")
     ap.add_argument("--out", required=True, metavar="DIR", help="where the snapshot goes (new, empty, or an earlier build's folder, whose files are replaced)")
     ap.add_argument("--from", dest="start", metavar="YYYY-MM", help="first month of the snapshot window (questions; candidates come from each journal's whole history). Needs a manifest with pub_date")
     ap.add_argument("--to", dest="end", metavar="YYYY-MM", help="last month of the snapshot window (included)")
     ap.add_argument("--seed", type=int, default=0, help="seed of the answer letters (default 0): the same inputs and seed give byte-identical CSVs")
-    ap.add_argument("--text-models", metavar="SPEC,...", default=",".join(E.DEFAULT_TEXT_MODELS), help="text-text models (Image2Text option domain), comma-separated; default the paper's three")
-    ap.add_argument("--image-models", metavar="SPEC,...", default=",".join(E.DEFAULT_IMAGE_MODELS), help="image-text / image-image models (the other three settings), comma-separated; default the paper's three")
+    ap.add_argument("--text-models", metavar="SPEC,...", default=",".join(mac_embedders.DEFAULT_TEXT_MODELS), help="text-text models (Image2Text option domain), comma-separated; default the paper's three")
+    ap.add_argument("--image-models", metavar="SPEC,...", default=",".join(mac_embedders.DEFAULT_IMAGE_MODELS), help="image-text / image-image models (the other three settings), comma-separated; default the paper's three")
     ap.add_argument("--device", choices=("cpu", "cuda"), default=None, help="where the models run (default: cuda when available)")
     ap.add_argument("--ocr", action="store_true", help="also write text-free covers (EasyOCR boxes with confidence > 0.25 painted white) and *_ocr.csv + tasks")
     ap.add_argument("--name", default="mac_custom", metavar="TASK_PREFIX", help="the task group (default mac_custom), holding <name>_i2t_info, <name>_i2t_option, <name>_t2i_info, <name>_t2i_option")
@@ -490,7 +490,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     try:
         build(opts, log=lambda m: print(m, flush=True))
-    except (BuildInputError, E.ModelSpecError) as exc:
+    except (BuildInputError, mac_embedders.ModelSpecError) as exc:
         print(f"lmms-eval-earthsci mac build: error: {exc}", file=sys.stderr)
         return 2
     return 0

@@ -14,7 +14,7 @@ Conventions (where the spec leaves a choice):
 from __future__ import annotations
 
 import random
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 

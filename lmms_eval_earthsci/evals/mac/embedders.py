@@ -27,8 +27,8 @@ import os
 import re
 import sqlite3
 import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 import numpy as np
 

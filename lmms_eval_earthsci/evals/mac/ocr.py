@@ -11,7 +11,7 @@ EasyOCR fetches its detector and recogniser weights at first use; on an offline 
 from __future__ import annotations
 
 import os
-from typing import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 THRESHOLD = 0.25
 WHITE = (255, 255, 255)

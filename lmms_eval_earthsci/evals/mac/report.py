@@ -30,8 +30,17 @@ class MACReport(ReportSpec):
     gold_field = "gold"
     counts_note = "for MAC, an answer the official probability parser could not read (wrong in `mac_acc`, left out of ECE / NLL / RMS)"
     protocol_notes = {
-        "calibration": ProtocolNote("°", "the MAC paper's ECE may come from an earlier, unknown script, and the official ECE code normalises each probability dict in place (distorting the NLL and RMS computed after it); ours normalise a copy: `mac_ece` / `mac_nll` / `mac_rms` may differ slightly.", "ECE script unknown"),
-        "dad": ProtocolNote("∆", "the MAC paper's DAD (\"+ ours\"): the MLLM describes, a text-only reasoning model decides (QwQ-32B, the code's default, unless the model name adds another reasoner; Table 4 does not name its reasoner).", "DAD"),
+        "calibration": ProtocolNote(
+            "°",
+            "the MAC paper's ECE may come from an earlier, unknown script, and the official ECE code normalises each probability dict in place (distorting the NLL and RMS computed after it); "
+            "ours normalise a copy: `mac_ece` / `mac_nll` / `mac_rms` may differ slightly.",
+            "ECE script unknown",
+        ),
+        "dad": ProtocolNote(
+            "∆",
+            "the MAC paper's DAD (\"+ ours\"): the MLLM describes, a text-only reasoning model decides (QwQ-32B, the code's default, unless the model name adds another reasoner; Table 4 does not name its reasoner).",
+            "DAD",
+        ),
     }
     # MAC's Table 1 abbreviates the model the official code calls Step-1o-Turbo-Vision
     model_spellings = {"step1oturbovision": "Step-1o-T-V"}
@@ -51,7 +60,8 @@ class MACReport(ReportSpec):
 
     def intro(self, view):
         return [
-            "`mac_acc` is percent, the paper's Acc.(%) (an answer the official parser cannot read is wrong); `mac_ece`, `mac_nll` and `mac_rms` are on the paper's scale (ECE 0.053), over the parsed answers only (°: the paper's ECE script is unknown, so they may differ slightly); "
+            "`mac_acc` is percent, the paper's Acc.(%) (an answer the official parser cannot read is wrong); "
+            "`mac_ece`, `mac_nll` and `mac_rms` are on the paper's scale (ECE 0.053), over the parsed answers only (°: the paper's ECE script is unknown, so they may differ slightly); "
             "`mac_acc_lenient` also reads a bare letter, `mac_unparsable` is the % of answers the parser rejected, `publisher *` the accuracy per publisher. "
             f"The reliability diagrams bin each parsed answer's confidence (its largest normalised probability) into the ECE's {scoring.ECE_BINS} equal-width bins (lo, hi] on (0, 1]."
         ]

@@ -13,14 +13,14 @@ from __future__ import annotations
 import logging
 import os
 from collections import Counter
-from typing import Mapping
+from collections.abc import Mapping
 
 from lmms_eval_earthsci.core.data import RecordError, check_image, declare_datasets, record_check, require_columns
 from lmms_eval_earthsci.core.hooks import ensure_runtime_hooks
-from lmms_eval_earthsci.core.settings import declare_settings
 from lmms_eval_earthsci.core.messages import fill_fields, note_chat, route_of
 from lmms_eval_earthsci.core.metrics import breakdown_scores, percent, with_paired_score
 from lmms_eval_earthsci.core.repo_files import DecodedCache, fetch_columns, record_image, record_path, repo_files
+from lmms_eval_earthsci.core.settings import declare_settings
 from lmms_eval_earthsci.evals.mac import scoring
 from lmms_eval_earthsci.evals.mac.benchmark import BENCHMARK
 
@@ -54,12 +54,32 @@ RECORD_METRICS = (METRIC, "mac_ece", "mac_nll", "mac_rms", "mac_unparsable")
 
 # ---------------------------------------------------------------------------- prompts (Appendix A.1, exact)
 
-I2T_SYSTEM = '# Requirement\n You are an excellent scientific image reader. You need to analyze the provided image and choose the most appropriate option based on your understanding. ONLY based on the image and the options provided above, predict the probability that you would choose each option and answer AS SIMPLE AS POSSIBLE. Make sure the probabilities add up to 1.\n # Response Format\n ```json\n { "A": probability of choosing the option A, "B": probability of choosing the option B, "C": probability of choosing the option C, "D": probability of choosing the option D }\n```'
+I2T_SYSTEM = (
+    '# Requirement\n'
+    ' You are an excellent scientific image reader. You need to analyze the provided image and choose the most appropriate option based on your understanding. '
+    'ONLY based on the image and the options provided above, predict the probability that you would choose each option and answer AS SIMPLE AS POSSIBLE. Make sure the probabilities add up to 1.\n'
+    ' # Response Format\n'
+    ' ```json\n'
+    ' { "A": probability of choosing the option A, "B": probability of choosing the option B, "C": probability of choosing the option C, "D": probability of choosing the option D }\n'
+    '```'
+)
 I2T_USER = "I want to ask you the following question: {question} And you have the following options: {options}. You need to predict the probability that you would choose each option based on the image."
-T2I_SYSTEM = '# Requirement\n You are an excellent scientific image reader. You need to analyze the provided cover story and choose the most appropriate option images based on your understanding. ONLY based on the cover story and the options provided above, predict the probability that you would choose each option and answer AS SIMPLE AS POSSIBLE. Make sure the probabilities add up to 1.\n # Response Format\n ```json\n { "A": probability of choosing the option A, "B": probability of choosing the option B, "C": probability of choosing the option C, "D": probability of choosing the option D }\n```'
-T2I_USER = "I want to ask you the following question: {question} And you have the cover story {story}. You need to predict the probability that you would choose each option based on the cover story. The following images provided to you are, in order, A, B, C, and D."
+T2I_SYSTEM = (
+    '# Requirement\n'
+    ' You are an excellent scientific image reader. You need to analyze the provided cover story and choose the most appropriate option images based on your understanding. '
+    'ONLY based on the cover story and the options provided above, predict the probability that you would choose each option and answer AS SIMPLE AS POSSIBLE. '
+    'Make sure the probabilities add up to 1.\n'
+    ' # Response Format\n'
+    ' ```json\n'
+    ' { "A": probability of choosing the option A, "B": probability of choosing the option B, "C": probability of choosing the option C, "D": probability of choosing the option D }\n'
+    '```'
+)
+T2I_USER = (
+    "I want to ask you the following question: {question} And you have the cover story {story}. You need to predict the probability that you would choose each option based on the cover story. "
+    "The following images provided to you are, in order, A, B, C, and D."
+)
 
-def _settings(kwargs) -> dict:
+def _task_kwargs(kwargs) -> dict:
     kw = dict(kwargs or {})
     kw.setdefault("direction", "i2t")
     kw.setdefault("domain", "info")
@@ -156,7 +176,7 @@ def _looks_like_path(value) -> bool:
 def doc_to_messages(doc, lmms_eval_specific_kwargs=None):
     """The official request: a system message, then one user turn with the text first and the image(s)
     after it (T2I: the four covers in A-D order, unlabelled, as the prompt's last sentence says)."""
-    kw = _settings(lmms_eval_specific_kwargs)
+    kw = _task_kwargs(lmms_eval_specific_kwargs)
     note_chat(doc)
     content = [{"type": "text", "text": user_text(doc, kw)}] + [{"type": "image", "url": img} for img in images(doc, kw)]
     return [{"role": "system", "content": [{"type": "text", "text": system_text(kw)}]}, {"role": "user", "content": content}]
@@ -164,13 +184,13 @@ def doc_to_messages(doc, lmms_eval_specific_kwargs=None):
 
 def doc_to_visual(doc, lmms_eval_specific_kwargs=None):
     """Simple backends: the cover (I2T) or the four covers in A-D order (T2I)."""
-    return images(doc, _settings(lmms_eval_specific_kwargs))
+    return images(doc, _task_kwargs(lmms_eval_specific_kwargs))
 
 
 def doc_to_text(doc, lmms_eval_specific_kwargs=None):
     """Simple backends have no system message: it is prepended to the user text with a newline (our
     documented variant, spec §6.1)."""
-    kw = _settings(lmms_eval_specific_kwargs)
+    kw = _task_kwargs(lmms_eval_specific_kwargs)
     return system_text(kw) + "\n" + user_text(doc, kw)
 
 
@@ -206,19 +226,19 @@ def check_columns(dataset) -> None:
 
 def prepare(dataset, kwargs) -> None:
     """Before the rows are checked: the columns, and every image the split names fetched at once."""
-    kw = _settings(kwargs)
+    kw = _task_kwargs(kwargs)
     check_columns(dataset)
     fetch_columns(_store(kw), dataset, image_columns(kw))
 
 
 def describe(kwargs=None) -> dict:
-    return _store(_settings(kwargs)).summary()
+    return _store(_task_kwargs(kwargs)).summary()
 
 
 def check_record(doc, kwargs=None) -> None:
     """What the request and the score read: the gold letter; I2T: four non-empty option texts and the
     cover (found, header readable); T2I: the story text and the four covers."""
-    kw = _settings(kwargs)
+    kw = _task_kwargs(kwargs)
     gold_letter(doc)
     user_text(doc, kw)
     for column in image_columns(kw):

@@ -4,14 +4,14 @@ snapshot built by ``lmms-eval-earthsci mac build``."""
 from __future__ import annotations
 
 from lmms_eval_earthsci.core.yamls import HEADER, JUDGE_FAILED, MEAN_PRESENT, metric_list
-from lmms_eval_earthsci.evals.mac import tasks as T
+from lmms_eval_earthsci.evals.mac import tasks as mac_tasks
 
 MAC_DIRECTIONS = {"i2t": "Image2Text", "t2i": "Text2Image"}
 MAC_FN = "!function lmms_eval_earthsci.evals.mac.tasks."
 
 
 def _mac_extra_metrics() -> list[tuple[str, str, bool]]:
-    return [("mac_ece", MAC_FN + "mac_ece", False), ("mac_nll", MAC_FN + "mac_nll", False), ("mac_rms", MAC_FN + "mac_rms", False), ("mac_unparsable", MAC_FN + "mac_unparsable", False), (T.LENIENT, MEAN_PRESENT, True)]
+    return [("mac_ece", MAC_FN + "mac_ece", False), ("mac_nll", MAC_FN + "mac_nll", False), ("mac_rms", MAC_FN + "mac_rms", False), ("mac_unparsable", MAC_FN + "mac_unparsable", False), (mac_tasks.LENIENT, MEAN_PRESENT, True)]
 
 
 def mac_task_yaml(task: str, alias: str, csv: str, direction: str, domain: str, header: str = HEADER, snapshot: bool = False) -> str:
@@ -26,16 +26,16 @@ def mac_task_yaml(task: str, alias: str, csv: str, direction: str, domain: str, 
         + f'dataset_kwargs:\n  data_files:\n    test: "{csv}"\n'
         + "lmms_eval_specific_kwargs:\n  default:\n"
         + f"    direction: {direction}\n    domain: {domain}\n"
-        + f"    image_max_side: {T.DEFAULT_IMAGE_MAX_SIDE}  # the authors' detail: low; null = full size (or {T.IMAGE_MAX_SIDE_ENV})\n"
+        + f"    image_max_side: {mac_tasks.DEFAULT_IMAGE_MAX_SIDE}  # the authors' detail: low; null = full size (or {mac_tasks.IMAGE_MAX_SIDE_ENV})\n"
         + ("    snapshot_root: !function snapshot.ROOT  # this snapshot's folder, wherever it is moved\n" if snapshot else "")
-        + metric_list(T.METRIC, T.BREAKDOWN_PREFIX, {"publisher": T.PUBLISHERS}, extra, main_agg=MAC_FN + "mac_acc")
+        + metric_list(mac_tasks.METRIC, mac_tasks.BREAKDOWN_PREFIX, {"publisher": mac_tasks.PUBLISHERS}, extra, main_agg=MAC_FN + "mac_acc")
     )
 
 
 def mac_files() -> dict[str, str]:
     extra = _mac_extra_metrics()
     files, tasks = {}, []
-    for (direction, domain), csv in T.CSV.items():
+    for (direction, domain), csv in mac_tasks.CSV.items():
         task = f"mac2025_{direction}_{domain}"
         tasks.append(task)
         files[f"{task}.yaml"] = mac_task_yaml(task, f"MAC-2025 {MAC_DIRECTIONS[direction]}, {domain} domain", csv, direction, domain)
@@ -51,12 +51,12 @@ def mac_files() -> dict[str, str]:
             + "process_results: !function lmms_eval_earthsci.evals.mac.dad.process_results\n"
             + "lmms_eval_specific_kwargs:\n  default:\n"
             + f"    direction: {direction}\n    domain: {domain}\n"
-            + f"    image_max_side: {T.DEFAULT_IMAGE_MAX_SIDE}  # the authors' detail: low; null = full size (or {T.IMAGE_MAX_SIDE_ENV})\n"
+            + f"    image_max_side: {mac_tasks.DEFAULT_IMAGE_MAX_SIDE}  # the authors' detail: low; null = full size (or {mac_tasks.IMAGE_MAX_SIDE_ENV})\n"
             + "# stage 1 is a long description (\"the more the better\")\n"
             + "generation_kwargs:\n  max_new_tokens: 2048\n  temperature: 0\n  do_sample: false\n  num_beams: 1\n  until: []\n"
-            + metric_list(T.METRIC, T.BREAKDOWN_PREFIX, {"publisher": T.PUBLISHERS}, [*extra, ("mac_dad_failed", JUDGE_FAILED, False)], main_agg=MAC_FN + "mac_acc")
+            + metric_list(mac_tasks.METRIC, mac_tasks.BREAKDOWN_PREFIX, {"publisher": mac_tasks.PUBLISHERS}, [*extra, ("mac_dad_failed", JUDGE_FAILED, False)], main_agg=MAC_FN + "mac_acc")
         )
     # each task reports its own numbers (as the paper's Table 1): no group average
-    files["mac2025_dad.yaml"] = HEADER + 'group: mac2025_dad\ngroup_alias: "MAC-2025 with DAD (each task reports its own numbers)"\ntask:\n' + "".join(f"  - mac2025_dad_{d}_{m}\n" for d, m in T.CSV)
+    files["mac2025_dad.yaml"] = HEADER + 'group: mac2025_dad\ngroup_alias: "MAC-2025 with DAD (each task reports its own numbers)"\ntask:\n' + "".join(f"  - mac2025_dad_{d}_{m}\n" for d, m in mac_tasks.CSV)
     files["mac2025.yaml"] = HEADER + 'group: mac2025\ngroup_alias: "MAC-2025 (each task reports its own numbers)"\ntask:\n' + "".join(f"  - {t}\n" for t in tasks)
     return files

@@ -4,7 +4,7 @@ repos and of their re-uploads (``MSEarth-Data``), figures drawn here."""
 from __future__ import annotations
 
 import os
-from typing import Sequence
+from collections.abc import Sequence
 
 from lmms_eval_earthsci.testing.figures import draw_figure, png_bytes, write_hf_repo
 

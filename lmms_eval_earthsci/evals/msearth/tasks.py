@@ -15,17 +15,18 @@ import json
 import logging
 import re
 import threading
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from lmms_eval_earthsci.core import textmetrics
 from lmms_eval_earthsci.core.data import RecordError, check_image, declare_datasets, load_image, record_check
 from lmms_eval_earthsci.core.extraction import as_text
 from lmms_eval_earthsci.core.hooks import ensure_runtime_hooks
-from lmms_eval_earthsci.core.settings import declare_settings
 from lmms_eval_earthsci.core.judge_pass import UNAVAILABLE, JudgeSpec, batched, doc_key, judged, judged_fields, outcome_for
 from lmms_eval_earthsci.core.messages import note_chat, route_of
 from lmms_eval_earthsci.core.metrics import breakdown_scores, percent, with_paired_score
 from lmms_eval_earthsci.core.releases import RescoreError, read_records, release_name, release_plan_dict
+from lmms_eval_earthsci.core.settings import declare_settings
 from lmms_eval_earthsci.core.unavailable import explained_by
 from lmms_eval_earthsci.evals.msearth.benchmark import BENCHMARK
 
@@ -38,11 +39,83 @@ TRAINING_SET = "MSEarth-Data/MSEarth-MCQ-Train"
 
 # ---------------------------------------------------------------------------- prompts (spec §3, exact)
 # open-source-model scripts (auto_evaluator/evaluation/*.py): the defaults
-MCQ_PROMPT = '\n    You are tasked with answering a multiple-choice question about the given input image.\n\n    {question}\n\n    Based on the image, select the correct option (e.g., \'A\', \'B\', \'C\') or directly state the correct option content.\n\n    The output must be written in **JSON format** using the structure below:\n    ```json\n    {\n        "answer": "Correct option or short answer",\n        "Explanation": "Reasoning explaining how to derive the correct answer." \n    },\n    ```\n    '
-OE_PROMPT = '\n        You are tasked with answering a open-ended question about the given input image.\n\n        {question}\n\n        Based on the image and caption, give a concise and precise answer (no more than 4 words).\n\n        The output must be written in **JSON format** using the structure below:\n        ```json\n        {\n            "answer": "short answer",\n            "Explanation": "Reasoning explaining how to derive the correct answer." \n        },\n        ```\n        '
-CAPTION_PROMPT = '\n        You are an expert in Earth sciences, tasked with generating a detailed caption for the given input image.\n\n        The output must be written in **JSON format** using the structure below:\n        ```json\n        {\n            "caption": "Detailed and insightful caption about the image."\n        },\n        ```\n        '
-OE_JUDGE_PROMPT = '\n    You are tasked with evaluating the correctness of a generated answer to an open-ended question about a given input image.\n\n    Question: {query}\n    Image Caption: {caption}\n    Standard Answer: {response}\n    Generated Answer: {generated_answer}\n\n    Based on the image caption, question, and standard answer, determine if the generated answer is correct.\n\n    **Important Instructions**: \n    - Only output the determine in the specified JSON format.\n    - Do not provide any explanations, comments, or additional text.\n\n    Provide your evaluation in **JSON format** using the structure below:\n    ```json\n    {\n        "is_correct": true or false\n    }\n    ```\n    '
-CAPTION_JUDGE_PROMPT = '\n    Evaluate the quality of a generated caption for a geoscience research paper figure or image.\n\n    Evaluation Criteria:\n    1. Scientific Accuracy: Does the generated caption accurately describe the scientific content of the figure or image?\n    2. Clarity and Coherence: Is the caption well-structured, logically organized, and easy to understand?\n    3. Relevance and Completeness: Does the caption provide all necessary information to understand the figure or image?\n    \n    Evaluation Steps:\n    1. Compare the **Generated Caption** to the **Standard Caption**. Assess whether the generated caption aligns with the scientific content and intent of the standard caption.\n    2. Assign a score for coherence on a scale of 1 to 5, where 1 is the lowest and 5 is the highest, based on the Evaluation Criteria.\n\n    Standard Caption: {response}\n    Generated Caption: {generated_caption}\n\n    **Important Instructions**: \n    - Only output the score in the specified JSON format.\n    - Do not provide any explanations, comments, or additional text.\n\n    Provide your evaluation in **JSON format** using the structure below:\n    ```json\n    {\n        "score": 1-5\n    }\n    ```\n    '
+MCQ_PROMPT = (
+    '\n'
+    '    You are tasked with answering a multiple-choice question about the given input image.\n\n'
+    '    {question}\n\n'
+    '    Based on the image, select the correct option (e.g., \'A\', \'B\', \'C\') or directly state the correct option content.\n\n'
+    '    The output must be written in **JSON format** using the structure below:\n'
+    '    ```json\n'
+    '    {\n'
+    '        "answer": "Correct option or short answer",\n'
+    '        "Explanation": "Reasoning explaining how to derive the correct answer." \n'
+    '    },\n'
+    '    ```\n    '
+)
+OE_PROMPT = (
+    '\n'
+    '        You are tasked with answering a open-ended question about the given input image.\n\n'
+    '        {question}\n\n'
+    '        Based on the image and caption, give a concise and precise answer (no more than 4 words).\n\n'
+    '        The output must be written in **JSON format** using the structure below:\n'
+    '        ```json\n'
+    '        {\n'
+    '            "answer": "short answer",\n'
+    '            "Explanation": "Reasoning explaining how to derive the correct answer." \n'
+    '        },\n'
+    '        ```\n        '
+)
+CAPTION_PROMPT = (
+    '\n'
+    '        You are an expert in Earth sciences, tasked with generating a detailed caption for the given input image.\n\n'
+    '        The output must be written in **JSON format** using the structure below:\n'
+    '        ```json\n'
+    '        {\n'
+    '            "caption": "Detailed and insightful caption about the image."\n'
+    '        },\n'
+    '        ```\n        '
+)
+OE_JUDGE_PROMPT = (
+    '\n'
+    '    You are tasked with evaluating the correctness of a generated answer to an open-ended question about a given input image.\n\n'
+    '    Question: {query}\n'
+    '    Image Caption: {caption}\n'
+    '    Standard Answer: {response}\n'
+    '    Generated Answer: {generated_answer}\n\n'
+    '    Based on the image caption, question, and standard answer, determine if the generated answer is correct.\n\n'
+    '    **Important Instructions**: \n'
+    '    - Only output the determine in the specified JSON format.\n'
+    '    - Do not provide any explanations, comments, or additional text.\n\n'
+    '    Provide your evaluation in **JSON format** using the structure below:\n'
+    '    ```json\n'
+    '    {\n'
+    '        "is_correct": true or false\n'
+    '    }\n'
+    '    ```\n    '
+)
+CAPTION_JUDGE_PROMPT = (
+    '\n'
+    '    Evaluate the quality of a generated caption for a geoscience research paper figure or image.\n\n'
+    '    Evaluation Criteria:\n'
+    '    1. Scientific Accuracy: Does the generated caption accurately describe the scientific content of the figure or image?\n'
+    '    2. Clarity and Coherence: Is the caption well-structured, logically organized, and easy to understand?\n'
+    '    3. Relevance and Completeness: Does the caption provide all necessary information to understand the figure or image?\n'
+    '    \n'
+    '    Evaluation Steps:\n'
+    '    1. Compare the **Generated Caption** to the **Standard Caption**. Assess whether the generated caption aligns with the scientific content and intent of the standard caption.\n'
+    '    2. Assign a score for coherence on a scale of 1 to 5, where 1 is the lowest and 5 is the highest, based on the Evaluation Criteria.\n\n'
+    '    Standard Caption: {response}\n'
+    '    Generated Caption: {generated_caption}\n\n'
+    '    **Important Instructions**: \n'
+    '    - Only output the score in the specified JSON format.\n'
+    '    - Do not provide any explanations, comments, or additional text.\n\n'
+    '    Provide your evaluation in **JSON format** using the structure below:\n'
+    '    ```json\n'
+    '    {\n'
+    '        "score": 1-5\n'
+    '    }\n'
+    '    ```\n    '
+)
 
 
 def _closed_mcq(p: str) -> str:
@@ -196,7 +269,7 @@ def build_prompt(doc, kind: str, variant: str = "open_source", with_caption: boo
     return template.replace("{question}", question_text(doc, kind, with_caption))
 
 
-def _settings(kwargs) -> tuple[str, str, bool]:
+def _task_kwargs(kwargs) -> tuple[str, str, bool]:
     kw = kwargs or {}
     return kw.get("kind", "mcq"), kw.get("prompt", "open_source"), bool(kw.get("with_caption", True))
 
@@ -206,7 +279,7 @@ def _settings(kwargs) -> tuple[str, str, bool]:
 
 def doc_to_messages(doc, lmms_eval_specific_kwargs=None):
     """One user turn, text then image, as the official scripts send it; no system prompt."""
-    kind, variant, cap = _settings(lmms_eval_specific_kwargs)
+    kind, variant, cap = _task_kwargs(lmms_eval_specific_kwargs)
     note_chat(doc)
     return [{"role": "user", "content": [{"type": "text", "text": build_prompt(doc, kind, variant, cap)}, {"type": "image", "url": image_of(doc)}]}]
 
@@ -216,7 +289,7 @@ def doc_to_visual(doc):
 
 
 def doc_to_text(doc, lmms_eval_specific_kwargs=None):
-    kind, variant, cap = _settings(lmms_eval_specific_kwargs)
+    kind, variant, cap = _task_kwargs(lmms_eval_specific_kwargs)
     return build_prompt(doc, kind, variant, cap)
 
 

@@ -97,9 +97,27 @@ def musciclaims_rows() -> tuple[list[dict], dict[str, Any]]:
             common = {"base_claim_id": base, "paper_id": paper, "domain": domain}
             caption = f"Figure {fig_no}. Results of experiment {n} in {paper}: (A) control, (B) treatment, (C) summary."
             other_caption = f"Figure {other_no}. An unrelated experiment of {paper}."
-            rows.append({**common, "claim_id": f"{base}_support", "claim_text": claim, "label_3class": "SUPPORT", "label_2class": "SUPPORT", "associated_figure_filepath": own, "associated_figure_number": str(fig_no), "associated_figure_panels": panels, "caption": caption, "claim_from_which_random_figure_is_taken": None})
-            rows.append({**common, "claim_id": f"{base}_contra", "claim_text": contra, "label_3class": "CONTRADICT", "label_2class": "NON_SUPPORT", "associated_figure_filepath": own, "associated_figure_number": str(fig_no), "associated_figure_panels": panels, "caption": caption, "claim_from_which_random_figure_is_taken": None})
-            rows.append({**common, "claim_id": f"{base}_neutral", "claim_text": claim, "label_3class": "NEUTRAL", "label_2class": "NON_SUPPORT", "associated_figure_filepath": f"paper_figures/{prefix}{other_no}.jpg", "associated_figure_number": str(other_no), "associated_figure_panels": panels, "caption": other_caption, "claim_from_which_random_figure_is_taken": f"{paper}_{other_no}"})
+            rows.append(
+                {
+                    **common, "claim_id": f"{base}_support", "claim_text": claim, "label_3class": "SUPPORT", "label_2class": "SUPPORT",
+                    "associated_figure_filepath": own, "associated_figure_number": str(fig_no), "associated_figure_panels": panels,
+                    "caption": caption, "claim_from_which_random_figure_is_taken": None,
+                }
+            )
+            rows.append(
+                {
+                    **common, "claim_id": f"{base}_contra", "claim_text": contra, "label_3class": "CONTRADICT", "label_2class": "NON_SUPPORT",
+                    "associated_figure_filepath": own, "associated_figure_number": str(fig_no), "associated_figure_panels": panels,
+                    "caption": caption, "claim_from_which_random_figure_is_taken": None,
+                }
+            )
+            rows.append(
+                {
+                    **common, "claim_id": f"{base}_neutral", "claim_text": claim, "label_3class": "NEUTRAL", "label_2class": "NON_SUPPORT",
+                    "associated_figure_filepath": f"paper_figures/{prefix}{other_no}.jpg", "associated_figure_number": str(other_no), "associated_figure_panels": panels,
+                    "caption": other_caption, "claim_from_which_random_figure_is_taken": f"{paper}_{other_no}",
+                }
+            )
     return rows, figures
 
 

@@ -5,7 +5,8 @@ P/R/F1 from per-claim class counts, and the flip rates by claim pair (the unit t
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -80,7 +81,7 @@ def _flip_encode(correct_only: bool):
         """Units are base claims (the pairs flip rates are defined on): value 1 if the pair flips (to
         SUPPORT->CONTRADICT for the correct flip rate), NaN for a claim whose pair is incomplete."""
         pairs: dict[str, dict] = {}
-        for gold, pred, base, variant, _ in _mc_rows(items):
+        for _gold, pred, base, variant, _ in _mc_rows(items):
             if variant in ("support", "contra"):
                 pairs.setdefault(str(base), {})[variant] = pred
         vals = []

@@ -29,9 +29,18 @@ class MuSciClaimsReport(ReportSpec):
     gold_field = "gold"
     counts_note = "for MuSciClaims, no answer extracted is an INVALID decision"
     protocol_notes = {
-        "v1": ProtocolNote("§", "the MuSciClaims paper's number is from v1 (arXiv 2506.04585 v1), on 918 biology items; the Hub data has 1,515 rows over biology, chemistry and physics: only `musciclaims_macro_f1_biology` compares directly.", "paper v1: 918 biology items"),
+        "v1": ProtocolNote(
+            "§",
+            "the MuSciClaims paper's number is from v1 (arXiv 2506.04585 v1), on 918 biology items; "
+            "the Hub data has 1,515 rows over biology, chemistry and physics: only `musciclaims_macro_f1_biology` compares directly.",
+            "paper v1: 918 biology items",
+        ),
         "2class": ProtocolNote("¶", "the MuSciClaims paper's two-class numbers (Table 6) come from separate 2-class runs; our `musciclaims_2class_*` re-aggregate the 3-class predictions.", "separate 2-class runs"),
-        "panels": ProtocolNote("‖", "the MuSciClaims paper does not say how it normalised panel names or averaged panel P/R/F1 (Table 3); ours are per-doc means over the SUPPORT/CONTRADICT docs whose gold names panels.", "panel scoring unstated"),
+        "panels": ProtocolNote(
+            "‖",
+            "the MuSciClaims paper does not say how it normalised panel names or averaged panel P/R/F1 (Table 3); ours are per-doc means over the SUPPORT/CONTRADICT docs whose gold names panels.",
+            "panel scoring unstated",
+        ),
     }
     # MuSciClaims names dated API snapshots and hub checkpoints (its paper's model list)
     model_spellings = {
@@ -53,7 +62,11 @@ class MuSciClaimsReport(ReportSpec):
         return [m for m in TABLE if m in metrics]  # per-class F1 are charted
 
     def intro(self, view):
-        return ["The paper's numbers (§) are v1's, on 918 biology items; the Hub data adds chemistry and physics, so the like-for-like comparison is `musciclaims_macro_f1_biology` (the paper's Overall F sits beside it). The charts plot F1 per class and the macro F1 of each task, the paper's marks being the numbers for the task's prompt setting."]
+        return [
+            "The paper's numbers (§) are v1's, on 918 biology items; the Hub data adds chemistry and physics, "
+            "so the like-for-like comparison is `musciclaims_macro_f1_biology` (the paper's Overall F sits beside it). "
+            "The charts plot F1 per class and the macro F1 of each task, the paper's marks being the numbers for the task's prompt setting."
+        ]
 
     def charts(self, view):
         charts = []

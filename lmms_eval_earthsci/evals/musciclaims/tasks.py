@@ -16,16 +16,17 @@ import logging
 import os
 import re
 from collections import Counter
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from lmms_eval_earthsci.core.data import RecordError, check_image, declare_datasets, record_check, require_columns
 from lmms_eval_earthsci.core.extraction import as_text, extract_json_object, strip_reasoning
 from lmms_eval_earthsci.core.hooks import ensure_runtime_hooks
-from lmms_eval_earthsci.core.settings import declare_settings
 from lmms_eval_earthsci.core.messages import fill_fields, note_chat, route_of
 from lmms_eval_earthsci.core.metrics import precision_recall_f1, set_precision_recall_f1
 from lmms_eval_earthsci.core.repo_files import DecodedCache, fetch_columns, record_image, record_path, repo_files
+from lmms_eval_earthsci.core.settings import declare_settings
 from lmms_eval_earthsci.evals.musciclaims.benchmark import BENCHMARK
 
 logger = logging.getLogger("lmms_eval_earthsci")
@@ -160,7 +161,8 @@ KV_IRD = """This is an image, with multiple panels, from a scientific paper. The
 IMAGE CAPTION(S): {caption}
 Using this image, analyze whether the following claim is supported, contradicted or neutral according to the image and caption.
 CLAIM: {claim}
-First identify the relevant panels (Figure A, Figure B etc.) in the image that are needed to analyze the claim. Then think step by step to reach your conclusion and reply with only one of the following keywords: SUPPORT, CONTRADICT, NEUTRAL. Your reasoning should be brief and concise, no more than 100 words.
+First identify the relevant panels (Figure A, Figure B etc.) in the image that are needed to analyze the claim. \
+Then think step by step to reach your conclusion and reply with only one of the following keywords: SUPPORT, CONTRADICT, NEUTRAL. Your reasoning should be brief and concise, no more than 100 words.
 Return your answer in following format:
 FIGURE PANELS: <the figure panels to use for deduction>
 REASONING: <your reasoning>
@@ -185,7 +187,7 @@ FIGURE_REF_RE = re.compile(r"\b(?:Fig\.?|Figure|Table)s?\s*\d+[A-Za-z]?", re.I)
 MAX_PIXELS_ENV = "EARTHSCI_MUSCICLAIMS_MAX_PIXELS"
 
 
-def _settings(kwargs) -> dict:
+def _task_kwargs(kwargs) -> dict:
     kw = dict(kwargs or {})
     kw.setdefault("prompt", "d")
     kw.setdefault("family", "json")
@@ -231,7 +233,7 @@ def gold_panels(doc) -> list[str]:
 
 
 def prompt_text(doc, kw: Mapping[str, Any]) -> str:
-    """The prompt of ``doc`` under a task's settings (as :func:`_settings` returns them), filled in one
+    """The prompt of ``doc`` under a task's settings (as :func:`_task_kwargs` returns them), filled in one
     pass: a claim or caption that quotes ``{caption}`` or ``{claim}`` stays as written."""
     text = template(kw)
     values = {"caption": str(doc.get("caption") or "").strip(), "claim": claim_text(doc, kw)}
@@ -269,7 +271,7 @@ def _visuals(doc, kw) -> list:
 
 def doc_to_messages(doc, lmms_eval_specific_kwargs=None):
     """One user turn: the figure, then the prompt (no image for caption-only). No system prompt."""
-    kw = _settings(lmms_eval_specific_kwargs)
+    kw = _task_kwargs(lmms_eval_specific_kwargs)
     note_chat(doc)
     content = [{"type": "image", "url": img} for img in _visuals(doc, kw)]
     content.append({"type": "text", "text": prompt_text(doc, kw)})
@@ -278,11 +280,11 @@ def doc_to_messages(doc, lmms_eval_specific_kwargs=None):
 
 def doc_to_visual(doc, lmms_eval_specific_kwargs=None):
     """Simple backends: the figure (none for caption-only); the backend places it before the text."""
-    return _visuals(doc, _settings(lmms_eval_specific_kwargs))
+    return _visuals(doc, _task_kwargs(lmms_eval_specific_kwargs))
 
 
 def doc_to_text(doc, lmms_eval_specific_kwargs=None):
-    return prompt_text(doc, _settings(lmms_eval_specific_kwargs))
+    return prompt_text(doc, _task_kwargs(lmms_eval_specific_kwargs))
 
 
 def doc_to_target(doc, model_specific_target_kwargs=None):
@@ -487,12 +489,15 @@ def _figures_needed(kw) -> bool:
 def prepare(dataset, kwargs) -> None:
     """Before the records are checked: the schema, the figure-reference count (logged), and every figure
     the split names fetched at once (:meth:`RepoFiles.fetch`: once per machine, in parallel)."""
-    kw = _settings(kwargs)
+    kw = _task_kwargs(kwargs)
     check_schema(dataset)
     texts = dataset["claim_text"] if hasattr(dataset, "column_names") else [r.get("claim_text") for r in dataset]
     refs = sum(1 for t in texts if FIGURE_REF_RE.search(str(t or "")))
     if refs:
-        logger.info("lmms_eval_earthsci: MuSciClaims: %d of %d claims carry an inline figure reference (e.g. 'Figure 2A')%s", refs, len(texts), "; stripped (strip_figure_refs)" if kw.get("strip_figure_refs") else "; kept as the release has them")
+        logger.info(
+            "lmms_eval_earthsci: MuSciClaims: %d of %d claims carry an inline figure reference (e.g. 'Figure 2A')%s",
+            refs, len(texts), "; stripped (strip_figure_refs)" if kw.get("strip_figure_refs") else "; kept as the release has them",
+        )
     if _figures_needed(kw):
         fetch_columns(_store(), dataset, [FIGURE_FIELD])
 
@@ -504,7 +509,7 @@ def describe(kwargs=None) -> dict:
 def check_record(doc, kwargs=None) -> None:
     """What prompting and scoring read: the schema's fields and types, a known label, the figure (found,
     fetched, its header readable) unless the task is caption-only."""
-    kw = _settings(kwargs)
+    kw = _task_kwargs(kwargs)
     for name, types in SCHEMA.items():
         if name not in doc:
             raise RecordError(DATASET, _rid(doc), name, "missing")
@@ -615,7 +620,7 @@ def flips(items: Iterable[Any]) -> dict[str, Any]:
     prediction changes (the paper's sensitivity), and how often it is SUPPORT then CONTRADICT. An
     INVALID answer is a prediction like any other (two INVALIDs do not change)."""
     pairs: dict[str, dict[str, str]] = {}
-    for gold, pred, base, variant, _ in record_rows(items):
+    for _gold, pred, base, variant, _ in record_rows(items):
         if variant in ("support", "contra"):
             pairs.setdefault(str(base), {})[variant] = pred
     complete = [p for p in pairs.values() if len(p) == 2]

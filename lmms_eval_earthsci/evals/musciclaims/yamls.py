@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 from lmms_eval_earthsci.core.yamls import HEADER
-from lmms_eval_earthsci.evals.musciclaims import tasks as M
+from lmms_eval_earthsci.evals.musciclaims import tasks as musciclaims_tasks
 
 
 def musciclaims_files() -> dict[str, str]:
     def metrics(ird: bool) -> str:
-        names = [M.METRIC, *M.CLASSIFICATION_METRICS] + (list(M.PANEL_METRICS) if ird else [])
+        names = [musciclaims_tasks.METRIC, *musciclaims_tasks.CLASSIFICATION_METRICS] + (list(musciclaims_tasks.PANEL_METRICS) if ird else [])
         lines = ["metric_list:"]
         for name in names:
-            fn = M.CLASSIFICATION_METRICS.get(name) or M.PANEL_METRICS.get(name) or M.macro_f1
-            agg = M.__name__ + "." + next(k for k, v in vars(M).items() if v is fn and not k.startswith("_"))
-            lines += [f"  - metric: {name}", f"    aggregation: !function {agg}", f"    higher_is_better: {str(name not in M.LOWER_IS_BETTER).lower()}"]
+            fn = musciclaims_tasks.CLASSIFICATION_METRICS.get(name) or musciclaims_tasks.PANEL_METRICS.get(name) or musciclaims_tasks.macro_f1
+            agg = musciclaims_tasks.__name__ + "." + next(k for k, v in vars(musciclaims_tasks).items() if v is fn and not k.startswith("_"))
+            lines += [f"  - metric: {name}", f"    aggregation: !function {agg}", f"    higher_is_better: {str(name not in musciclaims_tasks.LOWER_IS_BETTER).lower()}"]
         return "\n".join(lines) + "\n"
 
     labels = {"d": "D", "rd": "RD", "ird": "IRD", "thrd": "THRD (gold panels as a text hint)"}

@@ -17,10 +17,10 @@ from typing import Any
 from lmms_eval_earthsci.core.data import RecordError, check_image, declare_datasets, load_image, record_check
 from lmms_eval_earthsci.core.extraction import Extracted, as_text, extract_boxed_answer, extract_option_letter
 from lmms_eval_earthsci.core.hooks import ensure_runtime_hooks
-from lmms_eval_earthsci.core.settings import declare_settings
 from lmms_eval_earthsci.core.judge_pass import UNAVAILABLE, JudgeSpec, judged, judged_fields, outcome_for
 from lmms_eval_earthsci.core.messages import note_chat, route_of
 from lmms_eval_earthsci.core.metrics import breakdown_scores, percent, with_paired_score
+from lmms_eval_earthsci.core.settings import declare_settings
 from lmms_eval_earthsci.evals.scifibench.benchmark import BENCHMARK
 
 DATASET = "jonathan-roberts1/SciFIBench"
@@ -81,7 +81,7 @@ def caption_text(option: str) -> str:
     return re.sub(r"^\s*[A-Ea-e]\)\s*", "", option).strip()
 
 
-def _settings(kwargs) -> dict:
+def _task_kwargs(kwargs) -> dict:
     kw = dict(kwargs or {})
     kw.setdefault("direction", "f2c")
     kw.setdefault("prompt", "default")
@@ -137,7 +137,7 @@ def f2c_text(doc, kw) -> str:
 def doc_to_messages(doc, lmms_eval_specific_kwargs=None):
     """F->C: the figure, then the lettered captions and the question. C->F: "A) " + image A ... "E) " +
     image E, then the question (which carries the caption)."""
-    kw = _settings(lmms_eval_specific_kwargs)
+    kw = _task_kwargs(lmms_eval_specific_kwargs)
     note_chat(doc)
     imgs = images_of(doc)
     if kw["direction"] == "f2c":
@@ -159,7 +159,7 @@ def doc_to_visual(doc):
 def doc_to_text(doc, lmms_eval_specific_kwargs=None):
     """Simple backends (images are passed separately, in order): F->C as the chat text; C->F as
     ``A) <image>`` ... ``E) <image>`` lines, then the question."""
-    kw = _settings(lmms_eval_specific_kwargs)
+    kw = _task_kwargs(lmms_eval_specific_kwargs)
     if kw["direction"] == "f2c":
         return f2c_text(doc, kw)
     return "".join(f"{LETTERS[i]}) <image>\n" for i in range(5)) + _tail(doc, kw)
@@ -319,7 +319,7 @@ def check_record(doc, kwargs=None) -> None:
     """What prompting and scoring will read (:func:`core.data.validate_task` runs this on each record
     before inference): five options, the gold letter A-E, and the headers of the figure(s): one for
     F->C, five for C->F."""
-    kw = _settings(kwargs)
+    kw = _task_kwargs(kwargs)
     options_of(doc)
     gold_letter(doc)
     imgs = _image_cells(doc)

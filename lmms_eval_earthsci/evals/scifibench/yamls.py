@@ -4,19 +4,19 @@ groups."""
 from __future__ import annotations
 
 from lmms_eval_earthsci.core.yamls import HEADER, JUDGE_FAILED, JUDGED_MEAN, MEAN_PRESENT, group_yaml, metric_list
-from lmms_eval_earthsci.evals.scifibench import tasks as S
+from lmms_eval_earthsci.evals.scifibench import tasks as scifibench_tasks
 
 
 def scifibench_files() -> dict[str, str]:
-    no_answer = (S.NO_ANSWER, MEAN_PRESENT, False)
+    no_answer = (scifibench_tasks.NO_ANSWER, MEAN_PRESENT, False)
     failed = ("scifibench_judge_failed", JUDGE_FAILED, False)
     files: dict[str, str] = {}
     groups: dict[str, list[str]] = {"scifibench_f2c": [], "scifibench_c2f": [], "scifibench_judge": [], "scifibench_alignment": []}
     names = {"f2c": "Figure->Caption", "c2f": "Caption->Figure"}
 
     def task_yaml(task, alias, subset, direction, split, extra_kwargs="", judge=False):
-        known = {"category": S.CATEGORIES[subset]}
-        more = [no_answer] + ([(S.JUDGE_METRIC, JUDGED_MEAN, True), failed] if judge else [])
+        known = {"category": scifibench_tasks.CATEGORIES[subset]}
+        more = [no_answer] + ([(scifibench_tasks.JUDGE_METRIC, JUDGED_MEAN, True), failed] if judge else [])
         return (
             HEADER
             + "include: _template_yaml\n"
@@ -29,10 +29,10 @@ def scifibench_files() -> dict[str, str]:
             + "lmms_eval_specific_kwargs:\n  default:\n"
             + f"    direction: {direction}\n    prompt: default  # or: paper_appendix, reasoning\n"
             + extra_kwargs
-            + metric_list(S.METRIC, S.BREAKDOWN_PREFIX, known, more)
+            + metric_list(scifibench_tasks.METRIC, scifibench_tasks.BREAKDOWN_PREFIX, known, more)
         )
 
-    for (subset, direction), split in S.SPLITS.items():
+    for (subset, direction), split in scifibench_tasks.SPLITS.items():
         task = f"scifibench_{subset}_{direction}"
         label = f"SciFIBench {subset.upper() if subset == 'cs' else 'General'} {names[direction]}"
         files[f"{task}.yaml"] = task_yaml(task, label, subset, direction, split)
@@ -45,7 +45,7 @@ def scifibench_files() -> dict[str, str]:
             task = f"scifibench_cs_f2c_marked_{mark}" + ("_inst" if inst else "")
             extra = f"    mark: {mark}\n    instruction: {str(inst).lower()}\n"
             alias = f"SciFIBench CS Figure->Caption, <Correct> on the {'right' if mark == 'correct' else 'a wrong'} option" + (", 'ignore'" if inst else "")
-            files[f"{task}.yaml"] = task_yaml(task, alias, "cs", "f2c", S.SPLITS[("cs", "f2c")], extra)
+            files[f"{task}.yaml"] = task_yaml(task, alias, "cs", "f2c", scifibench_tasks.SPLITS[("cs", "f2c")], extra)
             groups["scifibench_alignment"].append(task)
     aliases = {
         "scifibench_f2c": "SciFIBench Figure->Caption (CS + General = paper's Overall)",
@@ -54,7 +54,7 @@ def scifibench_files() -> dict[str, str]:
         "scifibench_alignment": "SciFIBench alignment variants (CS F->C)",
     }
     for g, tasks in groups.items():
-        metrics = [S.METRIC, S.NO_ANSWER] + ([S.JUDGE_METRIC] if g == "scifibench_judge" else [])
+        metrics = [scifibench_tasks.METRIC, scifibench_tasks.NO_ANSWER] + ([scifibench_tasks.JUDGE_METRIC] if g == "scifibench_judge" else [])
         files[f"{g}.yaml"] = group_yaml(g, tasks, metrics, alias=aliases[g])
-    files["scifibench.yaml"] = group_yaml("scifibench", ["scifibench_f2c", "scifibench_c2f"], [S.METRIC, S.NO_ANSWER], alias="SciFIBench, all four splits (our pooled number; the paper reports none)")
+    files["scifibench.yaml"] = group_yaml("scifibench", ["scifibench_f2c", "scifibench_c2f"], [scifibench_tasks.METRIC, scifibench_tasks.NO_ANSWER], alias="SciFIBench, all four splits (our pooled number; the paper reports none)")
     return files

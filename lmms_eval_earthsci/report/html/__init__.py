@@ -24,7 +24,8 @@ import json
 import os
 import re
 import shutil
-from typing import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, cast
 from urllib.parse import quote
 
 from lmms_eval_earthsci.core.benchmark import Benchmark
@@ -37,7 +38,7 @@ ASSETS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "assets")
 CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' blob:; connect-src 'none'; base-uri 'none'; form-action 'none'"
 
 
-def _js(payload) -> str:
+def _js(payload: Any) -> str:
     """JSON for a script file: ASCII only, and no ``</`` (inert even if the file is ever inlined)."""
     return json.dumps(payload, ensure_ascii=True, separators=(",", ":"), default=str).replace("</", "<\\/")
 
@@ -48,7 +49,7 @@ def fragment(**parts: object) -> str:
     return "#samples?" + "&".join(f"{quote(str(k), safe='')}={quote(str(v), safe='')}" for k, v in parts.items())
 
 
-def _paired_links(runs: Sequence[Run], base: Run | None = None):
+def _paired_links(runs: Sequence[Run], base: Run | None = None) -> Callable[[str, list[str], int, str], str]:
     """A cell rewriter: the discordant counts "x/y" of the paired comparisons and of the changes against
     the baseline link to the browser's disagreement filter for that task and those two runs."""
     columns = {r.column: i for i, r in enumerate(runs)}
@@ -63,7 +64,8 @@ def _paired_links(runs: Sequence[Run], base: Run | None = None):
             return content
         b, a = columns[pair[0]], columns[pair[1]]
         task = row[0].strip().strip("`")
-        link = lambda who, n: f'<a class="mcnemar" href="{html.escape(fragment(task=task, pair=who, a=a, b=b))}">{n}</a>'
+        def link(who: str, n: str) -> str:
+            return f'<a class="mcnemar" href="{html.escape(fragment(task=task, pair=who, a=a, b=b))}">{n}</a>'
         return f"{link('b_right', m.group(1))}/{link('a_right', m.group(2))}"
 
     return cell
@@ -141,10 +143,10 @@ def write_html(
     for n, (b, t) in enumerate(tasks):
         detail_files: list[str | None] = [None] * len(runs)
 
-        def write_details(i: int, by_doc: Mapping[str, dict], n: int = n, t: str = t) -> None:
+        def write_details(i: int, by_doc: Mapping[str, dict], n: int = n, t: str = t, detail_files: list[str | None] = detail_files) -> None:
             if by_doc:  # one run's details of the task, written as the run is read
                 detail_files[i] = f"browser/data/t{n}_r{i}.js"
-                with open(os.path.join(out_dir, detail_files[i]), "w", encoding="ascii") as f:
+                with open(os.path.join(out_dir, cast(str, detail_files[i])), "w", encoding="ascii") as f:
                     f.write(f"EARTHSCI.details({_js(t)},{i},{_js(by_doc)});\n")
 
         data = task_docs(b, t, runs, write_details)  # one task at a time: a sweep's docs fit in memory

@@ -28,8 +28,14 @@ import os
 import re
 import shutil
 import threading
+from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:
+    from PIL import Image
+
+    from lmms_eval_earthsci.report.runs import Run
 
 logger = logging.getLogger("lmms_eval_earthsci")
 
@@ -57,18 +63,18 @@ def docset_key(task: str, config: Mapping[str, Any], version: Any) -> str | None
     return hashlib.sha1(json.dumps(ident).encode()).hexdigest()
 
 
-def thumbnail(image) -> bytes:
+def thumbnail(image: Any) -> bytes:
     """A JPEG of at most THUMB_SIDE on its longer side (``draft`` lets the JPEG decoder skip pixels)."""
     return copies(image, large=False)[0]
 
 
-def _jpeg(im, quality: int) -> bytes:
+def _jpeg(im: Image.Image, quality: int) -> bytes:
     buf = io.BytesIO()
     im.save(buf, "JPEG", quality=quality)
     return buf.getvalue()
 
 
-def copies(image, large: bool) -> tuple[bytes, bytes | None]:
+def copies(image: Any, large: bool) -> tuple[bytes, bytes | None]:
     """(thumbnail, large copy or None) of one figure from one decode: a JPEG of at most THUMB_SIDE, and
     with ``large`` one of at most LARGE_SIDE (the thumbnail then made from it)."""
     from PIL import Image
@@ -206,7 +212,7 @@ class ThumbStore:
         os.replace(tmp, path)
 
 
-def _leaf_tasks(task_dict) -> dict:
+def _leaf_tasks(task_dict: Mapping[Any, Any]) -> dict:
     out = {}
     for key, value in task_dict.items():
         if isinstance(value, dict):
@@ -226,7 +232,7 @@ def _build_tasks(names: Iterable[str], include_path: str | None) -> dict:
     return _leaf_tasks(get_task_dict(sorted(names), tm))
 
 
-def run_images(run, wanted: Mapping[str, Iterable[str]], store: ThumbStore, budget: LargeBudget | None = None) -> tuple[dict[str, dict[str, list[str] | str]], set[tuple[str, str]]]:
+def run_images(run: Run, wanted: Mapping[str, Iterable[str]], store: ThumbStore, budget: LargeBudget | None = None) -> tuple[dict[str, dict[str, list[str] | str]], set[tuple[str, str]]]:
     """``({task: {doc_id: [thumbnail file names] or "why there is none"}}, {(task, doc_id) with large
     copies})`` for the docs ``wanted`` of one run (``{task: doc ids}``, each task's in the order its large
     copies are asked for), from the cache where it has them, else from the run's data."""
@@ -260,7 +266,7 @@ def run_images(run, wanted: Mapping[str, Iterable[str]], store: ThumbStore, budg
             budget.finish(task)
     if missing:
         try:
-            made = _from_data(run, missing, store, budget)
+            made: dict[str, dict[str, Any]] = _from_data(run, missing, store, budget)  # its (names, large) tuples are replaced by the names below
         except Exception as exc:  # the data is not here (offline, moved): the page shows why, the report is whole
             why = f"the run's data could not be loaded here ({type(exc).__name__}: {str(exc)[:200]})"
             logger.warning("lmms_eval_earthsci: report: no figures for %s: %s", ", ".join(sorted(missing)), why)
@@ -281,11 +287,11 @@ def run_images(run, wanted: Mapping[str, Iterable[str]], store: ThumbStore, budg
     return out, large
 
 
-def _from_data(run, missing: Mapping[str, list[str]], store: ThumbStore, budget: LargeBudget) -> dict[str, dict[str, tuple[list[str], bool] | str]]:
+def _from_data(run: Run, missing: Mapping[str, list[str]], store: ThumbStore, budget: LargeBudget) -> dict[str, dict[str, tuple[list[str], bool] | str]]:
     from lmms_eval_earthsci.core.data import data_route, mirror_env, no_route_as_error, undecoded
 
     route = data_route({t: ((run.configs.get(t) or {}).get("metadata") or {}).get("earthsci_data") for t in missing})
-    out: dict[str, dict[str, list[str] | str]] = {}
+    out: dict[str, dict[str, tuple[list[str], bool] | str]] = {}
     with mirror_env(route.get("EARTHSCI_DATA_MIRROR")), no_route_as_error():
         tasks = _build_tasks(missing, run.include_path)
         for task, ids in missing.items():
@@ -298,7 +304,7 @@ def _from_data(run, missing: Mapping[str, list[str]], store: ThumbStore, budget:
             # doc_to_visual reads image cells in every form (core.data.load_image)
             docs = undecoded(obj.eval_docs)
 
-            def one(doc: str, obj=obj, docs=docs, task=task):
+            def one(doc: str, obj: Any = obj, docs: Any = docs, task: str = task) -> tuple[list[str], bool] | str:
                 try:
                     # the row access and doc_to_visual (repo files, decoding) in the worker: Pillow
                     # releases the GIL while it decodes
@@ -308,8 +314,8 @@ def _from_data(run, missing: Mapping[str, list[str]], store: ThumbStore, budget:
                     names = [store.put(thumb) for thumb, _ in made]
                     if big and names:
                         for n, (_, b) in zip(names, made):
-                            store.put(b, name=n)
-                        budget.spend(task, sum(len(b) for _, b in made))
+                            store.put(cast(bytes, b), name=n)  # made with large copies
+                        budget.spend(task, sum(len(cast(bytes, b)) for _, b in made))
                     return names, big and bool(names)
                 except Exception as exc:
                     return f"doc {doc}: its figures could not be read ({type(exc).__name__}: {str(exc)[:160]})"

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import html
 import re
-from typing import Callable
+from collections.abc import Callable
+from typing import cast
 
 _IMAGE = re.compile(r"^!\[([^\]]*)\]\(([^)\s]+)\)$")
 _SAFE_FILE = re.compile(r"^[\w.-]+\.png$")
@@ -43,7 +44,7 @@ def to_html(markdown: str, cell: Callable[[str, list[str], int, str], str] | Non
     i = 0
     para: list[str] = []
 
-    def flush():
+    def flush() -> None:
         if para:
             out.append("<p>" + "<br>".join(inline(p.rstrip()) for p in para) + "</p>")
             para.clear()
@@ -81,7 +82,7 @@ def to_html(markdown: str, cell: Callable[[str, list[str], int, str], str] | Non
             continue
         elif _IMAGE.match(line.strip()):
             flush()
-            alt, src = _IMAGE.match(line.strip()).groups()
+            alt, src = cast("re.Match[str]", _IMAGE.match(line.strip())).groups()  # matched just above
             if _SAFE_FILE.match(src):
                 out.append(f'<figure><img src="{html.escape(src)}" alt="{html.escape(alt)}" loading="lazy"></figure>')
         elif line.startswith("- "):

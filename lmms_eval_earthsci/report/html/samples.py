@@ -28,7 +28,8 @@ gold, prompt, figures, each run's verdict, scored answer and stage) and, per run
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from lmms_eval_earthsci.core.benchmark import Benchmark, ReportSpec
 from lmms_eval_earthsci.report.runs import Run, _number
@@ -46,7 +47,7 @@ def _responses(sample: Mapping[str, Any]) -> list[str]:
     raw = sample.get("resps", sample.get("filtered_resps"))
     out: list[str] = []
 
-    def walk(v):
+    def walk(v: Any) -> None:
         if isinstance(v, (list, tuple)):
             for x in v:
                 walk(x)
@@ -80,7 +81,7 @@ def view(spec: ReportSpec, task: str, sample: Mapping[str, Any]) -> dict:
     is_judged, judge = _judge_record(spec, dict(sample))
     extraction = _extraction(spec, dict(sample))
     # a judged task's rule-based twin record (emma_acc beside emma_judge_acc) carries the extraction
-    rule_rec = next((sample[n] for n in spec.extraction_fields if isinstance(sample.get(n), Mapping)), {}) or {}
+    rule_rec: Mapping[str, Any] = next((sample[n] for n in spec.extraction_fields if isinstance(sample.get(n), Mapping)), {}) or {}
     score = rec.get("score") if _number(rec.get("score")) else (record if _number(record) else None)
     status = (judge or {}).get("status")
     if status in ("request_failed", "parse_failed"):
@@ -162,6 +163,7 @@ def task_docs(bench: Benchmark, task: str, runs: Sequence[Run], details: Callabl
     "views": [a pair view shared by docs]}`` in doc order (a doc's ``pair``: its index in ``views``). Each run's details (``{doc id: DETAIL_KEYS, and "prompt" where the run's differs}``) go to
     ``details(run index, by doc)`` as soon as the run is read (without ``details``: into each summary).
     Under ``--repeats`` lmms-eval logs a doc once, with every response."""
+    d: Any  # a doc id, then a doc
     spec = bench.report_spec()
     by_doc: dict[str, dict] = {}
     reasons: list[str | None] = []
