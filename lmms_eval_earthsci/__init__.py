@@ -36,16 +36,7 @@ TASKS_DIR: str = _find_tasks_dir()
 PACKAGE_DIR: str = os.path.dirname(os.path.abspath(__file__))
 
 
-
-def cache_dir(*parts: str) -> str:
-    """Where we keep what we make once per machine: ``$EARTHSCI_CACHE_DIR`` (default
-    ``~/.cache/lmms_eval_earthsci``), joined with ``parts``: ``judge/`` (verdict cache), ``wordnet-3.0/``
-    (the staged WordNet METEOR reads), ``tiny-llava/`` (the demo's tiny model)."""
-    root = os.environ.get("EARTHSCI_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "lmms_eval_earthsci")
-    return os.path.join(root, *parts)
-
-
 # MAC snapshots built before 0.1.0's layout name lmms_eval_earthsci.mac.tasks.* (see _legacy)
 _legacy.install()
 
-__all__ = ["TASKS_DIR", "PACKAGE_DIR", "__version__", "cache_dir"]
+__all__ = ["TASKS_DIR", "PACKAGE_DIR", "__version__"]

@@ -23,9 +23,10 @@ import subprocess
 import sys
 import time
 
-from lmms_eval_earthsci import cache_dir, registry
+from lmms_eval_earthsci import registry
 from lmms_eval_earthsci.core.harness import output_to
 from lmms_eval_earthsci.core.judge import JudgeConfig
+from lmms_eval_earthsci.core.settings import cache_dir
 from lmms_eval_earthsci.sample_mirror import sample_mirror_root
 
 # every benchmark's demo tasks (its declaration's demo_tasks), in registry order

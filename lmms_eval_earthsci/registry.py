@@ -24,6 +24,7 @@ from typing import cast
 from lmms_eval_earthsci import TASKS_DIR
 from lmms_eval_earthsci.core.benchmark import Benchmark, resolve_ref
 from lmms_eval_earthsci.core.settings import CORE, Setting, enforce
+from lmms_eval_earthsci.core.settings import read as read_setting
 
 # ours, in report order: one line per benchmark
 BUILTIN = (
@@ -58,7 +59,7 @@ def _external() -> Iterable[tuple[str, str]]:
 
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         yield ep.value, f"entry point {ep.name!r} of group {ENTRY_POINT_GROUP}"
-    for module in os.environ.get(ENV, "").split(","):
+    for module in read_setting(ENV).split(","):
         if module.strip():
             yield module.strip(), f"{ENV}"
 
@@ -88,7 +89,7 @@ def _with_task_dir(spec: Benchmark, task_dir: str) -> Benchmark:
 
 def benchmarks() -> tuple[Benchmark, ...]:
     """Every registered benchmark, ours first (loaded once per process and ``EARTHSCI_BENCHMARKS``)."""
-    return _benchmarks(os.environ.get(ENV, ""))
+    return _benchmarks(read_setting(ENV))
 
 
 def builtin() -> tuple[Benchmark, ...]:

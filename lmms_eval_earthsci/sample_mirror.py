@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import os
 
-from lmms_eval_earthsci import cache_dir, registry
+from lmms_eval_earthsci import registry
+from lmms_eval_earthsci.core.settings import cache_dir
 
 
 def sample_repos() -> dict[str, str]:

@@ -10,6 +10,7 @@ from PIL import Image
 from lmms_eval_earthsci.core import judge as core_judge
 from lmms_eval_earthsci.core import judge_pass as core_judge_pass
 from lmms_eval_earthsci.core.judge import client as judge_client
+from lmms_eval_earthsci.core.patching import wrap_method
 from lmms_eval_earthsci.testing.openai_server import FakeOpenAIServer, Fault, image_urls, text_of
 
 SPEC = core_judge_pass.JudgeSpec(
@@ -30,6 +31,35 @@ def client(srv, tmp_path, **kw):
     cfg = dict(base_url=srv.base_url, model="judge-m", cache_dir=str(tmp_path / "cache"), backoff_base=0.01, backoff_max=0.05, timeout=1.0, max_retries=2)
     cfg.update(kw)
     return core_judge.JudgeClient(core_judge.JudgeConfig(**cfg))
+
+
+def test_applying_a_tasks_filters_drops_the_earlier_tasks_outcomes_before_its_pass():
+    """The hook's wrapper on a class of our own (lmms-eval's ConfigurableTask in a run): an earlier task's
+    outcome and pass error are gone when the next task's pass starts, and the pass runs."""
+    core_judge_pass._store(SPEC, "doc-of-task-1", "yes", core_judge_pass.Outcome(core_judge_pass.JUDGED, verdict=True))
+    core_judge_pass._PASS_ERRORS["other_spec"] = "ConnectionError: boom"
+    seen = []
+
+    def process_results(doc, results):
+        return {}
+
+    process_results.batch_prepare = lambda pairs: seen.append((len(core_judge_pass._OUTCOMES), dict(core_judge_pass._PASS_ERRORS), pairs))
+
+    class Task:
+        config = type("Config", (), {"process_results": process_results, "reasoning_tags": None})()
+        instances: list = []
+        eval_docs_no_media: list = []
+        filtered = False
+
+        def apply_filters(self):
+            self.filtered = True
+            return "filtered"
+
+    assert wrap_method(Task, "apply_filters", "_test_hook", core_judge_pass.after_filters)
+    task = Task()
+    assert task.apply_filters() == "filtered" and task.filtered
+    assert seen == [(0, {}, [])]  # forgotten first, then the pass ran on this task's (no) docs
+    assert not core_judge_pass._OUTCOMES
 
 
 def test_pass_runs_concurrently_and_in_order(tmp_path):

@@ -71,6 +71,48 @@ def test_every_setting_has_a_case_and_every_name_the_code_reads_is_a_setting():
     assert len(names) > 10  # the scan found the code's names
 
 
+def _setting_reads_outside_the_reader(source: str) -> list[str]:
+    """``os.environ.get(X)`` / ``os.environ[X]`` reads in ``source`` whose key is an ``EARTHSCI_`` setting: a
+    literal, or a name bound to one (in the module or imported as ``*_ENV``/``ENV``); stores and deletes
+    (``mirror_env`` restores a previous value) are not reads."""
+    import ast
+
+    tree = ast.parse(source)
+    consts = {t.id for n in ast.walk(tree) if isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant) and str(n.value.value).startswith("EARTHSCI_") for t in n.targets if isinstance(t, ast.Name)}
+    consts |= {a.asname or a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names if (a.asname or a.name).endswith("ENV")}
+
+    def is_setting(key: ast.AST) -> bool:
+        return (isinstance(key, ast.Constant) and str(key.value).startswith("EARTHSCI_")) or (isinstance(key, ast.Name) and key.id in consts)
+
+    def is_environ(node: ast.AST) -> bool:
+        return isinstance(node, ast.Attribute) and node.attr == "environ" and isinstance(node.value, ast.Name) and node.value.id == "os"
+
+    out = []
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "get" and is_environ(n.func.value) and n.args and is_setting(n.args[0]):
+            out.append(f"line {n.lineno}: {ast.unparse(n)}")
+        if isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Load) and is_environ(n.value) and is_setting(n.slice):
+            out.append(f"line {n.lineno}: {ast.unparse(n)}")
+    return out
+
+
+def test_the_package_reads_settings_through_the_reader():
+    assert _setting_reads_outside_the_reader('import os\nX = "EARTHSCI_X"\na = os.environ.get(X, "")\nb = os.environ["EARTHSCI_Y"]\nos.environ[X] = "1"\n') == [
+        'line 3: os.environ.get(X, \'\')', "line 4: os.environ['EARTHSCI_Y']"]
+    found = {}
+    for path in glob.glob(os.path.join(ROOT, "lmms_eval_earthsci", "**", "*.py"), recursive=True):
+        if path.endswith(os.path.join("core", "settings.py")):
+            continue
+        with open(path) as f:
+            source = f.read()
+        reads = _setting_reads_outside_the_reader(source)
+        if path.endswith(os.path.join("core", "data.py")):  # mirror_env saves the raw value to restore it
+            reads = [r for r in reads if "os.environ.get(MIRROR_ENV)" not in r]
+        if reads:
+            found[os.path.relpath(path, ROOT)] = reads
+    assert not found, f"read these through core.settings.read: {found}"
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_each_setting_accepts_its_valid_values_and_names_a_wrong_one_in_one_line(name, tmp_path):
     setting = SETTINGS[name]

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from lmms_eval_earthsci.core import hub
 from lmms_eval_earthsci.core.patching import wrap_task_method
+from lmms_eval_earthsci.core.settings import read as read_setting
 
 if TYPE_CHECKING:
     from PIL import Image
@@ -95,7 +96,7 @@ def mirror_env(root: str | None) -> Iterator[None]:
 
 
 def mirror_root() -> str | None:
-    root = os.environ.get(MIRROR_ENV, "").strip()
+    root = read_setting(MIRROR_ENV)
     return os.path.abspath(os.path.expanduser(root)) if root else None
 
 
@@ -219,8 +220,8 @@ def data_route(data: Mapping[str, Any]) -> dict:
     ``rescore`` and the report's figures): ``EARTHSCI_DATA_MIRROR`` when set; else the mirror the run
     recorded, when it is still there and unchanged; else the Hub, unless it cannot be reached (then a
     one-line :class:`DataRouteError` naming the variable to set, in seconds, instead of Hub retries)."""
-    if os.environ.get(MIRROR_ENV, "").strip():
-        return {"route": "environment", MIRROR_ENV: os.environ[MIRROR_ENV]}
+    if read_setting(MIRROR_ENV):
+        return {"route": "environment", MIRROR_ENV: read_setting(MIRROR_ENV)}
     root, why = recorded_mirror(data)
     if root:
         return {"route": "the run's mirror", MIRROR_ENV: root}
@@ -560,7 +561,7 @@ def record_problems(dataset: Any, check: Any, kwargs: Mapping[str, Any]) -> list
 
 
 def _bad_records_mode() -> str:
-    mode = (os.environ.get(BAD_RECORDS_ENV) or "").strip().lower() or "raise"
+    mode = read_setting(BAD_RECORDS_ENV).lower() or "raise"
     if mode not in ("raise", "skip"):
         raise ValueError(f"{BAD_RECORDS_ENV} must be raise or skip, not {mode!r}")
     return mode

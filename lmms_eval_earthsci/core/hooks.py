@@ -29,7 +29,8 @@ from typing import Any
 from lmms_eval_earthsci.core.data import MIRROR_ENV, install_mirror_hook, install_record_gate
 from lmms_eval_earthsci.core.judge_pass import install_judge_hook
 from lmms_eval_earthsci.core.patching import entry, target_problem, warn_missing
-from lmms_eval_earthsci.core.settings import declared, enforce, flag
+from lmms_eval_earthsci.core.settings import declared, enforce, read_flag
+from lmms_eval_earthsci.core.settings import read as read_setting
 from lmms_eval_earthsci.core.unavailable import install_unavailable_hook
 
 LOGGER_NAME = "lmms_eval_earthsci"
@@ -119,7 +120,7 @@ def recover_killed_response_runs() -> bool:
 
     @functools.wraps(original)
     def create(klass: Any, cache_root: str, *args: Any, **kwargs: Any) -> Any:
-        if flag(os.environ.get(RECOVER_ENV), True):
+        if read_flag(RECOVER_ENV, True):
             try:
                 _recover_runs(rc, cache_root)
             except Exception:  # the cache still works as lmms-eval made it
@@ -209,7 +210,7 @@ def install_runtime_hooks() -> None:
     if not recover_killed_response_runs() and _has_layered_cache():
         warn_missing("response-cache recovery", "a killed --use_cache run's responses are asked for again")
     if not install_mirror_hook():
-        if os.environ.get(MIRROR_ENV, "").strip():
+        if read_setting(MIRROR_ENV):
             raise SystemExit(f"lmms_eval_earthsci: {MIRROR_ENV} is set but lmms-eval's ConfigurableTask.download cannot be wrapped "
                              f"({target_problem(entry('local mirror'))}); the run would read the Hub's data instead of your mirror. See lmms_eval_earthsci/core/patching.py.")
         warn_missing("local mirror", f"{MIRROR_ENV} cannot be used")

@@ -24,7 +24,8 @@ one call, and ``process_results`` looks its results up the same way.
 Memory stays bounded: images are read *undecoded* (the dataset's stored bytes, no PIL round trip) when
 the client's builder threads build the request, no more requests built than are in flight plus a few
 (``core.judge.client.BUILD_AHEAD``), and dropped once the reply is in; nothing but small per-doc dicts ever
-reaches lmms-eval's cross-rank gather.
+reaches lmms-eval's cross-rank gather. The outcomes kept for ``process_results`` are one task's: the
+next task's filters drop them (:func:`after_filters`).
 
 If the pass did not run for a doc (the hook is missing because lmms-eval internals changed, or the
 pass itself failed on this rank), ``process_results`` falls back to judging its doc on the spot
@@ -59,6 +60,7 @@ from lmms_eval_earthsci.core.data import undecoded
 from lmms_eval_earthsci.core.judge import JudgeClient, JudgeResult, get_judge
 from lmms_eval_earthsci.core.metrics import mean_present
 from lmms_eval_earthsci.core.patching import wrap_task_method
+from lmms_eval_earthsci.core.settings import read as read_setting
 
 logger = logging.getLogger("lmms_eval_earthsci")
 
@@ -307,7 +309,8 @@ def _store(spec: JudgeSpec, key: str, response: str, outcome: Outcome) -> None:
 
 
 def forget(spec_name: str | None = None) -> None:
-    """Drop stored outcomes (tests; or to bound memory between tasks)."""
+    """Drop stored outcomes (all, or one spec's): :func:`after_filters` drops every earlier task's when a
+    task's filters are applied, so a run holds one task's outcomes at a time."""
     k: Any  # a key of _OUTCOMES, then of _PASS_ERRORS
     with _OUTCOMES_LOCK:
         for k in [k for k in _OUTCOMES if spec_name is None or k[0] == spec_name]:
@@ -516,21 +519,28 @@ def run_task_pass(task: Any) -> list[Outcome] | None:
     return outcomes
 
 
+def after_filters(original: Callable[..., Any]) -> Callable[..., Any]:
+    """``ConfigurableTask.apply_filters`` followed by this rank's pass for the task. lmms-eval (0.6.1 to
+    0.7.3 and main) applies one task's filters and scores that task before it moves to the next, so when
+    a task's filters are applied every earlier task's outcomes have been looked up: they are dropped
+    first (:func:`forget`), and the outcomes kept at any time are one task's on this rank."""
+
+    def apply_filters(self: Any, *args: Any, **kwargs: Any) -> Any:
+        out = original(self, *args, **kwargs)
+        forget()
+        try:
+            run_task_pass(self)
+        except Exception:  # the pass must never kill the run; process_results falls back per doc
+            logger.exception("lmms_eval_earthsci: the judge pass failed; judging falls back to one doc at a time")
+        return out
+
+    return apply_filters
+
+
 def install_judge_hook() -> bool:
-    """Run :func:`run_task_pass` right after ``ConfigurableTask.apply_filters``. Idempotent; False if
-    the lmms-eval internals it relies on are gone."""
-    def make(original: Callable[..., Any]) -> Callable[..., Any]:
-        def apply_filters(self: Any, *args: Any, **kwargs: Any) -> Any:
-            out = original(self, *args, **kwargs)
-            try:
-                run_task_pass(self)
-            except Exception:  # the pass must never kill the run; process_results falls back per doc
-                logger.exception("lmms_eval_earthsci: the judge pass failed; judging falls back to one doc at a time")
-            return out
-
-        return apply_filters
-
-    return wrap_task_method("apply_filters", "_earthsci_judge_hook", make)
+    """Run :func:`run_task_pass` right after ``ConfigurableTask.apply_filters`` (:func:`after_filters`).
+    Idempotent; False if the lmms-eval internals it relies on are gone."""
+    return wrap_task_method("apply_filters", "_earthsci_judge_hook", after_filters)
 
 
 # --------------------------------------------------------------------------- aggregation
@@ -543,7 +553,7 @@ class JudgeFailedError(RuntimeError):
     """Raised from a task's aggregation when ``EARTHSCI_JUDGE_ON_FAILURE=raise`` and a doc's judging failed."""
 
 def _on_failure() -> str:
-    value = (os.environ.get(ON_FAILURE_ENV) or "wrong").strip().lower()
+    value = (read_setting(ON_FAILURE_ENV) or "wrong").lower()
     if value not in ("wrong", "raise"):
         logger.warning("lmms_eval_earthsci: %s=%r is not one of wrong, raise; using wrong", ON_FAILURE_ENV, value)
         return "wrong"

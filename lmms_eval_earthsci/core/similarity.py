@@ -20,6 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from lmms_eval_earthsci.core.settings import read as read_setting
+
 if TYPE_CHECKING:
     import numpy as np
     from sentence_transformers import SentenceTransformer
@@ -33,7 +35,7 @@ CACHE_SIZE = 100_000  # embeddings kept (384 floats each: ~150 MB at most)
 def resolve_model_source(name: str | None = None) -> str:
     if name:
         return name
-    env = os.environ.get(MODEL_ENV, "").strip()
+    env = read_setting(MODEL_ENV)
     if env:
         return env
     try:

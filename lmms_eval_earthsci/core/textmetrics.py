@@ -34,8 +34,9 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from lmms_eval_earthsci import cache_dir
 from lmms_eval_earthsci.core import hub
+from lmms_eval_earthsci.core.settings import cache_dir
+from lmms_eval_earthsci.core.settings import read as read_setting
 
 if TYPE_CHECKING:
     from bert_score import BERTScorer
@@ -135,7 +136,7 @@ _WORDNET_FILES = ("data.adj", "data.adv", "data.noun", "data.verb", "index.adj",
 
 def _wordnet_dir() -> str | None:
     """A folder NLTK's WordNet reader can open, or None."""
-    env = os.environ.get(WORDNET_ENV, "").strip()
+    env = read_setting(WORDNET_ENV)
     candidates = [os.path.expanduser(env)] if env else []
     try:
         import nltk
@@ -267,14 +268,14 @@ def _local_model(model: str) -> tuple[str | None, str]:
 
 @functools.lru_cache(maxsize=1)
 def _bertscorer() -> BERTScorer | None:
-    model = os.environ.get(BERTSCORE_MODEL_ENV, "").strip() or "roberta-large"
+    model = read_setting(BERTSCORE_MODEL_ENV) or "roberta-large"
     path, why = _local_model(model)
     if path is None:
         UNAVAILABLE_REASON["bertscore"] = f"{why}; set {BERTSCORE_MODEL_ENV} to a local copy of roberta-large"
         _warn_once("bertscore", f"BERTScore is unavailable: {UNAVAILABLE_REASON['bertscore']}")
         return None
     try:
-        layers = int(os.environ.get(BERTSCORE_LAYERS_ENV, "17"))
+        layers = int(read_setting(BERTSCORE_LAYERS_ENV) or "17")
         from bert_score import BERTScorer
 
         return BERTScorer(model_type=path, num_layers=layers, idf=False, rescale_with_baseline=False, lang="en")

@@ -29,7 +29,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from lmms_eval_earthsci import cache_dir
+from lmms_eval_earthsci.core.settings import cache_dir
+from lmms_eval_earthsci.core.settings import read as read_setting
 
 
 def default_cache_dir() -> str:
@@ -42,9 +43,9 @@ JUDGE_ENV = "EARTHSCI_JUDGE"
 
 def _env(*names: str, default: str | None = None) -> str | None:
     for n in names:
-        v = os.environ.get(n)
-        if v is not None and v.strip() != "":
-            return v.strip()
+        v = read_setting(n)
+        if v:
+            return v
     return default
 
 

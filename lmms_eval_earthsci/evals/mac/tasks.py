@@ -21,6 +21,7 @@ from lmms_eval_earthsci.core.messages import fill_fields, note_chat, route_of
 from lmms_eval_earthsci.core.metrics import breakdown_scores, percent, with_paired_score
 from lmms_eval_earthsci.core.repo_files import DecodedCache, fetch_columns, record_image, record_path, repo_files
 from lmms_eval_earthsci.core.settings import declare_settings
+from lmms_eval_earthsci.core.settings import read as read_setting
 from lmms_eval_earthsci.evals.mac import scoring
 from lmms_eval_earthsci.evals.mac.benchmark import BENCHMARK
 
@@ -85,7 +86,7 @@ def _task_kwargs(kwargs) -> dict:
     kw.setdefault("domain", "info")
     if (kw["direction"], kw["domain"]) not in CSV:
         raise ValueError(f"MAC direction must be i2t or t2i and domain info or option, got {kw['direction']!r}/{kw['domain']!r}")
-    env = os.environ.get(IMAGE_MAX_SIDE_ENV, "").strip()
+    env = read_setting(IMAGE_MAX_SIDE_ENV)
     side = env if env else kw.get("image_max_side", DEFAULT_IMAGE_MAX_SIDE)
     side = side.lower() if isinstance(side, str) else side
     kw["image_max_side"] = None if side in (None, "", "none", "null", 0, "0") else int(side)

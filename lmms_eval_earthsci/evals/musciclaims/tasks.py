@@ -13,7 +13,6 @@ per machine). Every metric is on a 0-100 scale (the paper prints F1 as 0-1: 0.77
 from __future__ import annotations
 
 import logging
-import os
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
@@ -27,6 +26,7 @@ from lmms_eval_earthsci.core.messages import fill_fields, note_chat, route_of
 from lmms_eval_earthsci.core.metrics import precision_recall_f1, set_precision_recall_f1
 from lmms_eval_earthsci.core.repo_files import DecodedCache, fetch_columns, record_image, record_path, repo_files
 from lmms_eval_earthsci.core.settings import declare_settings
+from lmms_eval_earthsci.core.settings import read as read_setting
 from lmms_eval_earthsci.evals.musciclaims.benchmark import BENCHMARK
 
 logger = logging.getLogger("lmms_eval_earthsci")
@@ -199,7 +199,7 @@ def _task_kwargs(kwargs) -> dict:
         raise ValueError("MuSciClaims caption-only / figure-only prompts exist for the JSON family, D and RD only")
     if kw["prompt"] == "thrd" and kw["family"] != "json":
         raise ValueError("MuSciClaims THRD exists for the JSON family only")
-    env = os.environ.get(MAX_PIXELS_ENV, "").strip()
+    env = read_setting(MAX_PIXELS_ENV)
     kw["max_pixels"] = int(env) if env else (int(kw["max_pixels"]) if kw.get("max_pixels") else None)
     return kw
 

@@ -48,7 +48,7 @@ THUMB_VERSION = 1  # bump when the thumbnails change (size, format): every manif
 
 
 def _cache_root() -> str:
-    from lmms_eval_earthsci import cache_dir
+    from lmms_eval_earthsci.core.settings import cache_dir
 
     return cache_dir("thumbs")
 
