@@ -26,8 +26,10 @@ def test_bundled_mirror_is_the_fixture_writer_output(tmp_path):
     assert sample_mirror_root(SAMPLE_MIRROR) == SAMPLE_MIRROR  # again: links kept as they are
 
     from lmms_eval_earthsci.evals.emma import fixtures as emma
+    from lmms_eval_earthsci.evals.mac import benchmark as mac_benchmark
     from lmms_eval_earthsci.evals.mac import fixtures as mac_fx
     from lmms_eval_earthsci.evals.msearth import fixtures as msearth
+    from lmms_eval_earthsci.evals.musciclaims import benchmark as musciclaims_benchmark
     from lmms_eval_earthsci.evals.musciclaims import fixtures as musciclaims
     from lmms_eval_earthsci.evals.scifibench import fixtures as scifibench
 
@@ -50,14 +52,14 @@ def test_bundled_mirror_is_the_fixture_writer_output(tmp_path):
         assert got == want, key
     # MuSciClaims: rows as JSON lines, figures as repo files, byte for byte
     rows, figures = musciclaims.musciclaims_rows()
-    repo = os.path.join(SAMPLE_MIRROR, *musciclaims.MUSCICLAIMS_REPO.split("/"))
+    repo = os.path.join(SAMPLE_MIRROR, *musciclaims_benchmark.DATASET.split("/"))
     assert [dict(r) for r in datasets.load_dataset(repo, split="test")] == rows
     from PIL import Image
 
     for rel, img in figures.items():
         assert list(Image.open(os.path.join(repo, *rel.split("/"))).size) == list(img.size), rel
     # MAC: the four CSVs as the fixture writer makes them, covers as repo files
-    mac = os.path.join(SAMPLE_MIRROR, *mac_fx.MAC_REPO.split("/"))
+    mac = os.path.join(SAMPLE_MIRROR, *mac_benchmark.DATASET.split("/"))
     for direction, domain, name in (("i2t", "info", "image2text_info"), ("t2i", "option", "text2image_option")):
         got = [dict(r) for r in datasets.load_dataset(mac, data_files={"test": f"{name}.csv"}, split="test")]
         assert [{k: str(v) for k, v in r.items()} for r in got] == [{k: str(v) for k, v in r.items()} for r in mac_fx.mac_rows(direction, domain)]

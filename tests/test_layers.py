@@ -116,3 +116,46 @@ def test_a_benchmark_imports_the_core_and_its_own_folder_only():
 def test_base_modules_import_nothing_above_them():
     bad = [f"{m} -> {t}" for m, ts in GRAPH.items() if layer(m) == "base" for t in ts if layer(t) != "base"]
     assert bad == []
+
+
+def reach(start: str) -> set[str]:
+    """Every module ``start`` imports, directly or through others (function-local imports included)."""
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        for t in GRAPH.get(todo.pop(), ()):
+            if t not in seen:
+                seen.add(t)
+                todo.append(t)
+    return seen
+
+
+def test_a_benchmarks_names_import_without_installing_hooks():
+    """Its declaration, fixtures and report spec (what the registry, tests and ``report`` import) reach
+    neither its task module nor the hooks: importing a task module installs the run hooks inside lmms-eval
+    (``core.hooks.ensure_runtime_hooks``), so the names they share live where nothing is installed."""
+    hooked = {f"{PKG}.core.hooks"} | {m for m in GRAPH if m.endswith(".tasks") and layer(m).startswith("bench:")}
+    assert len(hooked) >= 6  # its premise: the hooks and the five task modules
+    bad = {}
+    for m in GRAPH:
+        if layer(m).startswith("bench:") and m.rsplit(".", 1)[1] in ("benchmark", "fixtures", "report"):
+            if reach(m) & hooked:
+                bad[m] = sorted(reach(m) & hooked)
+    assert bad == {}
+
+
+def test_each_dataset_repo_id_is_written_once():
+    """A Hub repo id a benchmark declares is spelled in one module of the package (its benchmark.py),
+    the others import it."""
+    from lmms_eval_earthsci import registry
+
+    repos = {r for b in registry.builtin() for r in b.datasets}
+    assert len(repos) >= 10
+    where: dict[str, list[str]] = {r: [] for r in repos}
+    for mod, path in modules().items():
+        with open(path) as f:
+            tree = ast.parse(f.read())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and node.value in where:
+                where[node.value].append(mod)
+    assert {r: ms for r, ms in where.items() if len(ms) != 1} == {}

@@ -14,7 +14,8 @@ from conftest import cli_env, openai_args, read_outputs, run_cli
 from PIL import Image
 
 from lmms_eval_earthsci.evals.mac import tasks as mac_tasks
-from lmms_eval_earthsci.evals.mac.fixtures import MAC_REPO, mac_rows
+from lmms_eval_earthsci.evals.mac.benchmark import DATASET as MAC_REPO
+from lmms_eval_earthsci.evals.mac.fixtures import mac_rows
 from lmms_eval_earthsci.testing.openai_server import FakeOpenAIServer, image_urls, text_of
 
 pytestmark = pytest.mark.e2e

@@ -53,7 +53,7 @@ def test_simple_backend_visuals_distinct_sorted_and_text():
     assert m.simple_visuals(text, resolver) == ["IMG1", "IMG3"]
     assert m.simple_text(text) == text
     assert m.simple_text(text, "<image>") == "x <image> y <image> z <image>"
-    assert m.messages_text(m.chat_messages(text, resolver)) == "x  y  z "
+    assert "".join(p["text"] for p in m.chat_messages(text, resolver)[0]["content"] if p["type"] == "text") == "x  y  z "
 
 
 def test_fill_fields_is_one_pass_and_leaves_other_braces():

@@ -26,12 +26,6 @@ def test_mean_present_and_aggregation_over_docs():
     items = [{"score": 100.0}, {"score": 0.0}, None, 100.0, None]
     assert mt.mean_present(items) == pytest.approx(200 / 3)
     assert mt.mean_present([None, None]) is None
-    assert mt.count_true([True, False, {"score": 1}]) == 2
-
-
-def test_accuracy_by_multilabel_field():
-    recs = [{"cat": "a;b", "correct": True}, {"cat": "b", "correct": False}, {"cat": None, "correct": True}]
-    assert mt.accuracy_by(recs, "cat", sep=";") == {"a": (100.0, 1), "b": (50.0, 2)}
 
 
 def test_precision_recall_f1_known_values():

@@ -13,7 +13,8 @@ from conftest import cli_env, openai_args, read_outputs, run_cli
 from PIL import Image
 
 from lmms_eval_earthsci.evals.musciclaims import tasks as musciclaims_tasks
-from lmms_eval_earthsci.evals.musciclaims.fixtures import MUSCICLAIMS_REPO, musciclaims_rows
+from lmms_eval_earthsci.evals.musciclaims.benchmark import DATASET as MUSCICLAIMS_REPO
+from lmms_eval_earthsci.evals.musciclaims.fixtures import musciclaims_rows
 from lmms_eval_earthsci.testing.hub_server import FakeHubServer
 from lmms_eval_earthsci.testing.openai_server import FakeOpenAIServer, image_urls, text_of
 

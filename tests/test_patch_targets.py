@@ -63,3 +63,31 @@ def test_our_reading_of_reasoning_tags_equals_lmms_evals_parser(argv, monkeypatc
     assert judge_pass._cli_reasoning_tags() == args.reasoning_tags
     if not argv:  # our copy of the CLI's default
         assert judge_pass._LMMS_DEFAULT_REASONING_TAGS == args.reasoning_tags
+
+
+def test_the_reports_task_build_installs_the_data_hooks_only(tmp_path):
+    """``report`` builds a run's tasks for their figures: the task modules lmms-eval imports then install
+    the mirror hook and the record gate, none of a run's hooks (judge pass, aggregation, exit hook) and no
+    check of a setting only a run reads (a wrong judge concurrency stops a run, not a report)."""
+    import json
+    import os
+    import subprocess
+
+    from lmms_eval_earthsci.sample_mirror import sample_mirror_root
+
+    code = (
+        "import json\n"
+        "from lmms_eval.api.task import ConfigurableTask\n"
+        "from lmms_eval_earthsci.core import hooks\n"
+        "from lmms_eval_earthsci.report.html.images import _build_tasks\n"
+        "tasks = _build_tasks(['scifibench_cs_f2c'], None)\n"
+        "print(json.dumps({'docs': {n: len(t.test_docs()) for n, t in tasks.items()}, 'run_hooks': hooks._RUNTIME_HOOKS,\n"
+        "  'marks': {m: bool(getattr(ConfigurableTask, m, False)) for m in ('_earthsci_mirror', '_earthsci_record_gate', '_earthsci_judge_hook')}}))\n"
+    )
+    env = {**os.environ, "EARTHSCI_DATA_MIRROR": sample_mirror_root(str(tmp_path / "mirror")), "EARTHSCI_JUDGE_CONCURRENCY": "0", "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf")}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["docs"]["scifibench_cs_f2c"] > 0  # the task was built and read its docs through the mirror
+    assert got["marks"] == {"_earthsci_mirror": True, "_earthsci_record_gate": True, "_earthsci_judge_hook": False}
+    assert got["run_hooks"] is False

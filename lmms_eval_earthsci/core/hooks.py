@@ -18,11 +18,14 @@ passed lmms-eval's final barrier, the group is destroyed (a local operation, no 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import functools
 import logging
 import os
 import sys
+import threading
 import warnings
+from collections.abc import Iterator
 from types import FrameType
 from typing import Any
 
@@ -209,6 +212,16 @@ def install_runtime_hooks() -> None:
     release_distributed_at_exit()
     if not recover_killed_response_runs() and _has_layered_cache():
         warn_missing("response-cache recovery", "a killed --use_cache run's responses are asked for again")
+    install_data_hooks()
+    if not install_judge_hook():
+        warn_missing("judge pass", "judged metrics are computed one doc at a time")
+    if not install_unavailable_hook():
+        warn_missing("aggregation", "a metric with no value is null without its reason, and 'score,none: []' shows in the results")
+
+
+def install_data_hooks() -> None:
+    """The local-mirror hook and the record gate: what building our tasks and reading their docs needs
+    (a run's, and ``report``'s for the figures). Idempotent."""
     if not install_mirror_hook():
         if read_setting(MIRROR_ENV):
             raise SystemExit(f"lmms_eval_earthsci: {MIRROR_ENV} is set but lmms-eval's ConfigurableTask.download cannot be wrapped "
@@ -216,10 +229,22 @@ def install_runtime_hooks() -> None:
         warn_missing("local mirror", f"{MIRROR_ENV} cannot be used")
     if not install_record_gate():  # installed by the mirror hook; asked again to know
         warn_missing("bad-record gate", "invalid records stop the run at the first task that has them, not all tasks at once")
-    if not install_judge_hook():
-        warn_missing("judge pass", "judged metrics are computed one doc at a time")
-    if not install_unavailable_hook():
-        warn_missing("aggregation", "a metric with no value is null without its reason, and 'score,none: []' shows in the results")
+
+
+_DATA_ONLY = threading.local()
+
+
+@contextlib.contextmanager
+def data_hooks_only() -> Iterator[None]:
+    """Inside the block this thread builds tasks to read their data and evaluates nothing (``report``'s
+    figures): a task module lmms-eval imports installs :func:`install_data_hooks`, not a run's hooks (no
+    judge pass, log forwarding or exit hook, and no check of settings only a run reads)."""
+    before = getattr(_DATA_ONLY, "on", False)
+    _DATA_ONLY.on = True
+    try:
+        yield
+    finally:
+        _DATA_ONLY.on = before
 
 
 def _has_layered_cache() -> bool:
@@ -238,6 +263,9 @@ def ensure_runtime_hooks() -> None:
     automatic one: lmms-eval imports these modules while it reads the task YAMLs, before any dataset is
     loaded. Cheap and idempotent; does nothing outside lmms-eval."""
     if "lmms_eval.api.task" not in sys.modules:
+        return
+    if getattr(_DATA_ONLY, "on", False):
+        install_data_hooks()
         return
     install_runtime_hooks()
 

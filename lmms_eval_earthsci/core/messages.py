@@ -134,11 +134,6 @@ def fill_fields(template: str, values: dict[str, str]) -> str:
     return pattern.sub(lambda m: values[m.group(0)[1:-1]], template)
 
 
-def messages_text(messages: Sequence[dict]) -> str:
-    """All text of a message list joined (for logging and tests)."""
-    return "".join(part["text"] for m in messages for part in m["content"] if part.get("type") == "text")
-
-
 # --------------------------------------------------------------------------- which route a doc took
 
 _CHAT_DOCS: set[str] = set()

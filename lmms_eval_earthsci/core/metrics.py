@@ -31,7 +31,6 @@ from __future__ import annotations
 import functools
 import math
 import re
-from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -78,11 +77,6 @@ def group_mean(metrics: Sequence[Any], sizes: Sequence[int], weight_by_size: boo
         total = sum(n for _, n in pairs)
         return sum(m * n for m, n in pairs) / total if total else None
     return sum(m for m, _ in pairs) / len(pairs)
-
-
-def count_true(items: Iterable[Any]) -> int:
-    """How many items are truthy (e.g. per-doc ``judge_failed`` flags)."""
-    return sum(1 for i in items if score_of(i))
 
 
 # --------------------------------------------------------------------------- breakdowns
@@ -139,16 +133,6 @@ def breakdown_scores(prefix: str, score: Any, doc_labels: Mapping[str, Iterable[
             else:
                 unknown.append(f"{field}={label}")
     return out, unknown
-
-
-def accuracy_by(records: Iterable[Mapping[str, Any]], field: str, correct_key: str = "correct", sep: str | None = None) -> dict[str, tuple[float, int]]:
-    """``{label: (accuracy %, n)}`` over records, by a (possibly multi-label) field."""
-    hits: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-    for r in records:
-        for label in split_labels(r.get(field), sep):
-            hits[label][0] += bool(r.get(correct_key))
-            hits[label][1] += 1
-    return {k: (100.0 * c / n, n) for k, (c, n) in sorted(hits.items())}
 
 
 # --------------------------------------------------------------------------- classification

@@ -5,6 +5,9 @@ import os
 from lmms_eval_earthsci.core.benchmark import Benchmark
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+# the Hub repos (names importable without the task module, which installs the run hooks)
+DATASET_MINI = "luckychao/EMMA-mini"
+DATASET_FULL = "luckychao/EMMA"
 
 BENCHMARK = Benchmark(
     name="emma",
@@ -13,8 +16,8 @@ BENCHMARK = Benchmark(
     report="lmms_eval_earthsci.evals.emma.report:EmmaReport",
     version=1.0,
     yaml_files="lmms_eval_earthsci.evals.emma.yamls:emma_files",
-    datasets=("luckychao/EMMA-mini", "luckychao/EMMA"),
-    fixtures={repo: "lmms_eval_earthsci.evals.emma.fixtures:write_emma" for repo in ("luckychao/EMMA-mini", "luckychao/EMMA")},
+    datasets=(DATASET_MINI, DATASET_FULL),
+    fixtures={repo: "lmms_eval_earthsci.evals.emma.fixtures:write_emma" for repo in (DATASET_MINI, DATASET_FULL)},
     importers={"emma-release": "lmms_eval_earthsci.evals.emma.tasks:release_plan"},
     suite=("emma_mini",),
     suite_nojudge=("emma_mini",),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
+from lmms_eval_earthsci.evals.emma.benchmark import DATASET_MINI
 from lmms_eval_earthsci.testing.figures import draw_figure, png_bytes, write_hf_repo
 
 
@@ -123,7 +124,7 @@ def emma_rows() -> dict[str, list[dict]]:
     }
 
 
-def write_emma(root: str, repo_id: str = "luckychao/EMMA-mini") -> str:
+def write_emma(root: str, repo_id: str = DATASET_MINI) -> str:
     repo_dir = os.path.join(root, *repo_id.split("/"))
     rows = emma_rows()
     write_hf_repo(repo_dir, {s: {"test": r} for s, r in rows.items()}, emma_features(), lambda c, s: f"{c}/{s}-00000-of-00001.parquet")

@@ -26,8 +26,6 @@ from lmms_eval_earthsci.evals.emma.benchmark import BENCHMARK
 
 logger = logging.getLogger("lmms_eval_earthsci")
 
-DATASET_MINI = "luckychao/EMMA-mini"
-DATASET_FULL = "luckychao/EMMA"
 # Hub revisions pinned for reproducibility (dataset_kwargs.revision in task_yamls/emma/).
 REVISION_MINI = "6b9ae9a74733bb57f0b741213f8d0ec9ebae067a"
 REVISION_FULL = "6c87aec9048c489108170088e50b768646b5bcf9"

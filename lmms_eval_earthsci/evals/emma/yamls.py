@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from lmms_eval_earthsci.core.yamls import HEADER, JUDGE_FAILED, JUDGED_MEAN, MEAN_PRESENT, group_yaml, metric_list
 from lmms_eval_earthsci.evals.emma import tasks as emma
+from lmms_eval_earthsci.evals.emma.benchmark import DATASET_FULL, DATASET_MINI
 
 
 def emma_files() -> dict[str, str]:
     failed = ("emma_judge_failed", JUDGE_FAILED, False)
     scaling = [(emma.MAJ, MEAN_PRESENT, True), (emma.PASS, MEAN_PRESENT, True)]
     files: dict[str, str] = {}
-    sets = {"mini": (emma.DATASET_MINI, emma.REVISION_MINI), "full": (emma.DATASET_FULL, emma.REVISION_FULL)}
+    sets = {"mini": (DATASET_MINI, emma.REVISION_MINI), "full": (DATASET_FULL, emma.REVISION_FULL)}
     variants = (("CoT", "", "CoT"), ("Direct", "_direct", "Direct"), ("CoT", "_judge", "CoT, LLM judge"))
     for size, (path, revision) in sets.items():
         for strategy, suffix, label in variants:

@@ -6,6 +6,9 @@ from lmms_eval_earthsci.core.benchmark import Benchmark
 from lmms_eval_earthsci.core.settings import Setting, integer, judge_family
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+# names importable without the task module, which installs the run hooks
+DATASET = "mhjiang0408/MAC_Bench"
+PUBLISHERS = ("ACS", "Cell", "Nature", "Science")  # as the CSVs' paths spell them
 
 BENCHMARK = Benchmark(
     name="mac",
@@ -16,10 +19,10 @@ BENCHMARK = Benchmark(
     task_pattern=r"mac\d{4}(?:_\w+)?",
     version=1.0,
     yaml_files="lmms_eval_earthsci.evals.mac.yamls:mac_files",
-    datasets=("mhjiang0408/MAC_Bench",),
+    datasets=(DATASET,),
     # the covers the CSVs' rows name: <publisher>/Cover/<journal>/<issue>.<ext>
-    repo_files={"mhjiang0408/MAC_Bench": ("*/Cover/*",)},
-    fixtures={"mhjiang0408/MAC_Bench": "lmms_eval_earthsci.evals.mac.fixtures:write_mac"},
+    repo_files={DATASET: ("*/Cover/*",)},
+    fixtures={DATASET: "lmms_eval_earthsci.evals.mac.fixtures:write_mac"},
     kernels="lmms_eval_earthsci.evals.mac.kernels:kernels",
     suite=("mac2025",),
     suite_nojudge=("mac2025",),

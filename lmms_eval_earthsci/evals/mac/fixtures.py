@@ -6,9 +6,9 @@ from __future__ import annotations
 import os
 import random
 
+from lmms_eval_earthsci.evals.mac.benchmark import DATASET
 from lmms_eval_earthsci.testing.figures import draw_figure
 
-MAC_REPO = "mhjiang0408/MAC_Bench"
 # (publisher, journal): made-up journals, one name with spaces and "&" (paths are opaque strings)
 MAC_JOURNALS = [
     ("ACS", "ACS Fake Materials & Interfaces"),
@@ -68,7 +68,7 @@ def mac_rows(direction: str, domain: str) -> list[dict]:
     return rows
 
 
-def write_mac(root: str, repo_id: str = MAC_REPO) -> str:
+def write_mac(root: str, repo_id: str = DATASET) -> str:
     """The four variant CSVs and the covers as ``<Publisher>/Cover/<Journal>/<id>.png`` (synthetic:
     MAC's own data is CC-BY-NC-SA and never shipped)."""
     import csv

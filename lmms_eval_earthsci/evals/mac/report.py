@@ -8,12 +8,13 @@ import re
 from lmms_eval_earthsci.core.benchmark import PaperValue, ProtocolNote, ReliabilitySpec, ReportSpec, setting_cells
 from lmms_eval_earthsci.core.papers import canonical_model, model_key
 from lmms_eval_earthsci.evals.mac import scoring
+from lmms_eval_earthsci.evals.mac.benchmark import PUBLISHERS
 
 # the snapshot's four variants, then the DAD variants, in report order; the per-task table
 VARIANTS = ("i2t_info", "i2t_option", "t2i_info", "t2i_option")
 TASKS = tuple(f"mac2025_{v}" for v in VARIANTS) + tuple(f"mac2025_dad_{v}" for v in VARIANTS)
-PUBLISHERS = ("acs", "cell", "nature", "science")
-TABLE = ("mac_acc", "mac_acc_lenient", "mac_ece", "mac_nll", "mac_rms", "mac_unparsable") + tuple(f"mac_publisher_{p}" for p in PUBLISHERS)
+PUBLISHER_KEYS = tuple(p.lower() for p in PUBLISHERS)  # as the breakdown metrics spell them
+TABLE = ("mac_acc", "mac_acc_lenient", "mac_ece", "mac_nll", "mac_rms", "mac_unparsable") + tuple(f"mac_publisher_{p}" for p in PUBLISHER_KEYS)
 # printed with three decimals, as the MAC paper prints them (ECE 0.053)
 CALIBRATION_METRICS = ("mac_ece", "mac_nll", "mac_rms")
 # the per-doc record in a MAC samples line (probs, correct, parsed): the reliability diagram's input

@@ -23,11 +23,10 @@ from lmms_eval_earthsci.core.repo_files import DecodedCache, fetch_columns, reco
 from lmms_eval_earthsci.core.settings import declare_settings
 from lmms_eval_earthsci.core.settings import read as read_setting
 from lmms_eval_earthsci.evals.mac import scoring
-from lmms_eval_earthsci.evals.mac.benchmark import BENCHMARK
+from lmms_eval_earthsci.evals.mac.benchmark import BENCHMARK, DATASET, PUBLISHERS
 
 logger = logging.getLogger("lmms_eval_earthsci")
 
-DATASET = "mhjiang0408/MAC_Bench"
 # The spec knows the upload commit only as `be000db` (short); the Hub pins by full sha and the repo
 # could not be listed here, so the tasks read `main` and record the commit they got.
 REVISION: str | None = None
@@ -41,7 +40,6 @@ CSV = {
 LETTERS = scoring.LETTERS
 OPTION_COLUMNS = tuple(f"option_{x}" for x in LETTERS)
 REQUIRED = ("journal", "id", "question", "cover_image", "answer", *OPTION_COLUMNS)
-PUBLISHERS = ("ACS", "Cell", "Nature", "Science")
 PATH_PREFIXES = ("MAC_Bench/",)
 # OpenAI `detail: low` (what the authors sent) fits an image in 512x512
 DEFAULT_IMAGE_MAX_SIDE = 512

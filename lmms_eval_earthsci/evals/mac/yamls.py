@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from lmms_eval_earthsci.core.yamls import HEADER, JUDGE_FAILED, MEAN_PRESENT, metric_list
 from lmms_eval_earthsci.evals.mac import tasks as mac_tasks
+from lmms_eval_earthsci.evals.mac.benchmark import PUBLISHERS
 
 MAC_DIRECTIONS = {"i2t": "Image2Text", "t2i": "Text2Image"}
 MAC_FN = "!function lmms_eval_earthsci.evals.mac.tasks."
@@ -28,7 +29,7 @@ def mac_task_yaml(task: str, alias: str, csv: str, direction: str, domain: str, 
         + f"    direction: {direction}\n    domain: {domain}\n"
         + f"    image_max_side: {mac_tasks.DEFAULT_IMAGE_MAX_SIDE}  # the authors' detail: low; null = full size (or {mac_tasks.IMAGE_MAX_SIDE_ENV})\n"
         + ("    snapshot_root: !function snapshot.ROOT  # this snapshot's folder, wherever it is moved\n" if snapshot else "")
-        + metric_list(mac_tasks.METRIC, mac_tasks.BREAKDOWN_PREFIX, {"publisher": mac_tasks.PUBLISHERS}, extra, main_agg=MAC_FN + "mac_acc")
+        + metric_list(mac_tasks.METRIC, mac_tasks.BREAKDOWN_PREFIX, {"publisher": PUBLISHERS}, extra, main_agg=MAC_FN + "mac_acc")
     )
 
 
@@ -54,7 +55,7 @@ def mac_files() -> dict[str, str]:
             + f"    image_max_side: {mac_tasks.DEFAULT_IMAGE_MAX_SIDE}  # the authors' detail: low; null = full size (or {mac_tasks.IMAGE_MAX_SIDE_ENV})\n"
             + "# stage 1 is a long description (\"the more the better\")\n"
             + "generation_kwargs:\n  max_new_tokens: 2048\n  temperature: 0\n  do_sample: false\n  num_beams: 1\n  until: []\n"
-            + metric_list(mac_tasks.METRIC, mac_tasks.BREAKDOWN_PREFIX, {"publisher": mac_tasks.PUBLISHERS}, [*extra, ("mac_dad_failed", JUDGE_FAILED, False)], main_agg=MAC_FN + "mac_acc")
+            + metric_list(mac_tasks.METRIC, mac_tasks.BREAKDOWN_PREFIX, {"publisher": PUBLISHERS}, [*extra, ("mac_dad_failed", JUDGE_FAILED, False)], main_agg=MAC_FN + "mac_acc")
         )
     # each task reports its own numbers (as the paper's Table 1): no group average
     files["mac2025_dad.yaml"] = HEADER + 'group: mac2025_dad\ngroup_alias: "MAC-2025 with DAD (each task reports its own numbers)"\ntask:\n' + "".join(f"  - mac2025_dad_{d}_{m}\n" for d, m in mac_tasks.CSV)

@@ -5,10 +5,11 @@ import os
 from lmms_eval_earthsci.core.benchmark import Benchmark
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-_REPOS = (
-    "MSEarth/MSEarth_MCQ", "MSEarth/MSEarth_Open_Ended", "MSEarth/MSEarth_Captioning",
-    "MSEarth-Data/MSEarth-Benchmark-MCQ", "MSEarth-Data/MSEarth-Benchmark-OpenQA", "MSEarth-Data/MSEarth-Benchmark-Captioning",
-)
+# the Hub repos per kind (names importable without the task module, which installs the run hooks): the
+# authors' and their MSEarth-Data re-uploads (same rows, other column names)
+DATASETS = {"mcq": "MSEarth/MSEarth_MCQ", "open": "MSEarth/MSEarth_Open_Ended", "caption": "MSEarth/MSEarth_Captioning"}
+REUPLOADS = {"mcq": "MSEarth-Data/MSEarth-Benchmark-MCQ", "open": "MSEarth-Data/MSEarth-Benchmark-OpenQA", "caption": "MSEarth-Data/MSEarth-Benchmark-Captioning"}
+_REPOS = (*DATASETS.values(), *REUPLOADS.values())
 
 BENCHMARK = Benchmark(
     name="msearth",

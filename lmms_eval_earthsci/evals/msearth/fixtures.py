@@ -6,16 +6,10 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
+from lmms_eval_earthsci.evals.msearth.benchmark import DATASETS, REUPLOADS
 from lmms_eval_earthsci.testing.figures import draw_figure, png_bytes, write_hf_repo
 
-MSEARTH_REPOS = {
-    "MSEarth/MSEarth_MCQ": ("mcq", "official"),
-    "MSEarth/MSEarth_Open_Ended": ("open", "official"),
-    "MSEarth/MSEarth_Captioning": ("caption", "official"),
-    "MSEarth-Data/MSEarth-Benchmark-MCQ": ("mcq", "reupload"),
-    "MSEarth-Data/MSEarth-Benchmark-OpenQA": ("open", "reupload"),
-    "MSEarth-Data/MSEarth-Benchmark-Captioning": ("caption", "reupload"),
-}
+MSEARTH_REPOS = {**{repo: (kind, "official") for kind, repo in DATASETS.items()}, **{repo: (kind, "reupload") for kind, repo in REUPLOADS.items()}}
 _SINGLE = "Single Image Question Answering"
 _MULTI = "Single Sub-image Question Answering in Multi-image Figure"
 _CROSS = "Multi Sub-image Question Answering in Multi-image Figure"

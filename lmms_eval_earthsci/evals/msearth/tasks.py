@@ -32,9 +32,8 @@ from lmms_eval_earthsci.evals.msearth.benchmark import BENCHMARK
 
 logger = logging.getLogger("lmms_eval_earthsci")
 
-DATASETS = {"mcq": "MSEarth/MSEarth_MCQ", "open": "MSEarth/MSEarth_Open_Ended", "caption": "MSEarth/MSEarth_Captioning"}
-# re-uploads with other field names; accepted through `dataset_path` overrides (never the training set)
-REUPLOADS = {"mcq": "MSEarth-Data/MSEarth-Benchmark-MCQ", "open": "MSEarth-Data/MSEarth-Benchmark-OpenQA", "caption": "MSEarth-Data/MSEarth-Benchmark-Captioning"}
+# the Hub repos are named in benchmark.py (DATASETS, and REUPLOADS: other field names, accepted through
+# `dataset_path` overrides); the training set never is
 TRAINING_SET = "MSEarth-Data/MSEarth-MCQ-Train"
 
 # ---------------------------------------------------------------------------- prompts (spec §3, exact)

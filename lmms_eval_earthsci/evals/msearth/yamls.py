@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from lmms_eval_earthsci.core.yamls import HEADER, JUDGE_FAILED, JUDGED_MEAN, MEAN_PRESENT, metric_list
 from lmms_eval_earthsci.evals.msearth import tasks as msearth
+from lmms_eval_earthsci.evals.msearth.benchmark import DATASETS
 
 
 def msearth_files() -> dict[str, str]:
@@ -15,10 +16,10 @@ def msearth_files() -> dict[str, str]:
         return [(name.format(p=prefix), agg, hib) for name, agg, hib in items]
 
     tasks = {
-        "msearth_mcq": ("mcq", "MSEarth MCQ (with original caption)", msearth.DATASETS["mcq"], "process_results_mcq", msearth.MCQ_METRIC, [(msearth.MCQ_STRICT, MEAN_PRESENT, True)], True, None),
-        "msearth_mcq_nocap": ("mcq", "MSEarth MCQ (w/o original caption)", msearth.DATASETS["mcq"], "process_results_mcq", msearth.MCQ_METRIC, [(msearth.MCQ_STRICT, MEAN_PRESENT, True)], False, None),
-        "msearth_open": ("open", "MSEarth open-ended", msearth.DATASETS["open"], "process_results_open", msearth.OE_METRIC, extra("msearth_oe", [failed, *text, bert]), True, None),
-        "msearth_caption": ("caption", "MSEarth captioning", msearth.DATASETS["caption"], "process_results_caption", msearth.CAP_METRIC, extra("msearth_cap", [failed, *text, bert]), True, 2048),
+        "msearth_mcq": ("mcq", "MSEarth MCQ (with original caption)", DATASETS["mcq"], "process_results_mcq", msearth.MCQ_METRIC, [(msearth.MCQ_STRICT, MEAN_PRESENT, True)], True, None),
+        "msearth_mcq_nocap": ("mcq", "MSEarth MCQ (w/o original caption)", DATASETS["mcq"], "process_results_mcq", msearth.MCQ_METRIC, [(msearth.MCQ_STRICT, MEAN_PRESENT, True)], False, None),
+        "msearth_open": ("open", "MSEarth open-ended", DATASETS["open"], "process_results_open", msearth.OE_METRIC, extra("msearth_oe", [failed, *text, bert]), True, None),
+        "msearth_caption": ("caption", "MSEarth captioning", DATASETS["caption"], "process_results_caption", msearth.CAP_METRIC, extra("msearth_cap", [failed, *text, bert]), True, 2048),
     }
     files = {}
     for task, (kind, alias, path, pr, main, more, with_caption, max_tokens) in tasks.items():

@@ -6,6 +6,7 @@ from lmms_eval_earthsci.core.benchmark import Benchmark
 from lmms_eval_earthsci.core.settings import Setting, integer
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+DATASET = "StonyBrookNLP/MuSciClaims"  # importable without the task module, which installs the run hooks
 
 BENCHMARK = Benchmark(
     name="musciclaims",
@@ -14,10 +15,10 @@ BENCHMARK = Benchmark(
     report="lmms_eval_earthsci.evals.musciclaims.report:MuSciClaimsReport",
     version=1.0,
     yaml_files="lmms_eval_earthsci.evals.musciclaims.yamls:musciclaims_files",
-    datasets=("StonyBrookNLP/MuSciClaims",),
+    datasets=(DATASET,),
     # the figures the rows name (associated_figure_filepath: paper_figures/<file>)
-    repo_files={"StonyBrookNLP/MuSciClaims": ("paper_figures/*",)},
-    fixtures={"StonyBrookNLP/MuSciClaims": "lmms_eval_earthsci.evals.musciclaims.fixtures:write_musciclaims"},
+    repo_files={DATASET: ("paper_figures/*",)},
+    fixtures={DATASET: "lmms_eval_earthsci.evals.musciclaims.fixtures:write_musciclaims"},
     kernels="lmms_eval_earthsci.evals.musciclaims.kernels:kernels",
     suite=("musciclaims_rd",),
     suite_nojudge=("musciclaims_rd",),

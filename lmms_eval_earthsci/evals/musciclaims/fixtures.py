@@ -6,9 +6,9 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from lmms_eval_earthsci.evals.musciclaims.benchmark import DATASET
 from lmms_eval_earthsci.testing.figures import draw_figure
 
-MUSCICLAIMS_REPO = "StonyBrookNLP/MuSciClaims"
 # the card's front matter (configs + features), as the Hub repo carries it
 _MUSCICLAIMS_CARD = """---
 license: cc-by-4.0
@@ -121,7 +121,7 @@ def musciclaims_rows() -> tuple[list[dict], dict[str, Any]]:
     return rows, figures
 
 
-def write_musciclaims(root: str, repo_id: str = MUSCICLAIMS_REPO) -> str:
+def write_musciclaims(root: str, repo_id: str = DATASET) -> str:
     """``test_set.jsonl``, the card, and the figures as files under ``paper_figures/`` (JPEG)."""
     import json
 

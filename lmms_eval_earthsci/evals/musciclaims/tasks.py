@@ -27,11 +27,10 @@ from lmms_eval_earthsci.core.metrics import precision_recall_f1, set_precision_r
 from lmms_eval_earthsci.core.repo_files import DecodedCache, fetch_columns, record_image, record_path, repo_files
 from lmms_eval_earthsci.core.settings import declare_settings
 from lmms_eval_earthsci.core.settings import read as read_setting
-from lmms_eval_earthsci.evals.musciclaims.benchmark import BENCHMARK
+from lmms_eval_earthsci.evals.musciclaims.benchmark import BENCHMARK, DATASET
 
 logger = logging.getLogger("lmms_eval_earthsci")
 
-DATASET = "StonyBrookNLP/MuSciClaims"
 # The spec names the card commit only by its short hash (9134142, "Configured dataset to be displayed
 # as test split"); the Hub needs a full sha to pin, so the tasks read `main` and record the commit they
 # got (metadata.earthsci_data.repo_files.revision).

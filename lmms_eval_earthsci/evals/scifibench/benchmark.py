@@ -5,6 +5,14 @@ import os
 from lmms_eval_earthsci.core.benchmark import Benchmark
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+# the Hub repo and its four splits (names importable without the task module, which installs the run hooks)
+DATASET = "jonathan-roberts1/SciFIBench"
+SPLITS = {
+    ("cs", "f2c"): "CS_Figure2Caption",
+    ("cs", "c2f"): "CS_Caption2Figure",
+    ("general", "f2c"): "General_Figure2Caption",
+    ("general", "c2f"): "General_Caption2Figure",
+}
 
 BENCHMARK = Benchmark(
     name="scifibench",
@@ -13,8 +21,8 @@ BENCHMARK = Benchmark(
     report="lmms_eval_earthsci.evals.scifibench.report:SciFIBenchReport",
     version=1.0,
     yaml_files="lmms_eval_earthsci.evals.scifibench.yamls:scifibench_files",
-    datasets=("jonathan-roberts1/SciFIBench",),
-    fixtures={"jonathan-roberts1/SciFIBench": "lmms_eval_earthsci.evals.scifibench.fixtures:write_scifibench"},
+    datasets=(DATASET,),
+    fixtures={DATASET: "lmms_eval_earthsci.evals.scifibench.fixtures:write_scifibench"},
     suite=("scifibench",),
     suite_nojudge=("scifibench",),
     demo_tasks=("scifibench", "scifibench_judge", "scifibench_alignment"),

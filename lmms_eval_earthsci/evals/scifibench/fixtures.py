@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import os
 
+from lmms_eval_earthsci.evals.scifibench.benchmark import DATASET, SPLITS
 from lmms_eval_earthsci.testing.figures import draw_figure, png_bytes, write_hf_repo
 
-SCIFIBENCH_SPLITS = ("CS_Figure2Caption", "CS_Caption2Figure", "General_Figure2Caption", "General_Caption2Figure")
+SCIFIBENCH_SPLITS = tuple(SPLITS.values())
 # near-duplicate captions, as the benchmark's hard negatives are (lower-cased, spaced punctuation)
 _SCIFI_CAPTIONS = [
     ["ber vs snr for fft size=2048 using ls , lmmse .", "ber vs snr for fft size=1024 using ls , lmmse .", "ber vs snr for fft size=512 using ls , lmmse .", "throughput vs snr for fft size=2048 .", "ber vs snr for fft size=256 using ls ."],
@@ -54,7 +55,7 @@ def scifibench_rows(split: str) -> list[dict]:
     return rows
 
 
-def write_scifibench(root: str, repo_id: str = "jonathan-roberts1/SciFIBench") -> str:
+def write_scifibench(root: str, repo_id: str = DATASET) -> str:
     """The four splits under ``data/`` plus the two legacy v1 files the real repo still carries
     (``Figure2Caption-*``/``Caption2Figure-*``, other content): tasks must never read those."""
     import datasets

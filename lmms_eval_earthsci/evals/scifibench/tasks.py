@@ -18,18 +18,11 @@ from lmms_eval_earthsci.core.data import RecordError, check_image, declare_datas
 from lmms_eval_earthsci.core.extraction import Extracted, as_text, extract_boxed_answer, extract_option_letter
 from lmms_eval_earthsci.core.hooks import ensure_runtime_hooks
 from lmms_eval_earthsci.core.judge_pass import UNAVAILABLE, JudgeSpec, judged, judged_fields, outcome_for
-from lmms_eval_earthsci.core.messages import note_chat, route_of
+from lmms_eval_earthsci.core.messages import interleaved_messages, note_chat, route_of
 from lmms_eval_earthsci.core.metrics import breakdown_scores, percent, with_paired_score
 from lmms_eval_earthsci.core.settings import declare_settings
 from lmms_eval_earthsci.evals.scifibench.benchmark import BENCHMARK
 
-DATASET = "jonathan-roberts1/SciFIBench"
-SPLITS = {
-    ("cs", "f2c"): "CS_Figure2Caption",
-    ("cs", "c2f"): "CS_Caption2Figure",
-    ("general", "f2c"): "General_Figure2Caption",
-    ("general", "c2f"): "General_Caption2Figure",
-}
 LETTERS = "ABCDE"
 METRIC, NO_ANSWER, JUDGE_METRIC = "scifibench_acc", "scifibench_no_answer", "scifibench_acc_judge"
 BREAKDOWN_PREFIX = "scifibench"
@@ -141,14 +134,11 @@ def doc_to_messages(doc, lmms_eval_specific_kwargs=None):
     note_chat(doc)
     imgs = images_of(doc)
     if kw["direction"] == "f2c":
-        content = [{"type": "image", "url": imgs[0]}, {"type": "text", "text": f2c_text(doc, kw)}]
-    else:
-        content = []
-        for i, (opt, img) in enumerate(zip(options_of(doc), imgs)):
-            label = opt[:3] if re.match(r"^[A-E]\) ", opt[:3]) else f"{LETTERS[i]}) "
-            content += [{"type": "text", "text": label}, {"type": "image", "url": img}]
-        content.append({"type": "text", "text": "\n" + _tail(doc, kw)})
-    return [{"role": "user", "content": content}]
+        return interleaved_messages([imgs[0], f2c_text(doc, kw)])
+    segments: list[Any] = []
+    for i, (opt, img) in enumerate(zip(options_of(doc), imgs)):
+        segments += [opt[:3] if re.match(r"^[A-E]\) ", opt[:3]) else f"{LETTERS[i]}) ", img]
+    return interleaved_messages([*segments, "\n" + _tail(doc, kw)])
 
 
 def doc_to_visual(doc):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from lmms_eval_earthsci.core.yamls import HEADER, JUDGE_FAILED, JUDGED_MEAN, MEAN_PRESENT, group_yaml, metric_list
 from lmms_eval_earthsci.evals.scifibench import tasks as scifibench_tasks
+from lmms_eval_earthsci.evals.scifibench.benchmark import SPLITS
 
 
 def scifibench_files() -> dict[str, str]:
@@ -32,7 +33,7 @@ def scifibench_files() -> dict[str, str]:
             + metric_list(scifibench_tasks.METRIC, scifibench_tasks.BREAKDOWN_PREFIX, known, more)
         )
 
-    for (subset, direction), split in scifibench_tasks.SPLITS.items():
+    for (subset, direction), split in SPLITS.items():
         task = f"scifibench_{subset}_{direction}"
         label = f"SciFIBench {subset.upper() if subset == 'cs' else 'General'} {names[direction]}"
         files[f"{task}.yaml"] = task_yaml(task, label, subset, direction, split)
@@ -45,7 +46,7 @@ def scifibench_files() -> dict[str, str]:
             task = f"scifibench_cs_f2c_marked_{mark}" + ("_inst" if inst else "")
             extra = f"    mark: {mark}\n    instruction: {str(inst).lower()}\n"
             alias = f"SciFIBench CS Figure->Caption, <Correct> on the {'right' if mark == 'correct' else 'a wrong'} option" + (", 'ignore'" if inst else "")
-            files[f"{task}.yaml"] = task_yaml(task, alias, "cs", "f2c", scifibench_tasks.SPLITS[("cs", "f2c")], extra)
+            files[f"{task}.yaml"] = task_yaml(task, alias, "cs", "f2c", SPLITS[("cs", "f2c")], extra)
             groups["scifibench_alignment"].append(task)
     aliases = {
         "scifibench_f2c": "SciFIBench Figure->Caption (CS + General = paper's Overall)",

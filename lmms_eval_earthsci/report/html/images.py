@@ -226,10 +226,12 @@ def _leaf_tasks(task_dict: Mapping[Any, Any]) -> dict:
 def _build_tasks(names: Iterable[str], include_path: str | None) -> dict:
     from lmms_eval.tasks import TaskManager, get_task_dict
 
+    from lmms_eval_earthsci.core.hooks import data_hooks_only
     from lmms_eval_earthsci.registration import with_our_tasks
 
     tm = TaskManager(include_path=with_our_tasks([p for p in str(include_path or "").split(",") if p]))
-    return _leaf_tasks(get_task_dict(sorted(names), tm))
+    with data_hooks_only():  # the task modules install the mirror hook and record gate, not a run's hooks
+        return _leaf_tasks(get_task_dict(sorted(names), tm))
 
 
 def run_images(run: Run, wanted: Mapping[str, Iterable[str]], store: ThumbStore, budget: LargeBudget | None = None) -> tuple[dict[str, dict[str, list[str] | str]], set[tuple[str, str]]]:
