@@ -23,7 +23,7 @@ import subprocess
 import sys
 import time
 
-from lmms_eval_earthsci import registry
+from lmms_eval_earthsci import registry, tinyvlm
 from lmms_eval_earthsci.core.harness import output_to
 from lmms_eval_earthsci.core.judge import JudgeConfig
 from lmms_eval_earthsci.core.settings import cache_dir
@@ -84,7 +84,7 @@ def parse(argv):
 
 def headline_lines(runs) -> list[str]:
     """Each benchmark's headline numbers in one line: ``  EMMA  emma_mini 36.25 · emma_full 32.71``."""
-    from lmms_eval_earthsci.report.sections import headline_values  # lazy: matplotlib and scipy, after the run
+    from lmms_eval_earthsci.report.sections import headline_values  # noqa: PLC0415 - heavy (numpy and the report's modules, ~100 ms): after the run
 
     by_bench: dict = {}
     for b, t, m, value in headline_values(runs[0]):
@@ -112,8 +112,6 @@ def main(argv=None) -> int:
     model, model_args = args.model, args.model_args
     max_new = args.max_new_tokens
     if model is None:
-        from lmms_eval_earthsci import tinyvlm  # lazy: torch and transformers, only for the tiny model
-
         t0 = time.time()
         path = tinyvlm.build(os.path.join(CACHE, "tiny-llava"))
         print(f"tiny VLM ready at {path} ({time.time() - t0:.1f} s): random weights, its answers are random noise (this demo shows the pipeline, not a model)")
@@ -144,7 +142,7 @@ def main(argv=None) -> int:
         print(f"demo FAILED: lmms-eval exited with {proc.returncode}; full log: {log_path}", file=sys.stderr)
         return proc.returncode or 1
     print(f"lmms-eval finished in {time.time() - t0:.0f} s", flush=True)
-    from lmms_eval_earthsci.report import read_runs, write_report  # lazy: matplotlib and scipy, after the run
+    from lmms_eval_earthsci.report import read_runs, write_report  # noqa: PLC0415 - heavy (numpy and the report's modules, ~100 ms): after the run
 
     runs_dir = os.path.join(out, "runs")
     t0 = time.time()

@@ -119,7 +119,7 @@ def _refusal_line(exc: BaseException, p: RepoPlan) -> str:
 def fetch(p: RepoPlan, root: str) -> tuple[bool, str | None, str]:
     """Download one repo into ``root/<org>/<name>``: (fetched, the commit the copy records, a line saying
     what was fetched or why not)."""
-    from huggingface_hub import snapshot_download  # lazy: the command's help and usage errors need none of it
+    from huggingface_hub import snapshot_download  # noqa: PLC0415 - huggingface_hub: the command's help and usage errors need none of it
 
     dest = os.path.join(root, *p.repo.split("/"))
     before = data.fingerprint(dest) if os.path.isdir(dest) else {"files": 0, "bytes": 0}
@@ -185,7 +185,7 @@ def main(argv=None) -> int:
     ap.add_argument("--verbose", action="store_true", help="huggingface_hub's progress bars")
     a = ap.parse_args(argv)
     if not a.verbose:
-        from huggingface_hub.utils import disable_progress_bars
+        from huggingface_hub.utils import disable_progress_bars  # noqa: PLC0415 - huggingface_hub, only once the arguments are valid
 
         disable_progress_bars()
     split = lambda v: [x.strip() for x in v.split(",") if x.strip()] if v else None  # noqa: E731

@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Iterable
+from importlib.metadata import entry_points
 from typing import cast
 
 from lmms_eval_earthsci import TASKS_DIR
@@ -55,8 +56,6 @@ def _load(ref: str, source: str) -> Benchmark:
 
 
 def _external() -> Iterable[tuple[str, str]]:
-    from importlib.metadata import entry_points
-
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         yield ep.value, f"entry point {ep.name!r} of group {ENTRY_POINT_GROUP}"
     for module in read_setting(ENV).split(","):

@@ -184,9 +184,7 @@ def plan_from_release(fmt: str, path: str, options: dict) -> dict:
 def current_versions(tasks: Sequence[str], include_path: str | None = None) -> dict[str, Any]:
     """The installed ``metadata.version`` of each task: read from its YAML (includes resolved, nothing
     imported) under our task folder and the run's ``--include_path`` (a built MAC snapshot)."""
-    from lmms_eval.utils import (
-        load_yaml_config,  # lmms-eval: imported only when a rescore runs
-    )
+    from lmms_eval.utils import load_yaml_config  # noqa: PLC0415 - lmms-eval's utils (~1 s), only when a rescore runs
 
     where = task_yaml_paths([p for p in str(include_path or "").split(",") if p])
     out = {}
@@ -208,7 +206,7 @@ STATE: dict[str, Any] = {"problems": [], "served": Counter(), "prompt_changes": 
 
 
 def _lmms_base():
-    from lmms_eval.api.model import lmms
+    from lmms_eval.api.model import lmms  # noqa: PLC0415 - lmms-eval's model API (~1 s), only when a rescore runs
 
     return lmms
 
@@ -298,8 +296,8 @@ def __getattr__(name: str):
 
 def _register_replay() -> None:
     try:
-        from lmms_eval.models import MODEL_REGISTRY_V2
-        from lmms_eval.models.registry_v2 import ModelManifest
+        from lmms_eval.models import MODEL_REGISTRY_V2  # noqa: PLC0415 - lmms-eval's models (seconds); absent before 0.7.3
+        from lmms_eval.models.registry_v2 import ModelManifest  # noqa: PLC0415 - lmms-eval's models (seconds); absent before 0.7.3
     except ImportError as exc:
         raise RescoreError(f"rescore needs lmms-eval >= 0.7.3 (its model registry): {exc}") from exc
     MODEL_REGISTRY_V2.register_manifest(ModelManifest(model_id=REPLAY_MODEL, simple_class_path="lmms_eval_earthsci.rescore.Replay"), overwrite=True)
@@ -413,8 +411,8 @@ def _parser() -> argparse.ArgumentParser:
 
 def _summary(results_path: str) -> str:
     """The rescored run's headline numbers, a line per task (as the report's headline picks them)."""
-    from lmms_eval_earthsci.report import read_runs  # lazy: the report's modules, after the run
-    from lmms_eval_earthsci.report.sections import headline_values
+    from lmms_eval_earthsci.report import read_runs  # noqa: PLC0415 - heavy (numpy and the report's modules, ~100 ms): after the run
+    from lmms_eval_earthsci.report.sections import headline_values  # noqa: PLC0415 - heavy (numpy and the report's modules, ~100 ms): after the run
 
     (run,) = read_runs([results_path])
     return "\n".join(f"  {t} · {m}: {value}" for _, t, m, value in headline_values(run))

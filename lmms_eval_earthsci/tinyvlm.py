@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import os
 
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
 CHAT_TEMPLATE = (
     "{% for message in messages %}"
     "{% if message['role'] != 'system' %}{{ message['role'].upper() + ': ' }}{% endif %}"
@@ -39,7 +41,7 @@ def build(out_dir: str, seed: int = 0, std: float = 0.2) -> str:
     marker = os.path.join(out_dir, MARKER)
     if os.path.exists(marker) and open(marker).read().strip() == VERSION:
         return out_dir
-    from transformers.utils import logging as hf_logging
+    from transformers.utils import logging as hf_logging  # noqa: PLC0415 - heavy (transformers, ~0.5 s), only when the model is built
 
     # torchvision is removed on purpose on CPU machines (README, "Install"): transformers' warning that
     # CLIPImageProcessor falls back to its PIL backend, and the shard-writing progress bar, say nothing
@@ -55,9 +57,8 @@ def build(out_dir: str, seed: int = 0, std: float = 0.2) -> str:
 
 
 def _build(out_dir: str, marker: str, seed: int, std: float) -> str:
-    import torch
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import CLIPImageProcessor, CLIPVisionConfig, LlamaConfig, LlavaConfig, LlavaForConditionalGeneration, LlavaProcessor, PreTrainedTokenizerFast
+    import torch  # noqa: PLC0415 - heavy (torch, ~0.8 s), only when the model is built
+    from transformers import CLIPImageProcessor, CLIPVisionConfig, LlamaConfig, LlavaConfig, LlavaForConditionalGeneration, LlavaProcessor, PreTrainedTokenizerFast  # noqa: PLC0415 - heavy (transformers, ~0.5 s), only when the model is built
 
     os.makedirs(out_dir, exist_ok=True)
     specials = ["<unk>", "<s>", "</s>", "<pad>", "<image>"]

@@ -121,14 +121,14 @@ def test_client_error_is_not_retried_and_bad_request_builder(tmp_path):
 
 _STRESS = r"""
 import multiprocessing, os, sqlite3, sys
-from lmms_eval_earthsci.core import judge as J
+from lmms_eval_earthsci.core import judge as core_judge
 
 
 def open_and_write(directory, i, barrier, errors):
     try:
         barrier.wait(timeout=30)
-        cache = J.VerdictCache(directory)
-        cache.put(f"k{i}", J.JudgeResult(f"v{i}"))
+        cache = core_judge.VerdictCache(directory)
+        cache.put(f"k{i}", core_judge.JudgeResult(f"v{i}"))
         assert cache.get(f"k{i}").content == f"v{i}"
         cache.close()
     except BaseException as exc:  # reported to the parent, which fails the test

@@ -4,6 +4,7 @@ another benchmark or a command."""
 
 import ast
 import os
+import re
 
 import lmms_eval_earthsci
 
@@ -159,3 +160,21 @@ def test_each_dataset_repo_id_is_written_once():
             if isinstance(node, ast.Constant) and node.value in where:
                 where[node.value].append(mod)
     assert {r: ms for r, ms in where.items() if len(ms) != 1} == {}
+
+
+# a ruff noqa comment: its codes, then whatever follows them on the line
+NOQA = re.compile(r"#\s*noqa:\s*([A-Z]+[0-9]+(?:\s*,\s*[A-Z]+[0-9]+)*)(.*)$")
+
+
+def test_each_function_local_import_says_why():
+    """A function-local import (ruff's PLC0415, on in pyproject.toml) stays only to keep start-up cheap or
+    to break an import circle, and its line says which: ``# noqa: PLC0415 - <why>``."""
+    said, bare = [], []
+    for path in modules().values():
+        with open(path, encoding="utf-8") as f:
+            for n, line in enumerate(f, 1):
+                m = NOQA.search(line)
+                if m and "PLC0415" in re.split(r"\s*,\s*", m.group(1)):
+                    (said if re.match(r"\s*-\s*\S", m.group(2)) else bare).append(f"{os.path.relpath(path, ROOT)}:{n}")
+    assert said  # its premise: the package has such imports, and the scan sees them
+    assert bare == []

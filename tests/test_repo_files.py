@@ -23,11 +23,11 @@ REPO = musciclaims_tasks.DATASET
 
 FETCH = r"""
 import json, sys, time
-from lmms_eval_earthsci.evals.musciclaims import tasks as M
+from lmms_eval_earthsci.evals.musciclaims import tasks as musciclaims_tasks
 from lmms_eval_earthsci.core.repo_files import RepoFileError, repo_files
 paths = json.loads(sys.argv[1])
 t0 = time.time()
-store = repo_files(M.DATASET, M.REVISION, M.PATH_REWRITES)
+store = repo_files(musciclaims_tasks.DATASET, musciclaims_tasks.REVISION, musciclaims_tasks.PATH_REWRITES)
 got = store.fetch(paths)
 t1 = time.time()
 out = {p: ({"error": str(v)} if isinstance(v, RepoFileError) else {"repo_path": v.repo_path, "how": v.how, "local": v.local}) for p, v in got.items()}
@@ -163,11 +163,11 @@ def test_decoded_cache_and_max_pixels(tmp_path, monkeypatch):
 
 REFUSED = r"""
 import sys
-from lmms_eval_earthsci.evals.musciclaims import tasks as M
+from lmms_eval_earthsci.evals.musciclaims import tasks as musciclaims_tasks
 from lmms_eval_earthsci.core.data import HubRefusedError
 from lmms_eval_earthsci.core.repo_files import repo_files
 try:
-    repo_files(M.DATASET, M.REVISION, M.PATH_REWRITES).listing()
+    repo_files(musciclaims_tasks.DATASET, musciclaims_tasks.REVISION, musciclaims_tasks.PATH_REWRITES).listing()
 except HubRefusedError as exc:
     print(exc)
 """

@@ -33,6 +33,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
 
 from lmms_eval_earthsci.core import hub
 from lmms_eval_earthsci.core.patching import wrap_task_method
@@ -164,7 +165,7 @@ def recorded_revision(folder: str) -> str | None:
 
 def _datasets_cache() -> str:
     try:
-        import datasets
+        import datasets  # noqa: PLC0415 - heavy (datasets, ~0.5 s), only for its cache folder
 
         return str(datasets.config.HF_DATASETS_CACHE)
     except Exception:  # pragma: no cover
@@ -320,8 +321,6 @@ def hub_refusal(exc: BaseException | None, repo: str | None, revision: str | Non
             url = str(getattr(response, "url", "") or getattr(getattr(response, "request", None), "url", "") or "")
             file, rev = None, revision
             if "/resolve/" in url:
-                from urllib.parse import unquote
-
                 rev_and_file = url.split("/resolve/", 1)[1].split("?", 1)[0]
                 rev, _, file = (unquote(x) for x in rev_and_file.partition("/"))
             where = f"{repo}" + (f" file {file}" if file else "") + f" at revision {rev or 'main'}"
@@ -413,7 +412,7 @@ def require_columns(table: Any, columns: Iterable[str], *, dataset: str, where: 
 def load_image(value: Any, *, dataset: str, record_id: Any, field: str) -> Image.Image:
     """Decode an image cell as ``datasets`` may hand it over: a PIL image, a ``{"bytes", "path"}``
     struct (undecoded parquet), raw bytes, or a file path. Returns an RGB PIL image."""
-    from PIL import Image, UnidentifiedImageError
+    from PIL import Image, UnidentifiedImageError  # noqa: PLC0415 - PIL, only when an image is decoded: the tasks' import stays cheap
 
     if value is None:
         raise RecordError(dataset, record_id, field, "image is missing (None)")
@@ -502,7 +501,7 @@ def record_check(check: Any, prepare: Callable[[Any, Mapping[str, Any]], Any] | 
 def check_image(value: Any, *, dataset: str, record_id: Any, field: str) -> None:
     """The image cell can be decoded: its header is read (no full decode). Accepts what
     :func:`load_image` accepts, undecoded ``{"bytes", "path"}`` structs included."""
-    from PIL import Image, UnidentifiedImageError
+    from PIL import Image, UnidentifiedImageError  # noqa: PLC0415 - PIL, only when an image is checked: the tasks' import stays cheap
 
     if value is None:
         raise RecordError(dataset, record_id, field, "image is missing (None)")
@@ -531,7 +530,7 @@ def check_image(value: Any, *, dataset: str, record_id: Any, field: str) -> None
 def undecoded(dataset: Any) -> Any:
     """``dataset`` with its image columns returning stored bytes instead of PIL images."""
     try:
-        import datasets
+        import datasets  # noqa: PLC0415 - heavy (datasets, ~0.5 s); optional here
     except ImportError:  # pragma: no cover
         return dataset
     if not isinstance(dataset, datasets.Dataset):

@@ -15,9 +15,9 @@ def run_lmms_eval(args: Sequence[str]) -> int:
     sys.argv = ["lmms-eval", *args]
     try:
         try:
-            from lmms_eval.cli.dispatch import main as lmms_main  # lmms-eval >= 0.7
+            from lmms_eval.cli.dispatch import main as lmms_main  # noqa: PLC0415 - lmms-eval's CLI (>= 0.7), only when a run starts
         except ImportError:  # 0.6.x: the flat CLI
-            from lmms_eval.__main__ import cli_evaluate as lmms_main
+            from lmms_eval.__main__ import cli_evaluate as lmms_main  # noqa: PLC0415 - lmms-eval 0.6.x's flat CLI, only when a run starts
 
         return lmms_main() or 0
     finally:

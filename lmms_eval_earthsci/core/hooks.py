@@ -20,6 +20,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import functools
+import glob
 import logging
 import os
 import sys
@@ -42,7 +43,7 @@ LOGGER_NAME = "lmms_eval_earthsci"
 class _ToLoguru(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            from loguru import logger
+            from loguru import logger  # noqa: PLC0415 - loguru (~40 ms, lmms-eval's logger), only when a record is forwarded
 
             # point loguru at our calling line, not at this handler (loguru's documented recipe)
             frame: FrameType | None = sys._getframe(1)
@@ -58,7 +59,7 @@ def forward_logs(level: int = logging.INFO) -> bool:
     """Route the ``lmms_eval_earthsci`` logger to loguru (lmms-eval's logger), at ``level``. Idempotent;
     False (logging left as it is) when loguru is not importable."""
     try:
-        import loguru  # noqa: F401
+        import loguru  # noqa: PLC0415, F401 - optional: is loguru (lmms-eval's logger) there
     except ImportError:  # pragma: no cover
         return False
     log = logging.getLogger(LOGGER_NAME)
@@ -75,7 +76,7 @@ def redact_hf_token() -> bool:
     tracker args: {..., 'token': 'hf_...'}", ``lmms_eval.__main__.cli_evaluate_single``). Idempotent;
     False when loguru is not importable."""
     try:
-        from loguru import logger
+        from loguru import logger  # noqa: PLC0415 - loguru (~40 ms), optional: lmms-eval's logger
     except ImportError:  # pragma: no cover
         return False
     previous = getattr(getattr(logger, "_core", None), "patcher", None)
@@ -110,7 +111,7 @@ def recover_killed_response_runs() -> bool:
     model, so only identical requests reuse them) and marked, once. ``EARTHSCI_RECOVER_RESPONSE_CACHE=0``
     turns it off. Idempotent; False, changing nothing, when lmms-eval's cache internals are gone."""
     try:
-        from lmms_eval.caching import response_cache as rc
+        from lmms_eval.caching import response_cache as rc  # noqa: PLC0415 - lmms-eval's response cache (~50 ms); absent before 0.7.3
     except Exception:
         return False
     cls = rc.ResponseCache
@@ -136,8 +137,6 @@ def recover_killed_response_runs() -> bool:
 
 
 def _recover_runs(rc: Any, cache_root: str) -> None:
-    import glob
-
     root = os.path.abspath(os.path.dirname(os.path.abspath(cache_root)) if cache_root.endswith(".db") else cache_root)
     runs = os.path.join(root, rc._LAYERED_RUNS_DIRNAME)
     if not os.path.isdir(runs):
@@ -250,7 +249,7 @@ def data_hooks_only() -> Iterator[None]:
 def _has_layered_cache() -> bool:
     """Whether this lmms-eval has the response cache the recovery wraps (0.7.3 and later)."""
     try:
-        from lmms_eval.caching import response_cache
+        from lmms_eval.caching import response_cache  # noqa: PLC0415 - lmms-eval's response cache (~50 ms); absent before 0.7.3
     except Exception:
         return False
     return hasattr(response_cache, "ResponseCache") and hasattr(response_cache.ResponseCache, "create")

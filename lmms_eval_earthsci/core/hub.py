@@ -57,7 +57,7 @@ def dataset_cached(repo: str, revision: str | None = None) -> str | None:
     """Where a Hub dataset could be read without the Hub (None: nowhere): the Hub cache holding its
     snapshot (at ``revision`` when one is pinned), or ``datasets``' own cache of a build of it (the
     folder ``datasets`` itself falls back to, ``<namespace>___<name>/<config>/<version>/<hash>``)."""
-    from huggingface_hub import constants  # lazy: only when the Hub cannot be reached
+    from huggingface_hub import constants  # noqa: PLC0415 - huggingface_hub, only when the Hub cannot be reached
 
     hub_repo = os.path.join(constants.HF_HUB_CACHE, "datasets--" + repo.replace("/", "--"))
     if revision:
@@ -66,8 +66,8 @@ def dataset_cached(repo: str, revision: str | None = None) -> str | None:
     elif glob.glob(os.path.join(hub_repo, "snapshots", "*")):
         return hub_repo
     try:  # lazy, as above
-        import datasets
-        from datasets.naming import camelcase_to_snakecase
+        import datasets  # noqa: PLC0415 - heavy (datasets, ~0.5 s), only when the Hub cannot be reached
+        from datasets.naming import camelcase_to_snakecase  # noqa: PLC0415 - with datasets above
 
         parts = repo.split("/")
         parts[-1] = camelcase_to_snakecase(parts[-1])

@@ -51,6 +51,7 @@ import json
 import logging
 import math
 import os
+import sys
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -267,8 +268,6 @@ _LMMS_DEFAULT_REASONING_TAGS = '[["<think>", "</think>"], ["<analysis>", "</anal
 
 
 def _cli_reasoning_tags() -> str | None:
-    import sys
-
     argv = sys.argv
     for i, a in enumerate(argv):
         if a == "--reasoning_tags" and i + 1 < len(argv):
@@ -284,7 +283,7 @@ def _cli_reasoning_tags() -> str | None:
 def reasoning_tags_for(task: Any) -> Any:
     """The reasoning tags lmms-eval will strip for ``task`` (task setting over the CLI's), or None."""
     try:
-        from lmms_eval.api.reasoning import parse_reasoning_tags_config
+        from lmms_eval.api.reasoning import parse_reasoning_tags_config  # noqa: PLC0415 - lmms-eval's API; absent in some versions (nothing is stripped)
 
         return parse_reasoning_tags_config(cli_value=_cli_reasoning_tags(), task_value=getattr(task.config, "reasoning_tags", None))
     except Exception:  # older/newer lmms-eval without this module: nothing is stripped
@@ -296,7 +295,7 @@ def normalize_response(text: str, tags: Any) -> str:
     if not tags:
         return text
     try:
-        from lmms_eval.api.reasoning import strip_reasoning_tags
+        from lmms_eval.api.reasoning import strip_reasoning_tags  # noqa: PLC0415 - lmms-eval's API; absent in some versions (nothing is stripped)
 
         return strip_reasoning_tags(text, tags)
     except Exception:
@@ -404,7 +403,7 @@ def _log_lmms_usage(client: JudgeClient, results: Sequence[JudgeResult], task: s
     """The judge's fresh (uncached) token counts into lmms-eval's usage record (``results["usage"]``,
     ``source="judge"``, as its own judge providers log them), where lmms-eval has one (>= 0.7)."""
     try:
-        from lmms_eval.models.model_utils.usage_metrics import log_usage
+        from lmms_eval.models.model_utils.usage_metrics import log_usage  # noqa: PLC0415 - lmms-eval's models (seconds); absent before 0.7
     except ImportError:
         return
     model = str(getattr(client.config, "model", "judge"))

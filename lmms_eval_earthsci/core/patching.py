@@ -20,6 +20,7 @@ import functools
 import importlib
 import inspect
 import logging
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -100,7 +101,13 @@ def entry(name: str) -> Target:
 def resolve(target: str) -> Any:
     """The object ``module:Qualname`` names (the module for ``module:``); raises when it is gone."""
     module, _, qualname = target.partition(":")
-    obj: Any = importlib.import_module(module)
+    saved = sys.argv
+    # lmms-eval 0.6.x's __main__ prints its banner and exits at import when argv holds no argument
+    sys.argv = saved if len(saved) > 1 else ["lmms-eval", "--verbosity", "INFO"]
+    try:
+        obj: Any = importlib.import_module(module)
+    finally:
+        sys.argv = saved
     for part in filter(None, qualname.split(".")):
         obj = getattr(obj, part)
     return obj
@@ -111,7 +118,7 @@ def target_problem(t: Target) -> str | None:
     rely on (it exists, takes ``params``, its module has ``attrs``)."""
     try:
         obj = resolve(t.target)
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:
         return f"{t.target} is gone ({type(exc).__name__}: {exc})"
     module = importlib.import_module(t.target.partition(":")[0])
     absent = [a for a in t.attrs if not hasattr(module, a)]
@@ -157,7 +164,7 @@ def wrap_method(cls: type, name: str, marker: str, make_wrapper: Callable[[Any],
 def wrap_task_method(name: str, marker: str, make_wrapper: Callable[[Any], Any], requires: tuple[str, ...] = ()) -> bool:
     """:func:`wrap_method` on lmms-eval's ``ConfigurableTask``; False if lmms-eval's layout changed."""
     try:
-        from lmms_eval.api.task import ConfigurableTask
+        from lmms_eval.api.task import ConfigurableTask  # noqa: PLC0415 - lmms-eval's task machinery loads in seconds; its layout may change
     except Exception:  # pragma: no cover - lmms-eval layout changed
         return False
     return wrap_method(ConfigurableTask, name, marker, make_wrapper, requires)

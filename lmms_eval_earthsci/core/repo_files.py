@@ -26,6 +26,7 @@ import collections
 import contextlib
 import logging
 import os
+import re
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -83,9 +84,9 @@ def _walk(folder: str) -> frozenset[str]:
 def _machine_lock(name: str) -> Iterator[None]:
     """An exclusive ``flock`` on ``<hub cache>/.locks/earthsci/<name>.lock`` (shared by every process
     of the machine that uses this Hub cache)."""
-    import fcntl
+    import fcntl  # noqa: PLC0415 - fcntl is POSIX-only: the module imports without it
 
-    from huggingface_hub import constants
+    from huggingface_hub import constants  # noqa: PLC0415 - huggingface_hub, only when fetching from the Hub
 
     folder = os.path.join(constants.HF_HUB_CACHE, ".locks", "earthsci")
     os.makedirs(folder, exist_ok=True)
@@ -128,7 +129,7 @@ class RepoFiles:
         local = mirror_path(self.repo_id)
         if local is not None:
             return _Listing("mirror", local, None, _walk(local))
-        from huggingface_hub import HfApi, constants, snapshot_download
+        from huggingface_hub import HfApi, constants, snapshot_download  # noqa: PLC0415 - huggingface_hub, only when the repo is on the Hub
 
         if constants.HF_HUB_OFFLINE:
             folder = snapshot_download(self.repo_id, repo_type="dataset", revision=self.revision, local_files_only=True)
@@ -236,9 +237,7 @@ class RepoFiles:
     def _record_ref(self, commit: str | None) -> None:
         """Files are downloaded at the resolved commit, which records no branch in the Hub cache; write
         ``refs/<branch>`` (the cache's documented layout) so that an offline run finds the snapshot."""
-        import re
-
-        from huggingface_hub import constants
+        from huggingface_hub import constants  # noqa: PLC0415 - huggingface_hub, only when fetching from the Hub
 
         branch = self.revision or "main"
         if not commit or re.fullmatch(r"[0-9a-f]{40}", branch):
@@ -252,7 +251,7 @@ class RepoFiles:
             logger.debug("lmms_eval_earthsci: could not record %s@%s in the Hub cache", self.repo_id, branch, exc_info=True)
 
     def _download(self, loc: Located) -> str | Exception:
-        from huggingface_hub import hf_hub_download
+        from huggingface_hub import hf_hub_download  # noqa: PLC0415 - huggingface_hub, only when fetching from the Hub
 
         try:
             path = hf_hub_download(self.repo_id, loc.repo_path, repo_type="dataset", revision=self.listing().revision)
@@ -362,7 +361,7 @@ def decode_image(path: str, max_pixels: int | None = None, max_side: int | None 
     no resize; a JPEG is decoded at a reduced scale when the cap allows (``draft``) and larger
     reductions go through a fast integer box reduce first (``reducing_gap``). Raises OSError/ValueError
     from PIL for an unreadable file."""
-    from PIL import Image
+    from PIL import Image  # noqa: PLC0415 - PIL, only when a file is decoded: the tasks' import stays cheap
 
     im: Image.Image = Image.open(path)
     try:

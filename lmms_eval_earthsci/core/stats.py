@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import importlib
 import math
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
@@ -177,7 +178,7 @@ def _interval(distribution: np.ndarray, n_resamples: int, n_units: int, confiden
 
 
 def _bootstrap(data: tuple[np.ndarray, ...], statistic: Callable[..., Any], vectorized: bool, n_resamples: int, seed: int) -> np.ndarray:
-    from scipy import stats
+    from scipy import stats  # noqa: PLC0415 - heavy (scipy.stats, ~0.5 s): the report alone needs it
 
     res = stats.bootstrap(
         data, statistic, n_resamples=n_resamples, vectorized=vectorized, paired=True, axis=-1,
@@ -196,8 +197,6 @@ def bootstrap_ci(items: Sequence[Any], dotted: str | None, n_resamples: int = DE
     n_units = int(arrays[0].shape[-1])
     if n_units < 2:
         return None
-    import warnings
-
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         dist = _bootstrap(arrays, stat, vectorized, n_resamples, seed)
@@ -222,7 +221,7 @@ def _binary(items: Sequence[Any]) -> list[bool] | None:
 
 def mcnemar_exact(a: Sequence[bool], b: Sequence[bool]) -> tuple[float, tuple[int, int]]:
     """Two-sided exact McNemar test: a binomial test on the discordant pairs (p = 1 with none)."""
-    from scipy import stats
+    from scipy import stats  # noqa: PLC0415 - heavy (scipy.stats, ~0.5 s): the report alone needs it
 
     n10 = sum(1 for x, y in zip(a, b) if x and not y)
     n01 = sum(1 for x, y in zip(a, b) if y and not x)
@@ -267,7 +266,7 @@ def proportion(items: Sequence[Any], dotted: str | None) -> tuple[int, int, floa
 
 def wilson(k: int, n: int, scale: float = 100.0, confidence: float = CONFIDENCE) -> Interval:
     """Wilson's score interval for k of n, on the metric's scale."""
-    from scipy import stats
+    from scipy import stats  # noqa: PLC0415 - heavy (scipy.stats, ~0.5 s): the report alone needs it
 
     ci = stats.binomtest(k, n).proportion_ci(confidence_level=confidence, method="wilson")
     return Interval(float(ci.low) * scale, float(ci.high) * scale, 0, n, method=WILSON)
@@ -285,8 +284,8 @@ def interval(items: Sequence[Any], dotted: str | None, n_resamples: int = DEFAUL
 def tango_interval(n10: int, n01: int, n: int, confidence: float = CONFIDENCE) -> tuple[float, float]:
     """Tango's score interval (Stat. Med. 1998) for the difference of two paired proportions,
     ``(n10 - n01) / n``: the differences a score test (McNemar's, asymptotically) does not reject."""
-    from scipy.optimize import brentq  # lazy, as every scipy import here: the report alone needs it
-    from scipy.stats import norm
+    from scipy.optimize import brentq  # noqa: PLC0415 - heavy (scipy, ~0.5 s): the report alone needs it
+    from scipy.stats import norm  # noqa: PLC0415 - heavy (scipy, ~0.5 s): the report alone needs it
 
     z = float(norm.ppf(1 - (1 - confidence) / 2))
 
@@ -367,8 +366,6 @@ def paired(items_a: Mapping[Any, Any], items_b: Mapping[Any, Any], dotted: str |
                 return _as_number(agg([a[i] for i in sel])) - _as_number(agg([b[i] for i in sel]))
 
             data, vec = (np.arange(len(common)),), False
-        import warnings
-
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             dist = _bootstrap(data, dstat, vec, n_resamples, seed)
@@ -383,7 +380,7 @@ def paired(items_a: Mapping[Any, Any], items_b: Mapping[Any, Any], dotted: str |
 def adjust(pvalues: Sequence[float | None]) -> list[float | None]:
     """Benjamini-Hochberg adjusted p-values (``scipy.stats.false_discovery_control``) of the rows that
     have one, in their order; None stays None."""
-    from scipy import stats
+    from scipy import stats  # noqa: PLC0415 - heavy (scipy.stats, ~0.5 s): the report alone needs it
 
     have = [i for i, p in enumerate(pvalues) if p is not None]
     out: list[float | None] = [None] * len(pvalues)

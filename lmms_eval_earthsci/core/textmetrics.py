@@ -28,6 +28,7 @@ import logging
 import math
 import os
 import shutil
+import tempfile
 import threading
 import warnings
 from collections import Counter
@@ -68,7 +69,7 @@ def _warn_once(key: str, msg: str) -> None:
 
 @functools.lru_cache(maxsize=1)
 def _tokenizer_13a() -> Tokenizer13a:
-    from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
+    from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a  # noqa: PLC0415 - sacrebleu (~60 ms), only when BLEU is computed
 
     return Tokenizer13a()
 
@@ -107,7 +108,7 @@ def bleu(reference: str, candidate: str, max_order: int = 4, smooth: bool = Fals
 
 @functools.lru_cache(maxsize=1)
 def _rouge_scorer() -> RougeScorer:
-    from rouge_score import rouge_scorer
+    from rouge_score import rouge_scorer  # noqa: PLC0415 - heavy (rouge_score loads nltk, ~1 s), only when ROUGE is computed
 
     return rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL", "rougeLsum"], use_stemmer=False)
 
@@ -139,7 +140,7 @@ def _wordnet_dir() -> str | None:
     env = read_setting(WORDNET_ENV)
     candidates = [os.path.expanduser(env)] if env else []
     try:
-        import nltk
+        import nltk  # noqa: PLC0415 - heavy (nltk, ~1 s); optional: no WordNet without it
 
         for p in nltk.data.path:
             candidates.append(os.path.join(p, "corpora", "wordnet"))
@@ -158,8 +159,6 @@ def _stage_wordnet(src: str) -> str | None:
     """Copy a WordNet dict folder lacking ``lexnames`` (Debian's) into our cache and add the index.
     Built in a temporary folder and renamed into place, so concurrent processes never read a
     half-copied file."""
-    import tempfile
-
     dst = cache_dir("wordnet-3.0")  # $EARTHSCI_CACHE_DIR/wordnet-3.0
     if os.path.isfile(os.path.join(dst, "lexnames")):
         return dst
@@ -190,8 +189,8 @@ def _wordnet_reader() -> WordNetCorpusReader | None:
     d = _wordnet_dir()
     if d is None:
         return None
-    import nltk
-    from nltk.corpus.reader.wordnet import WordNetCorpusReader
+    import nltk  # noqa: PLC0415 - heavy (nltk, ~1 s), only when METEOR is computed
+    from nltk.corpus.reader.wordnet import WordNetCorpusReader  # noqa: PLC0415 - heavy (nltk, ~1 s), only when METEOR is computed
 
     class _WordNet30(WordNetCorpusReader):
         def map_wn(self, version: str = "wordnet") -> None:  # no cross-version mapping: only the English synsets are used
@@ -211,7 +210,7 @@ def _wordnet() -> WordNetCorpusReader | None:
 
 @functools.lru_cache(maxsize=1)
 def _has_punkt() -> bool:
-    import nltk
+    import nltk  # noqa: PLC0415 - heavy (nltk, ~1 s), only when METEOR is computed
 
     try:
         nltk.data.find("tokenizers/punkt_tab/english/")
@@ -221,7 +220,7 @@ def _has_punkt() -> bool:
 
 
 def _tokens(text: str) -> list[str]:
-    from nltk.tokenize import word_tokenize
+    from nltk.tokenize import word_tokenize  # noqa: PLC0415 - heavy (nltk, ~1 s), only when METEOR is computed
 
     if _has_punkt():
         return word_tokenize(text)
@@ -235,7 +234,7 @@ def meteor(reference: str, candidate: str) -> float | None:
     if wn is None:
         _warn_once("wordnet", f"METEOR is unavailable: no WordNet 3.0 found (install Debian/Ubuntu `wordnet-base`, or NLTK's `wordnet` data, or set {WORDNET_ENV})")
         return None
-    from nltk.translate.meteor_score import single_meteor_score
+    from nltk.translate.meteor_score import single_meteor_score  # noqa: PLC0415 - heavy (nltk, ~1 s), only when METEOR is computed
 
     ref, hyp = _tokens(reference), _tokens(candidate)
     with _WORDNET_LOCK:  # NLTK's WordNet reader seeks shared file handles: not thread-safe
@@ -259,7 +258,7 @@ def _local_model(model: str) -> tuple[str | None, str]:
     if hub_state == "up":
         return model, ""
     try:
-        from huggingface_hub import snapshot_download
+        from huggingface_hub import snapshot_download  # noqa: PLC0415 - huggingface_hub, only when the Hub is down
 
         return snapshot_download(model, local_files_only=True), ""
     except Exception:
@@ -276,7 +275,7 @@ def _bertscorer() -> BERTScorer | None:
         return None
     try:
         layers = int(read_setting(BERTSCORE_LAYERS_ENV) or "17")
-        from bert_score import BERTScorer
+        from bert_score import BERTScorer  # noqa: PLC0415 - heavy (bert_score loads torch, seconds), only when BERTScore is computed
 
         return BERTScorer(model_type=path, num_layers=layers, idf=False, rescale_with_baseline=False, lang="en")
     except Exception as exc:  # model not downloadable here, package missing, bad layer count

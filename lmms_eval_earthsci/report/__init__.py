@@ -40,6 +40,7 @@ from collections.abc import Sequence
 from lmms_eval_earthsci import registry
 from lmms_eval_earthsci.core.stats import DEFAULT_RESAMPLES, DEFAULT_SEED
 from lmms_eval_earthsci.report.comparisons import compare
+from lmms_eval_earthsci.report.html import write_html
 from lmms_eval_earthsci.report.intervals import configure
 from lmms_eval_earthsci.report.papers import DEFAULT_PAPER_MODEL, resolve_paper_model
 from lmms_eval_earthsci.report.runs import ReportError, Run
@@ -100,8 +101,6 @@ def write_report(
         f.write(text)
     write_summary(runs, base, comparisons, {(t, m) for _, t, m in keys}, out_dir)
     if html:
-        from lmms_eval_earthsci.report.html import write_html  # lazy: only when the page is asked for
-
         _, size = write_html(runs, benches, out_dir, text, images=images, base=base, figure_budget_mb=figure_budget_mb)
         if notes is not None:
             notes.append(size)

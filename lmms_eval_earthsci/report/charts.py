@@ -83,12 +83,12 @@ def draw_chart(chart: Chart) -> Figure:
     hatched for a chart's second series; a black whisker for its 95 % bootstrap interval; over each bar its value and ``n=<docs>`` (a 0 bar has no
     height to see), ``n/a`` where there is no value; a black tick across a bar at the reference
     model's value. Every run and series is in the legend, even one with no bar drawn."""
-    import matplotlib
+    import matplotlib  # noqa: PLC0415 - heavy (matplotlib, ~0.2 s), only when a chart is drawn
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from matplotlib.lines import Line2D
-    from matplotlib.patches import Patch
+    import matplotlib.pyplot as plt  # noqa: PLC0415 - heavy (matplotlib, after its backend is set)
+    from matplotlib.lines import Line2D  # noqa: PLC0415 - heavy (matplotlib), only when a chart is drawn
+    from matplotlib.patches import Patch  # noqa: PLC0415 - heavy (matplotlib), only when a chart is drawn
 
     groups = list(dict.fromkeys(b.group for b in chart.bars))
     series = list(dict.fromkeys(b.series for b in chart.bars))
@@ -133,7 +133,7 @@ def draw_chart(chart: Chart) -> Figure:
 
 
 def _save(fig: Figure, out_dir: str, slug: str) -> str:
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # noqa: PLC0415 - heavy (matplotlib), only when a chart is saved
 
     path = os.path.join(out_dir, f"{slug}.png")
     fig.savefig(path, dpi=100)
@@ -150,12 +150,12 @@ def draw_reliability(chart: ReliabilitySpec) -> Figure:
     """The matplotlib Figure of a reliability diagram (the caller saves and closes it): per bin and run a
     bar at the bin's accuracy, a black tick across it at the bin's mean confidence and ``n`` over it; the
     diagonal is perfect calibration; the legend gives each run's ECE and the docs binned."""
-    import matplotlib
+    import matplotlib  # noqa: PLC0415 - heavy (matplotlib, ~0.2 s), only when a chart is drawn
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from matplotlib.lines import Line2D
-    from matplotlib.patches import Patch
+    import matplotlib.pyplot as plt  # noqa: PLC0415 - heavy (matplotlib, after its backend is set)
+    from matplotlib.lines import Line2D  # noqa: PLC0415 - heavy (matplotlib), only when a chart is drawn
+    from matplotlib.patches import Patch  # noqa: PLC0415 - heavy (matplotlib), only when a chart is drawn
 
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     fig, ax = plt.subplots(figsize=(8.5, 4.6))
@@ -234,10 +234,10 @@ def draw_trend(chart: Trend) -> Figure:
     """The matplotlib Figure of a trend chart: a line per headline metric over the runs in order (or their
     steps), its 95 % band shaded, the paper's number as a dashed line of the same colour; a run without
     a value is a gap."""
-    import matplotlib
+    import matplotlib  # noqa: PLC0415 - heavy (matplotlib, ~0.2 s), only when a chart is drawn
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # noqa: PLC0415 - heavy (matplotlib, after its backend is set)
 
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     x = chart.steps if chart.steps is not None else list(range(len(chart.runs)))

@@ -18,7 +18,7 @@ from typing import Any
 def draw_figure(seed: int, kind: str = "auto", size: tuple[int, int] = (96, 72)):
     """A small synthetic scientific figure (bar chart, line plot, scatter or diagram) as a PIL image;
     the same seed always gives the same picture."""
-    from PIL import Image, ImageDraw
+    from PIL import Image, ImageDraw  # noqa: PLC0415 - PIL, only when a figure is drawn
 
     rng = random.Random(seed)
     kinds = ["bars", "line", "scatter", "diagram"]
@@ -68,7 +68,7 @@ def write_hf_repo(repo_dir: str, configs: Mapping[str, Mapping[str, Any]], featu
     ``configs``: ``{config_name: {split: list_of_rows}}``; ``path_pattern(config, split)`` gives the
     file path inside the repo (e.g. ``"Math/test-00000-of-00001.parquet"``).
     """
-    import datasets
+    import datasets  # noqa: PLC0415 - heavy (datasets, ~0.5 s), only when a repo is written
 
     os.makedirs(repo_dir, exist_ok=True)
     header = ["---", "configs:"]

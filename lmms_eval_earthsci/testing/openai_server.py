@@ -13,8 +13,11 @@ A responder returns the reply text, or a :class:`Fault` to misbehave on that req
 
 from __future__ import annotations
 
+import argparse
+import asyncio
 import json
 import re
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -226,9 +229,7 @@ def _serve_asyncio(latency: float, max_concurrency: int | None, reply: str, skim
     connection), so the server's own CPU cost does not mask the client's. Same protocol. ``skim``: the
     body is read but not parsed (a multi-megabyte figure costs the server a copy, not a JSON parse),
     so that a benchmark of image requests measures the client."""
-    import asyncio
-
-    from aiohttp import web
+    from aiohttp import web  # noqa: PLC0415 - heavy (aiohttp, ~100 ms), only for the asyncio engine
 
     async def run():
         slots = asyncio.Semaphore(max_concurrency) if max_concurrency else None
@@ -259,8 +260,6 @@ def _serve_asyncio(latency: float, max_concurrency: int | None, reply: str, skim
         port = site._server.sockets[0].getsockname()[1]
         print(f"PORT {port}", flush=True)
         loop = asyncio.get_running_loop()
-        import sys
-
         await loop.run_in_executor(None, sys.stdin.read)  # until the parent closes our stdin
         await runner.cleanup()
 
@@ -271,9 +270,6 @@ def main(argv=None) -> int:
     """Serve from a separate process (benchmarks, manual tests): prints ``PORT <n>`` then serves until
     stdin closes. ``--reply`` is the fixed answer text; ``--engine asyncio`` uses the lighter aiohttp
     server (same protocol, latency and concurrency cap)."""
-    import argparse
-    import sys
-
     ap = argparse.ArgumentParser(prog="python -m lmms_eval_earthsci.testing.openai_server")
     ap.add_argument("--latency", type=float, default=0.0)
     ap.add_argument("--max-concurrency", type=int, default=None)

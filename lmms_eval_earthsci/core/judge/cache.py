@@ -58,7 +58,7 @@ def _exclusive(lock_path: str) -> Iterator[None]:
     fd = None
     try:
         fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
-        import fcntl
+        import fcntl  # noqa: PLC0415 - fcntl is POSIX-only: without it the block runs unlocked
 
         fcntl.flock(fd, fcntl.LOCK_EX)
     except (OSError, ImportError):

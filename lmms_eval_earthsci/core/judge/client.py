@@ -469,7 +469,7 @@ class JudgeClient:
         bar = None
         if progress:
             try:
-                from tqdm import tqdm
+                from tqdm import tqdm  # noqa: PLC0415 - tqdm (~30 ms), optional: only for a progress bar
 
                 bar = tqdm(total=len(requests), desc=desc)
             except ImportError:

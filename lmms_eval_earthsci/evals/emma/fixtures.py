@@ -11,7 +11,7 @@ from lmms_eval_earthsci.testing.figures import draw_figure, png_bytes, write_hf_
 
 
 def emma_features():
-    import datasets
+    import datasets  # noqa: PLC0415 - heavy (datasets, ~0.5 s), only when fixtures are written
 
     feats = {
         "pid": datasets.Value("string"),

@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import functools
 import logging
+import random
 import re
 from typing import Any
+
+from word2number import w2n
 
 from lmms_eval_earthsci.core import messages as msg
 from lmms_eval_earthsci.core.data import RecordError, check_image, declare_datasets, load_image, record_check, require
@@ -22,6 +25,7 @@ from lmms_eval_earthsci.core.judge_pass import UNAVAILABLE, JudgeSpec, judged, j
 from lmms_eval_earthsci.core.metrics import breakdown_scores, percent, split_labels, with_paired_score
 from lmms_eval_earthsci.core.releases import RescoreError, read_records, release_name, release_plan_dict
 from lmms_eval_earthsci.core.settings import declare_settings
+from lmms_eval_earthsci.core.similarity import get_matcher
 from lmms_eval_earthsci.evals.emma.benchmark import BENCHMARK
 
 logger = logging.getLogger("lmms_eval_earthsci")
@@ -241,7 +245,7 @@ def _latex_value(s: str) -> float | None:
     if len(s) > _LATEX_MAX_CHARS or _certainly_not_numeric(s):
         return None
     try:
-        from latex2sympy2 import latex2sympy
+        from latex2sympy2 import latex2sympy  # noqa: PLC0415 - heavy (latex2sympy2, ~0.2 s), only for a LaTeX answer
 
         return float(latex2sympy(s).evalf())
     except Exception:
@@ -251,8 +255,6 @@ def _latex_value(s: str) -> float | None:
 @functools.lru_cache(maxsize=65536)
 def _word_number(s: str) -> str | None:
     try:
-        from word2number import w2n
-
         return str(w2n.word_to_num(s))
     except Exception:
         return None
@@ -354,8 +356,6 @@ def lenient_verdict(doc, response: Any, official: dict) -> dict:
             return {"correct": got.value == answer, "rule": got.rule, "letter": got.value}
     free = official["extraction"].strip()
     if free and opts and len(free) <= 500:
-        from lmms_eval_earthsci.core.similarity import get_matcher  # lazy: sentence-transformers, only when a lenient match is needed
-
         m = get_matcher().best_match(free, opts)
         if m is not None and m.score >= LENIENT_MIN_SIMILARITY and m.margin >= LENIENT_MIN_MARGIN:
             letter = letters[m.index]
@@ -383,8 +383,6 @@ def scaling_verdicts(doc, responses: list, first: dict | None = None) -> dict:
     if votes:
         top = max(len(vs) for vs in votes.values())
         tied = sorted(k for k, vs in votes.items() if len(vs) == top)
-        import random
-
         pick = tied[0] if len(tied) == 1 else random.Random(f"{TIE_SEED}:{_pid(doc)}").choice(tied)
         maj = votes[pick][0]["correct"]
     else:

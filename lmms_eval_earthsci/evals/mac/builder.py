@@ -19,11 +19,13 @@ The same inputs, models and seed give byte-identical CSVs.
 
 from __future__ import annotations
 
+import argparse
 import csv
 import json
 import os
 import re
 import shutil
+import sys
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
@@ -35,6 +37,7 @@ from lmms_eval_earthsci import TASKS_DIR
 from lmms_eval_earthsci.core.yamls import versioned
 from lmms_eval_earthsci.evals.mac import distractors as mac_distractors
 from lmms_eval_earthsci.evals.mac import embedders as mac_embedders
+from lmms_eval_earthsci.evals.mac import ocr as mac_ocr
 from lmms_eval_earthsci.evals.mac.benchmark import BENCHMARK
 from lmms_eval_earthsci.evals.mac.collection import BuildInputError, Issue, clean, in_window, parse_month, publisher_counts, read_input
 from lmms_eval_earthsci.evals.mac.yamls import MAC_DIRECTIONS, mac_task_yaml
@@ -353,8 +356,6 @@ def build(opts: BuildOptions, log: Callable[[str], None] = print) -> dict:
     if clash:
         raise BuildInputError(f"a text and an image model share the key(s) {', '.join(sorted(clash))}: give distinct models")
     if opts.ocr:
-        from lmms_eval_earthsci.evals.mac import ocr as mac_ocr  # lazy: EasyOCR is optional (--ocr)
-
         reader = mac_ocr.load_reader(opts.device or mac_embedders.default_device())
 
     t0 = time.time()
@@ -459,9 +460,6 @@ def build(opts: BuildOptions, log: Callable[[str], None] = print) -> dict:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    import argparse
-    import sys
-
     ap = argparse.ArgumentParser(
         prog="lmms-eval-earthsci mac build",
         description="Build a MAC snapshot (the four CSVs, the covers, self-validation stats and an lmms-eval task folder) from your own covers and cover stories. Nothing is downloaded but the embedding models.",

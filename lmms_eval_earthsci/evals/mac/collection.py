@@ -15,6 +15,7 @@ import io
 import os
 import re
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 IMAGE_EXTS = (".png", ".jpg", ".jpeg", ".webp")
@@ -191,7 +192,7 @@ def read_input(path: str) -> tuple[list[Issue], Cleaning]:
 
 
 def is_blank(img) -> bool:
-    import numpy as np
+    import numpy as np  # noqa: PLC0415 - heavy (numpy, ~80 ms), only when near-blank covers are dropped
 
     arr = np.asarray(img.convert("RGB"), dtype=np.float32)
     return float((arr.mean(axis=2) > BLANK_LEVEL).mean()) > BLANK_SHARE
@@ -200,7 +201,7 @@ def is_blank(img) -> bool:
 def _inspect(path: str, drop_blank: bool) -> tuple[str | None, bool, str | None]:
     """(content sha256, near-blank, error) of one cover: fully decoded, so a truncated file is caught
     here and not in the middle of embedding."""
-    from PIL import Image
+    from PIL import Image  # noqa: PLC0415 - PIL, only when covers are checked
 
     try:
         with open(path, "rb") as f:
@@ -218,8 +219,6 @@ def clean(issues: list[Issue], report: Cleaning, drop_blank: bool = False, worke
     dropped; covers that cannot be decoded are reported by path and dropped; identical covers (same
     bytes) keep the first in (publisher, journal, id) order; optionally near-blank covers. Sets each
     kept issue's content hashes. Covers are decoded in a thread pool (the decoders release the GIL)."""
-    from concurrent.futures import ThreadPoolExecutor
-
     seen: set[tuple[str, str]] = set()
     todo = []
     for it in sorted(issues, key=lambda i: (i.publisher, i.journal, i.id)):

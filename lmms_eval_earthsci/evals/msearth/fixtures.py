@@ -3,6 +3,7 @@ repos and of their re-uploads (``MSEarth-Data``), figures drawn here."""
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Sequence
 
@@ -45,13 +46,11 @@ CAPTION_QUERIES = ["Describe the scene depicted in the image in detail.", "Gener
 
 def _meta(variant: str, value: dict):
     """Dict columns: JSON strings on the MSEarth/ uploads, structs (dicts) on the re-uploads."""
-    import json
-
     return json.dumps(value) if variant == "official" else value
 
 
 def msearth_features(kind: str, variant: str):
-    import datasets
+    import datasets  # noqa: PLC0415 - heavy (datasets, ~0.5 s), only when fixtures are written
 
     def meta(names):
         if variant == "official":
@@ -86,8 +85,6 @@ def _msearth_common(i: int, seed: int, qid: str, sphere: str, variant: str) -> d
 
 
 def msearth_rows(kind: str, variant: str = "official") -> list[dict]:
-    import json
-
     rows = []
     if kind == "mcq":
         for i, (qid, cap, q, opts, gold, sphere, vtype, cat) in enumerate(_MCQ):

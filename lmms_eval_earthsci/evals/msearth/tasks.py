@@ -15,6 +15,7 @@ import json
 import logging
 import re
 import threading
+from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
@@ -27,6 +28,7 @@ from lmms_eval_earthsci.core.messages import note_chat, route_of
 from lmms_eval_earthsci.core.metrics import breakdown_scores, percent, with_paired_score
 from lmms_eval_earthsci.core.releases import RescoreError, read_records, release_name, release_plan_dict
 from lmms_eval_earthsci.core.settings import declare_settings
+from lmms_eval_earthsci.core.similarity import get_matcher
 from lmms_eval_earthsci.core.unavailable import explained_by
 from lmms_eval_earthsci.evals.msearth.benchmark import BENCHMARK
 
@@ -409,8 +411,6 @@ def paper_verdicts(docs_answers: list[tuple[Mapping, Any]]) -> list[dict]:
             out.append({"correct": False, "rule": "similarity"})
             pending.append((len(out) - 1, answer, lines, real_option))
     if pending:
-        from lmms_eval_earthsci.core.similarity import get_matcher  # lazy: sentence-transformers, only for the similarity fallback
-
         matches = get_matcher().best_matches([a for _, a, _, _ in pending], [lines for _, _, lines, _ in pending])
         for (i, _, lines, gold), m in zip(pending, matches):
             if m is None:
@@ -663,9 +663,6 @@ def release_plan(path: str, options: dict) -> dict:
     ``response`` (the gold answer) must equal the dataset's. The task is read from the records (one per
     file) unless ``--tasks`` names it. The answer is replayed as the model's raw output: our extraction
     finds an extracted answer as it is (raw text) and a full JSON reply as a run would."""
-    from collections import Counter
-
-
     rows = read_records(path)
     bad = next((i for i, r in enumerate(rows) if not isinstance(r, dict) or "question_id" not in r), None)
     if not rows or bad is not None:

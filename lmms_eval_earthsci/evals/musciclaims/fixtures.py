@@ -3,6 +3,7 @@ repo-file figures laid out as the Hub repo has them."""
 
 from __future__ import annotations
 
+import json
 import os
 from typing import Any
 
@@ -68,7 +69,7 @@ _MUSCICLAIMS_PAPERS = [
 
 def draw_panels(seed: int, labels: str = "ABC", size: tuple[int, int] = (360, 150)):
     """A multi-panel figure: one drawn plot per panel, each labelled with its letter in the corner."""
-    from PIL import Image, ImageDraw
+    from PIL import Image, ImageDraw  # noqa: PLC0415 - PIL, only when figures are drawn
 
     w, h = size
     fig = Image.new("RGB", size, (255, 255, 255))
@@ -123,8 +124,6 @@ def musciclaims_rows() -> tuple[list[dict], dict[str, Any]]:
 
 def write_musciclaims(root: str, repo_id: str = DATASET) -> str:
     """``test_set.jsonl``, the card, and the figures as files under ``paper_figures/`` (JPEG)."""
-    import json
-
     repo_dir = os.path.join(root, *repo_id.split("/"))
     rows, figures = musciclaims_rows()
     os.makedirs(os.path.join(repo_dir, "paper_figures"), exist_ok=True)

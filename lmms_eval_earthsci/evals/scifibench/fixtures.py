@@ -18,7 +18,7 @@ _SCIFI_CATEGORIES = {"CS": ["cs.CV", "other cs", "cross-list"], "General": ["phy
 
 
 def scifibench_features():
-    import datasets
+    import datasets  # noqa: PLC0415 - heavy (datasets, ~0.5 s), only when fixtures are written
 
     return datasets.Features(
         {
@@ -58,7 +58,7 @@ def scifibench_rows(split: str) -> list[dict]:
 def write_scifibench(root: str, repo_id: str = DATASET) -> str:
     """The four splits under ``data/`` plus the two legacy v1 files the real repo still carries
     (``Figure2Caption-*``/``Caption2Figure-*``, other content): tasks must never read those."""
-    import datasets
+    import datasets  # noqa: PLC0415 - heavy (datasets, ~0.5 s), only when fixtures are written
 
     repo_dir = os.path.join(root, *repo_id.split("/"))
     write_hf_repo(repo_dir, {"default": {s: scifibench_rows(s) for s in SCIFIBENCH_SPLITS}}, scifibench_features(), lambda c, s: f"data/{s}-00000-of-00001.parquet")

@@ -30,6 +30,7 @@ from urllib.parse import quote
 
 from lmms_eval_earthsci.core.benchmark import Benchmark
 from lmms_eval_earthsci.core.harness import group_leaves
+from lmms_eval_earthsci.report.html.images import DEFAULT_FIGURE_BUDGET_MB, LargeBudget, ThumbStore, run_images
 from lmms_eval_earthsci.report.html.markdown import to_html
 from lmms_eval_earthsci.report.html.samples import NOT_RIGHT, leaf_tasks, task_docs, view
 from lmms_eval_earthsci.report.runs import Run
@@ -106,8 +107,6 @@ def write_html(
     """Write ``report.html`` and ``browser/`` into ``out_dir`` (beside report.md); returns (the page's
     path, a line on the folder's size). ``figure_budget_mb``: the large copies' budget
     (default :data:`.images.DEFAULT_FIGURE_BUDGET_MB`; 0: none)."""
-    from lmms_eval_earthsci.report.html.images import DEFAULT_FIGURE_BUDGET_MB, LargeBudget, ThumbStore, run_images
-
     browser = os.path.join(out_dir, "browser")
     data_dir = os.path.join(browser, "data")
     for sub in ("data", "large"):  # a task or figure no longer in the report leaves no file behind

@@ -32,6 +32,9 @@ from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, cast
 
+from lmms_eval_earthsci.core.data import data_route, mirror_env, no_route_as_error, undecoded
+from lmms_eval_earthsci.core.settings import cache_dir
+
 if TYPE_CHECKING:
     from PIL import Image
 
@@ -48,8 +51,6 @@ THUMB_VERSION = 1  # bump when the thumbnails change (size, format): every manif
 
 
 def _cache_root() -> str:
-    from lmms_eval_earthsci.core.settings import cache_dir
-
     return cache_dir("thumbs")
 
 
@@ -77,7 +78,7 @@ def _jpeg(im: Image.Image, quality: int) -> bytes:
 def copies(image: Any, large: bool) -> tuple[bytes, bytes | None]:
     """(thumbnail, large copy or None) of one figure from one decode: a JPEG of at most THUMB_SIDE, and
     with ``large`` one of at most LARGE_SIDE (the thumbnail then made from it)."""
-    from PIL import Image
+    from PIL import Image  # noqa: PLC0415 - PIL, only when figures are thumbnailed
 
     if isinstance(image, (str, os.PathLike)):
         image = Image.open(image)
@@ -224,10 +225,10 @@ def _leaf_tasks(task_dict: Mapping[Any, Any]) -> dict:
 
 
 def _build_tasks(names: Iterable[str], include_path: str | None) -> dict:
-    from lmms_eval.tasks import TaskManager, get_task_dict
+    from lmms_eval.tasks import TaskManager, get_task_dict  # noqa: PLC0415 - lmms-eval's task machinery loads in seconds; only for figures from the data
 
-    from lmms_eval_earthsci.core.hooks import data_hooks_only
-    from lmms_eval_earthsci.registration import with_our_tasks
+    from lmms_eval_earthsci.core.hooks import data_hooks_only  # noqa: PLC0415 - with lmms-eval above: the hooks pull in the judge (~30 ms)
+    from lmms_eval_earthsci.registration import with_our_tasks  # noqa: PLC0415 - with lmms-eval above: registration pulls in the judge (~30 ms)
 
     tm = TaskManager(include_path=with_our_tasks([p for p in str(include_path or "").split(",") if p]))
     with data_hooks_only():  # the task modules install the mirror hook and record gate, not a run's hooks
@@ -290,8 +291,6 @@ def run_images(run: Run, wanted: Mapping[str, Iterable[str]], store: ThumbStore,
 
 
 def _from_data(run: Run, missing: Mapping[str, list[str]], store: ThumbStore, budget: LargeBudget) -> dict[str, dict[str, tuple[list[str], bool] | str]]:
-    from lmms_eval_earthsci.core.data import data_route, mirror_env, no_route_as_error, undecoded
-
     route = data_route({t: ((run.configs.get(t) or {}).get("metadata") or {}).get("earthsci_data") for t in missing})
     out: dict[str, dict[str, tuple[list[str], bool] | str]] = {}
     with mirror_env(route.get("EARTHSCI_DATA_MIRROR")), no_route_as_error():
