@@ -107,6 +107,8 @@ def make_rows(n_docs: int, n_figures: int) -> list[dict]:
     CONTRADICT, NEUTRAL per base claim). Base claim i belongs to paper j = i mod P (P = K/2 papers of
     two figures each); it shows figure s of its paper, its NEUTRAL row the other one (s alternates
     between the cycles so that both files of a paper serve as the claim's own figure)."""
+    from lmms_eval_earthsci.evals.musciclaims.fixtures import claim_variants
+
     papers = n_figures // 2
     rows: list[dict] = []
     i = 0
@@ -126,26 +128,8 @@ def make_rows(n_docs: int, n_figures: int) -> list[dict]:
         base = f"{pid}_{cycle + 1}"
         own = f"paper_figures/{named}{own_no}.jpg"
         common = {"base_claim_id": base, "paper_id": pid, "domain": domain}
-        rows.append(
-            {
-                **common, "claim_id": f"{base}_support", "claim_text": claim, "label_3class": "SUPPORT", "label_2class": "SUPPORT",
-                "associated_figure_filepath": own, "associated_figure_number": str(own_no), "associated_figure_panels": panels,
-                "caption": caption, "claim_from_which_random_figure_is_taken": None,
-            }
-        )
-        rows.append(
-            {
-                **common, "claim_id": f"{base}_contra", "claim_text": contra, "label_3class": "CONTRADICT", "label_2class": "NON_SUPPORT",
-                "associated_figure_filepath": own, "associated_figure_number": str(own_no), "associated_figure_panels": panels,
-                "caption": caption, "claim_from_which_random_figure_is_taken": None,
-            }
-        )
-        rows.append(
-            {
-                **common, "claim_id": f"{base}_neutral", "claim_text": claim, "label_3class": "NEUTRAL", "label_2class": "NON_SUPPORT",
-                "associated_figure_filepath": f"paper_figures/{named}{other_no}.jpg", "associated_figure_number": str(other_no), "associated_figure_panels": panels,
-                "caption": other_caption, "claim_from_which_random_figure_is_taken": f"{pid}_{other_no}",
-            }
+        rows += claim_variants(
+            common, claim, contra, panels, (own, own_no, caption), (f"paper_figures/{named}{other_no}.jpg", other_no, other_caption), f"{pid}_{other_no}"
         )
         i += 1
     return rows[:n_docs]

@@ -81,6 +81,24 @@ def draw_panels(seed: int, labels: str = "ABC", size: tuple[int, int] = (360, 15
     return fig
 
 
+def claim_variants(common: dict, claim: str, contra: str, panels: list[str], own: tuple[str, int, str], other: tuple[str, int, str], other_ref: str) -> list[dict]:
+    """A base claim's three rows in the dataset's order: SUPPORT and CONTRADICT (the contradicting text)
+    on its own figure, NEUTRAL (the claim) on another figure, ``other_ref`` naming where that one came
+    from. ``own`` and ``other``: (figure path, figure number, caption); ``common``: the claim's shared
+    fields (base_claim_id, paper_id, domain)."""
+    (own_path, own_no, own_caption), (other_path, other_no, other_caption) = own, other
+    mine = {"associated_figure_filepath": own_path, "associated_figure_number": str(own_no), "associated_figure_panels": panels, "caption": own_caption}
+    return [
+        {**common, "claim_id": f"{common['base_claim_id']}_support", "claim_text": claim, "label_3class": "SUPPORT", "label_2class": "SUPPORT",
+         **mine, "claim_from_which_random_figure_is_taken": None},
+        {**common, "claim_id": f"{common['base_claim_id']}_contra", "claim_text": contra, "label_3class": "CONTRADICT", "label_2class": "NON_SUPPORT",
+         **mine, "claim_from_which_random_figure_is_taken": None},
+        {**common, "claim_id": f"{common['base_claim_id']}_neutral", "claim_text": claim, "label_3class": "NEUTRAL", "label_2class": "NON_SUPPORT",
+         "associated_figure_filepath": other_path, "associated_figure_number": str(other_no), "associated_figure_panels": panels,
+         "caption": other_caption, "claim_from_which_random_figure_is_taken": other_ref},
+    ]
+
+
 def musciclaims_rows() -> tuple[list[dict], dict[str, Any]]:
     """(rows, {figure path in the repo: image}). Each base claim has its SUPPORT, CONTRADICT and NEUTRAL
     rows (NEUTRAL shows the paper's other figure); the chemistry rows name their figure with the known
@@ -98,26 +116,8 @@ def musciclaims_rows() -> tuple[list[dict], dict[str, Any]]:
             common = {"base_claim_id": base, "paper_id": paper, "domain": domain}
             caption = f"Figure {fig_no}. Results of experiment {n} in {paper}: (A) control, (B) treatment, (C) summary."
             other_caption = f"Figure {other_no}. An unrelated experiment of {paper}."
-            rows.append(
-                {
-                    **common, "claim_id": f"{base}_support", "claim_text": claim, "label_3class": "SUPPORT", "label_2class": "SUPPORT",
-                    "associated_figure_filepath": own, "associated_figure_number": str(fig_no), "associated_figure_panels": panels,
-                    "caption": caption, "claim_from_which_random_figure_is_taken": None,
-                }
-            )
-            rows.append(
-                {
-                    **common, "claim_id": f"{base}_contra", "claim_text": contra, "label_3class": "CONTRADICT", "label_2class": "NON_SUPPORT",
-                    "associated_figure_filepath": own, "associated_figure_number": str(fig_no), "associated_figure_panels": panels,
-                    "caption": caption, "claim_from_which_random_figure_is_taken": None,
-                }
-            )
-            rows.append(
-                {
-                    **common, "claim_id": f"{base}_neutral", "claim_text": claim, "label_3class": "NEUTRAL", "label_2class": "NON_SUPPORT",
-                    "associated_figure_filepath": f"paper_figures/{prefix}{other_no}.jpg", "associated_figure_number": str(other_no), "associated_figure_panels": panels,
-                    "caption": other_caption, "claim_from_which_random_figure_is_taken": f"{paper}_{other_no}",
-                }
+            rows += claim_variants(
+                common, claim, contra, panels, (own, fig_no, caption), (f"paper_figures/{prefix}{other_no}.jpg", other_no, other_caption), f"{paper}_{other_no}"
             )
     return rows, figures
 
