@@ -167,8 +167,8 @@ NOQA = re.compile(r"#\s*noqa:\s*([A-Z]+[0-9]+(?:\s*,\s*[A-Z]+[0-9]+)*)(.*)$")
 
 
 def test_each_function_local_import_says_why():
-    """A function-local import (ruff's PLC0415, on in pyproject.toml) stays only to keep start-up cheap or
-    to break an import circle, and its line says which: ``# noqa: PLC0415 - <why>``."""
+    """A function-local import (ruff's PLC0415, on in pyproject.toml) stays only to keep start-up cheap, to
+    break an import circle or to reach a module that may be absent, and its line says which: ``# noqa: PLC0415 - <why>``."""
     said, bare = [], []
     for path in modules().values():
         with open(path, encoding="utf-8") as f:
