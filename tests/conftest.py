@@ -113,10 +113,15 @@ def pytest_addoption(parser):
     parser.addoption("--fast-tier-limit", type=float, default=None, metavar="SECONDS", help="fail any test not marked e2e or slow that takes longer than this (setup + call)")
     parser.addoption("--run-install", action="store_true", help="run the tests marked `install` (each installs a full venv; `make test-install`)")
     parser.addoption("--run-browser", action="store_true", help="run the tests marked `browser` (Debian's chromium + Playwright; `make test-browser`)")
+    parser.addoption("--run-models", action="store_true", help="run the tests marked `models` (lmms-eval's model classes on tiny models; `make test-models`, the vision venv)")
 
 
 # markers whose tests run only when asked for, each by its own make target
-OPT_IN = {"install": ("--run-install", "installs a full venv: `make test-install`"), "browser": ("--run-browser", "needs Chromium and Playwright: `make test-browser`")}
+OPT_IN = {
+    "install": ("--run-install", "installs a full venv: `make test-install`"),
+    "browser": ("--run-browser", "needs Chromium and Playwright: `make test-browser`"),
+    "models": ("--run-models", "lmms-eval's model classes on tiny models, in the vision venv: `make test-models`"),
+}
 
 
 def pytest_collection_modifyitems(config, items):

@@ -32,6 +32,7 @@ from typing import Any
 
 from lmms_eval_earthsci.core.data import MIRROR_ENV, install_mirror_hook, install_record_gate
 from lmms_eval_earthsci.core.judge_pass import install_judge_hook
+from lmms_eval_earthsci.core.layout_probe import install_layout_probe
 from lmms_eval_earthsci.core.patching import entry, target_problem, warn_missing
 from lmms_eval_earthsci.core.settings import declared, enforce, read_flag
 from lmms_eval_earthsci.core.settings import read as read_setting
@@ -214,6 +215,8 @@ def install_runtime_hooks() -> None:
     install_data_hooks()
     if not install_judge_hook():
         warn_missing("judge pass", "judged metrics are computed one doc at a time")
+    if not install_layout_probe():
+        warn_missing("layout probe", "the run does not check that each task's layout reaches the model (lmms-eval-earthsci check-model does)")
     if not install_unavailable_hook():
         warn_missing("aggregation", "a metric with no value is null without its reason, and 'score,none: []' shows in the results")
 

@@ -15,9 +15,10 @@ allowed, numbering need not start at 1) or with bare ``<image>`` (the i-th one i
 
 from __future__ import annotations
 
+import contextlib
 import re
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from lmms_eval_earthsci.core.judge_pass import doc_key
@@ -72,6 +73,22 @@ def content_parts(text: str, resolve: Resolver, images_first: bool = True, extra
     return content
 
 
+class Messages(list):
+    """A task's chat messages. lmms-eval 0.7.3's ``qwen3_vl`` chat class inserts its default system turn
+    ("You are a helpful assistant.") at index 0 of whatever ``doc_to_messages`` returned, and Qwen3-VL's
+    template renders only the first system turn: a task's own system prompt never reached the model.
+    Inserting a system turn before a list that already starts with the task's own is ignored here, so
+    the task's instructions stay the system prompt (the class's default is not the authors' request).
+    ``core.patching.INVENTORY`` lists this as "task system turn"."""
+
+    keeps_own_system = True
+
+    def insert(self, index, item):  # type: ignore[no-untyped-def]  # list.insert's own signature
+        if index == 0 and isinstance(item, Mapping) and item.get("role") == "system" and self and isinstance(self[0], Mapping) and self[0].get("role") == "system":
+            return
+        super().insert(index, item)
+
+
 def chat_messages(
     text: str,
     resolve: Resolver | None = None,
@@ -91,7 +108,7 @@ def chat_messages(
     if system:
         messages.append({"role": "system", "content": [{"type": "text", "text": system}]})
     messages.append({"role": "user", "content": content_parts(text, resolve, images_first, images)})
-    return messages
+    return Messages(messages)
 
 
 def interleaved_messages(segments: Iterable[Any], system: str | None = None) -> list[dict]:
@@ -102,7 +119,7 @@ def interleaved_messages(segments: Iterable[Any], system: str | None = None) -> 
     if system:
         messages.append({"role": "system", "content": [{"type": "text", "text": system}]})
     messages.append({"role": "user", "content": content})
-    return messages
+    return Messages(messages)
 
 
 def simple_visuals(text: str, resolve: Resolver) -> list:
@@ -140,8 +157,24 @@ _CHAT_DOCS: set[str] = set()
 _CHAT_LOCK = threading.Lock()
 
 
+_QUIET = threading.local()
+
+
+@contextlib.contextmanager
+def unrecorded() -> Iterator[None]:
+    """Inside the block ``doc_to_messages`` records no route (the layout probe reads a doc's messages on
+    any route)."""
+    _QUIET.on = True
+    try:
+        yield
+    finally:
+        _QUIET.on = False
+
+
 def note_chat(doc: Mapping[str, Any]) -> None:
     """Record that ``doc`` was prompted through ``doc_to_messages`` (a chat backend) in this process."""
+    if getattr(_QUIET, "on", False):
+        return
     key = doc_key(doc)
     with _CHAT_LOCK:
         _CHAT_DOCS.add(key)

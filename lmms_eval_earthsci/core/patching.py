@@ -68,6 +68,12 @@ INVENTORY: tuple[Target, ...] = (
            "lmms-eval never destroys its gloo/NCCL group; an atexit handler does, after its final barrier"),
     Target("old MAC snapshots", "wraps", "lmms_eval_earthsci.mac.tasks:doc_to_messages", "lmms_eval_earthsci._legacy",
            "the YAMLs of MAC snapshots built up to 0.1.0 name lmms_eval_earthsci.mac.tasks.*; an import alias (sys.meta_path) gives the module under evals/mac"),
+    Target("layout probe", "wraps", "lmms_eval.evaluator:evaluate", "lmms_eval_earthsci.core.layout_probe",
+           "the model object and the built tasks meet only inside evaluate(); before its first request each task's first doc is rendered through the model's processor "
+           "(metadata.earthsci_layout, one warning per lost layout)", params=("lm", "task_dict")),
+    Target("task system turn", "reads", "lmms_eval.models.chat.qwen3_vl:Qwen3_VL.generate_until", "lmms_eval_earthsci.core.messages",
+           "qwen3_vl inserts its default system turn at index 0 of doc_to_messages' list, displacing the task's own (its template renders one); our list type ignores "
+           "that insert when the task has a system turn (core.messages.Messages); tests/test_model_classes.py sees the system text reach the model", since="0.7.3"),
     Target("reasoning tags", "reads", "lmms_eval.api.reasoning:parse_reasoning_tags_config", "lmms_eval_earthsci.core.judge_pass",
            "the judge must see a response as process_results will (reasoning blocks stripped); the CLI's default tags are copied (a test compares them)",
            since="0.7.3", params=("cli_value", "task_value")),

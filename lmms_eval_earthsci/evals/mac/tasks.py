@@ -17,7 +17,7 @@ from collections.abc import Mapping
 
 from lmms_eval_earthsci.core.data import RecordError, check_image, declare_datasets, record_check, require_columns
 from lmms_eval_earthsci.core.hooks import ensure_runtime_hooks
-from lmms_eval_earthsci.core.messages import fill_fields, note_chat, route_of
+from lmms_eval_earthsci.core.messages import Messages, fill_fields, note_chat, route_of
 from lmms_eval_earthsci.core.metrics import breakdown_scores, percent, with_paired_score
 from lmms_eval_earthsci.core.repo_files import DecodedCache, fetch_columns, record_image, record_path, repo_files
 from lmms_eval_earthsci.core.settings import declare_settings
@@ -178,7 +178,7 @@ def doc_to_messages(doc, lmms_eval_specific_kwargs=None):
     kw = _task_kwargs(lmms_eval_specific_kwargs)
     note_chat(doc)
     content = [{"type": "text", "text": user_text(doc, kw)}] + [{"type": "image", "url": img} for img in images(doc, kw)]
-    return [{"role": "system", "content": [{"type": "text", "text": system_text(kw)}]}, {"role": "user", "content": content}]
+    return Messages([{"role": "system", "content": [{"type": "text", "text": system_text(kw)}]}, {"role": "user", "content": content}])
 
 
 def doc_to_visual(doc, lmms_eval_specific_kwargs=None):

@@ -1,0 +1,143 @@
+"""What a transformers-based model class hands its model, captured without changing the class: every
+processor loaded through ``AutoProcessor.from_pretrained`` records the prompt text and the images it is
+called with, and ``generate`` records the input ids it receives (decoded with the processor's tokenizer,
+special tokens kept). Records go to a list in this process and, when a path is given, to a JSON-lines
+file (one per call), so that a test can read what a real ``lmms-eval`` process fed its model.
+
+Used by ``check-model`` (in-process) and by the model-class test tier (``tests/test_model_classes.py``,
+through a launcher). Idempotent; a class whose processor does not come from ``AutoProcessor`` is not
+seen (the check then says "not checked").
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from lmms_eval_earthsci.core.layout import layout_of, mean_colour
+from lmms_eval_earthsci.core.layout_probe import our_tasks, task_messages
+
+RECORDS: list[dict[str, Any]] = []
+_LOCK = threading.Lock()
+_STATE: dict[str, Any] = {"path": None, "installed": False, "processor": None}
+
+
+def _write(record: dict[str, Any]) -> None:
+    with _LOCK:
+        RECORDS.append(record)
+        path = _STATE["path"]
+        if path:
+            with open(path, "a") as f:
+                f.write(json.dumps(record) + "\n")
+
+
+def _flatten(images: Any) -> list[Any]:
+    if images is None:
+        return []
+    if isinstance(images, (list, tuple)):
+        return [x for item in images for x in _flatten(item)]
+    return [images]
+
+
+def _wrap_processor_class(cls: type) -> None:
+    if getattr(cls, "_earthsci_capture", False):
+        return
+    original: Callable[..., Any] = cls.__call__
+
+    @functools.wraps(original)
+    def __call__(self: Any, *args: Any, **kwargs: Any) -> Any:
+        text = kwargs.get("text")
+        images = kwargs.get("images")
+        if text is None and args and isinstance(args[0], (str, list)) and (not args[0] or isinstance(_flatten(args[0])[0], str)):
+            text = args[0]
+        if images is None and len(args) > 1:
+            images = args[1]
+        texts = [text] if isinstance(text, str) else list(text or [])
+        imgs = _flatten(images)
+        _STATE["processor"] = self
+        _write({"event": "processor", "text": texts, "images": [list(mean_colour(i)) for i in imgs], "image_token": getattr(self, "image_token", None)})
+        return original(self, *args, **kwargs)
+
+    cls.__call__ = __call__  # type: ignore[method-assign]
+    cls._earthsci_capture = True  # type: ignore[attr-defined]
+
+
+def install(path: str | None = None) -> None:
+    """Start capturing (``path``: also append each record to this JSON-lines file)."""
+    if path:
+        _STATE["path"] = os.path.abspath(path)
+    if _STATE["installed"]:
+        return
+    from transformers import AutoProcessor  # noqa: PLC0415 - transformers (~1 s), only when capturing
+    from transformers.generation.utils import GenerationMixin  # noqa: PLC0415 - as above
+
+    load = AutoProcessor.from_pretrained.__func__  # type: ignore[attr-defined]
+
+    def from_pretrained(cls: Any, *args: Any, **kwargs: Any) -> Any:
+        processor = load(cls, *args, **kwargs)
+        _wrap_processor_class(type(processor))
+        return processor
+
+    AutoProcessor.from_pretrained = classmethod(from_pretrained)  # type: ignore[method-assign, assignment]
+    generate = GenerationMixin.generate
+
+    @functools.wraps(generate)
+    def wrapped(self: Any, *args: Any, **kwargs: Any) -> Any:
+        ids = kwargs.get("input_ids", args[0] if args else None)
+        processor = _STATE["processor"]
+        tokenizer = getattr(processor, "tokenizer", None)
+        if ids is not None and tokenizer is not None:
+            rows = ids.tolist() if hasattr(ids, "tolist") else list(ids)
+            _write({"event": "generate", "decoded": [tokenizer.decode(r, skip_special_tokens=False) for r in rows]})
+        return generate(self, *args, **kwargs)
+
+    GenerationMixin.generate = wrapped  # type: ignore[method-assign]
+    _STATE["installed"] = True
+
+
+def read(path: str) -> list[dict[str, Any]]:
+    """The records a capturing process wrote to ``path``."""
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def calls(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One entry per processor call, with the decoded input ids of the ``generate`` call that followed
+    it (``decoded``: None when the class did not call ``generate``)."""
+    out: list[dict[str, Any]] = []
+    for r in records:
+        if r["event"] == "processor":
+            out.append({**r, "decoded": None})
+        elif r["event"] == "generate" and out and out[-1]["decoded"] is None:
+            out[-1]["decoded"] = r["decoded"]
+    return out
+
+
+def record_expected(task_dict: Any, limit: int | None = None) -> None:
+    """Record the layout each of our tasks wrote for its first ``limit`` docs (system texts, parts, the
+    mean colours of its images in message order), for a test to hold against what the model got."""
+    for name, task in our_tasks(task_dict):
+        docs = task.test_docs() if task.has_test_docs() else task.validation_docs()
+        for doc_id in range(min(len(docs), limit or len(docs))):
+            messages = task_messages(task, docs[doc_id])
+            layout = layout_of(messages)
+            images = [part["url"] for m in messages if m.get("role") != "system" for part in (m.get("content") or []) if isinstance(part, dict) and part.get("type") == "image"]
+            _write({"event": "expected", "task": name, "doc_id": doc_id, "system": list(layout.system), "parts": [list(p) for p in layout.parts], "images": [list(mean_colour(i)) for i in images]})
+
+
+def install_expected(limit: int | None = None) -> None:
+    """Wrap lmms-eval's ``evaluate`` so that :func:`record_expected` runs on its tasks first."""
+    from lmms_eval import evaluator  # noqa: PLC0415 - lmms-eval's evaluator (torch, seconds), only when capturing
+
+    original = evaluator.evaluate
+
+    @functools.wraps(original)
+    def evaluate(lm: Any, task_dict: Any, *args: Any, **kwargs: Any) -> Any:
+        record_expected(task_dict, limit)
+        return original(lm, task_dict, *args, **kwargs)
+
+    evaluator.evaluate = evaluate

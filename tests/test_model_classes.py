@@ -1,0 +1,185 @@
+"""What the model sees (``make test-models``, the vision venv): lmms-eval's real model classes, each with a
+tiny random model of its family built here (``tests/tiny_models``: the family's real processor and chat
+template), run through the real ``lmms-eval`` CLI over every layout we ship:
+
+- a figure before the text (SciFIBench F->C, MuSciClaims) and after it (MSEarth MCQ);
+- numbered placeholders, out of order, with a repeat and option images (EMMA physics and chemistry);
+- labelled candidates, each label directly before its figure (SciFIBench C->F);
+- a system prompt and four covers (MAC T2I).
+
+What the model received is captured from the test side (``core.capture``: the processor's text and
+images, the decoded input ids of ``generate``) without changing any class, and held against the layout
+each task's ``doc_to_messages`` wrote: image spans = the doc's images in order, no placeholder text left,
+each label directly before its figure, the system text present. Cells that lmms-eval or the family's
+own template break are strict expected failures naming the cause, so a fix upstream turns them red.
+The run's own verdict (``metadata.earthsci_layout``, the layout probe) must agree with what was captured.
+"""
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+from conftest import ROOT, cli_env, read_outputs
+
+pytestmark = [pytest.mark.models, pytest.mark.e2e]
+
+tiny_models = pytest.importorskip("tiny_models")
+pytest.importorskip("qwen_vl_utils")
+pytest.importorskip("torchvision")
+from tiny_models import FAMILIES  # noqa: E402
+
+from lmms_eval_earthsci.core import capture  # noqa: E402
+from lmms_eval_earthsci.core.layout import Layout, check_prompt, image_order  # noqa: E402
+
+for _module in ("tiny_models.qwen_internvl", "tiny_models.llava_smolvlm"):
+    try:
+        __import__(_module)
+    except ImportError:  # pragma: no cover - a family file not there yet
+        pass
+
+# (task, docs): every layout we ship, two docs each where the fixture has them
+TASKS = ["scifibench_cs_f2c", "scifibench_cs_c2f", "msearth_mcq", "musciclaims_d", "emma_full_physics", "emma_full_chemistry", "mac2025_t2i_option"]
+LIMIT = 2
+
+LAUNCH = """
+import os, runpy, sys
+from lmms_eval_earthsci.core import capture
+capture.install(os.environ["EARTHSCI_TEST_CAPTURE"])
+capture.install_expected(int(os.environ["EARTHSCI_TEST_LIMIT"]))
+sys.argv = ["lmms-eval", *sys.argv[1:]]
+runpy.run_module("lmms_eval", run_name="__main__")
+"""
+
+# run id -> (family, extra --model_args, extra CLI args)
+RUNS = {
+    "qwen2_5_vl": ("qwen2_5_vl", "", []),
+    "qwen3_vl": ("qwen3_vl", "", []),
+    "internvl_hf": ("internvl", "", []),
+    "llava_hf-1.5": ("llava_1_5", "", []),
+    "llava_hf-onevision": ("llava_onevision", "", []),
+    "qwen2_5_vl-simple": ("qwen2_5_vl", "", ["--force_simple"]),
+    "qwen3_vl-simple": ("qwen3_vl", "", ["--force_simple"]),
+}
+
+IMAGES_AFTER_TEXT = {"scifibench_cs_c2f", "msearth_mcq", "emma_full_physics", "emma_full_chemistry", "mac2025_t2i_option"}
+ONEVISION = "the LLaVA-OneVision chat template renders every image of a turn before its text"
+SIMPLE = "lmms-eval's simple Qwen classes drop <image> and put every image before the text (no interleaving without interleave_visuals)"
+# (run, task) -> why the layout is lost: strict expected failures
+BROKEN = {
+    **{("llava_hf-onevision", t): ONEVISION for t in IMAGES_AFTER_TEXT},
+    **{(run, t): SIMPLE for run in ("qwen2_5_vl-simple", "qwen3_vl-simple") for t in IMAGES_AFTER_TEXT},
+}
+
+
+@pytest.fixture(scope="session")
+def models_root(tmp_path_factory):
+    return str(tmp_path_factory.mktemp("tiny_models"))
+
+
+_RUNS: dict = {}
+
+
+def run_class(run_id, models_root, mirror, hf_home, tmp_path_factory):
+    """One real CLI call of a model class over every layout; (records, results, samples, log)."""
+    if run_id in _RUNS:
+        return _RUNS[run_id]
+    family_name, extra_args, cli_extra = RUNS[run_id]
+    if family_name not in FAMILIES:
+        pytest.skip(f"no tiny {family_name} model builder")
+    family = FAMILIES[family_name]
+    path = tiny_models.build(family_name, models_root)
+    work = tmp_path_factory.mktemp(run_id)
+    records = str(work / "capture.jsonl")
+    env = cli_env(mirror, hf_home, EARTHSCI_TEST_CAPTURE=records, EARTHSCI_TEST_LIMIT=str(LIMIT), PYTHONPATH=ROOT)
+    model_args = ",".join(filter(None, [f"pretrained={path}", family.model_args, extra_args]))
+    args = ["--model", family.model, "--model_args", model_args, "--tasks", ",".join(TASKS), "--limit", str(LIMIT), "--gen_kwargs", "max_new_tokens=4",
+            "--output_path", str(work / "out"), "--log_samples", "--batch_size", "1", *cli_extra, "--verbosity", "DEBUG"]
+    proc = subprocess.run([sys.executable, "-c", LAUNCH, *args], env=env, cwd=str(work), capture_output=True, text=True, timeout=900)
+    out = (proc, capture.read(records) if os.path.exists(records) else [])
+    if proc.returncode == 0:
+        res, samples = read_outputs(str(work / "out"))
+        out = (*out, res, samples)
+    else:
+        out = (*out, None, None)
+    _RUNS[run_id] = out
+    return out
+
+
+def received(calls, expected, family):
+    """For each expected (task, doc): the captured call whose prompt holds that doc's longest text part."""
+    out = {}
+    for exp in expected:
+        texts = sorted((p[1] for p in exp["parts"] if p[0] == "text"), key=len, reverse=True)
+        needle = " ".join(texts[0].split())[:200]
+        for call in calls:
+            prompt = " ".join(" ".join(call["text"]).split())
+            if needle in prompt:
+                out[(exp["task"], exp["doc_id"])] = call
+                break
+    return out
+
+
+def verdicts(run_id, task, models_root, mirror, hf_home, tmp_path_factory):
+    proc, records, res, _ = run_class(run_id, models_root, mirror, hf_home, tmp_path_factory)
+    assert proc.returncode == 0, proc.stderr[-6000:]
+    family = FAMILIES[RUNS[run_id][0]]
+    expected = [r for r in records if r["event"] == "expected" and r["task"] == task]
+    assert len(expected) == LIMIT, f"{task}: {len(expected)} docs recorded"  # the premise: docs were evaluated
+    calls = capture.calls(records)
+    found = received(calls, expected, family)
+    problems = []
+    for exp in expected:
+        call = found.get((exp["task"], exp["doc_id"]))
+        assert call is not None, f"{task} doc {exp['doc_id']}: no processor call holds its text"
+        layout = Layout(tuple(exp["system"]), tuple(tuple(p) for p in exp["parts"]))
+        assert call["decoded"], f"{task} doc {exp['doc_id']}: generate was not called after the processor"
+        seen = check_prompt(layout, call["decoded"][0], family.image_span, images_passed=len(call["images"]))
+        order = image_order(exp["images"], call["images"]) if seen.ok else None
+        problems += [f"doc {exp['doc_id']}: {p}" for p in seen.lost + ([order] if order else [])]
+    return problems, res["configs"][task]["metadata"].get("earthsci_layout", {})
+
+
+# one xdist group per run: its CLI call is made once, on one worker (`--dist loadgroup`)
+CELLS = [pytest.param(run, task, id=f"{run}-{task}", marks=pytest.mark.xdist_group(run)) for run in RUNS for task in TASKS]
+
+
+@pytest.mark.parametrize("run_id,task", CELLS)
+def test_layout_reaches_the_model(run_id, task, models_root, mirror, hf_home, tmp_path_factory, request):
+    why = BROKEN.get((run_id, task))
+    if why:
+        request.applymarker(pytest.mark.xfail(reason=why, strict=True))
+    problems, probe = verdicts(run_id, task, models_root, mirror, hf_home, tmp_path_factory)
+    # the run's own verdict agrees with what the model got
+    assert probe.get("status") == ("lost" if problems else "as written"), (probe, problems)
+    assert not problems, f"{run_id} {task}: " + "; ".join(problems)
+
+
+@pytest.mark.xdist_group("qwen2_5_vl")
+def test_fixture_images_tell_apart(mirror, models_root, hf_home, tmp_path_factory):
+    """The premise of the order check: a doc's images differ in mean colour beyond the tolerance."""
+    _, records, _, _ = run_class("qwen2_5_vl", models_root, mirror, hf_home, tmp_path_factory)
+    for exp in (r for r in records if r["event"] == "expected"):
+        distinct = {tuple(round(c) for c in img) for img in exp["images"]}
+        parts = [p for p in exp["parts"] if p[0] == "image"]
+        assert len(distinct) >= len({json.dumps(p) for p in parts}) - 0, exp["task"]
+        sigs = exp["images"]
+        for i in range(len(sigs)):
+            for j in range(i):
+                if sigs[i] != sigs[j]:
+                    assert max(abs(a - b) for a, b in zip(sigs[i], sigs[j])) > 12, (exp["task"], exp["doc_id"], i, j)
+
+
+@pytest.mark.xdist_group("qwen3_vl")
+def test_qwen3_vl_keeps_the_task_system_prompt(mirror, models_root, hf_home, tmp_path_factory):
+    """lmms-eval 0.7.3's qwen3_vl inserts "You are a helpful assistant." before the task's messages; the
+    task's own system text (MAC's probability-JSON instructions) is what reaches the model."""
+    proc, records, _, _ = run_class("qwen3_vl", models_root, mirror, hf_home, tmp_path_factory)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    mac = [c for c in capture.calls(records) if "Cover" in " ".join(c["text"]) or "cover" in " ".join(c["text"])]
+    assert mac, "no MAC request captured"
+    for call in mac:
+        system = re.search(r"<\|im_start\|>system\n(.*?)<\|im_end\|>", call["decoded"][0], re.S)
+        assert system and "You are a helpful assistant." not in system.group(1) and "JSON" in system.group(1), call["decoded"][0][:600]
