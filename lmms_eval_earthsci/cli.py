@@ -23,6 +23,7 @@ COMMANDS = {
     "check-mirror": "check a local mirror: repos present, revisions against our pins, every record valid",
     "write-fixtures": "write the small synthetic mirror the tests use",
     "rescore": "score a finished --log_samples / --predict_only run again (judge pass included) without the model, or import the authors' released outputs (--from)",
+    "check-model": "does each of our prompt layouts reach this model class as written? one doc per layout, one token each; exit 1 when a layout is lost",
     "mac": "`mac build INPUT --out DIR ...`: build a new MAC snapshot (CSVs, covers, stats, task folder) from your covers and stories",
 }
 
@@ -56,6 +57,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--label", action="append", default=[], metavar="FOLDER=NAME", help="name the run of FOLDER (a run folder, results file or label); repeatable")
     p.add_argument("--keep-reruns", action="store_true", help="a task run twice by the same model makes two runs (default: the newest results file is used, the other set aside and named)")
     sub.add_parser("mirror", help=COMMANDS["mirror"], add_help=False).add_argument("args", nargs=argparse.REMAINDER)
+    sub.add_parser("check-model", help=COMMANDS["check-model"], add_help=False).add_argument("args", nargs=argparse.REMAINDER)
     p = sub.add_parser("check-mirror", help=COMMANDS["check-mirror"], description=COMMANDS["check-mirror"])
     p.add_argument("mirror", metavar="DIR", help="the mirror root (the folder EARTHSCI_DATA_MIRROR points at)")
     p.add_argument("--tasks", default=None, help="comma-separated task names (default: every task whose repo is in DIR)")
@@ -130,6 +132,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from lmms_eval_earthsci.mirror_build import main as mirror_main  # noqa: PLC0415 - heavy (yaml, the data layer, ~50 ms): each command imports only what it runs
 
         return mirror_main(argv[1:])  # its own parser: `mirror --help` is its help
+    if argv[:1] == ["check-model"]:
+        from lmms_eval_earthsci.model_check import main as check_main  # noqa: PLC0415 - heavy (the capture, lmms-eval when it runs): each command imports only what it runs
+
+        return check_main(argv[1:])  # its own parser: `check-model --help` is its help
     if argv[:1] == ["demo"]:
         from lmms_eval_earthsci.demo import main as demo_main  # noqa: PLC0415 - heavy (the judge client, ~40 ms): each command imports only what it runs
 

@@ -62,3 +62,27 @@ def test_image_order_by_mean_colour():
     assert image_order(sigs, [mean_colour(i) for i in (green, red, blue)]).startswith("images reordered")
     assert image_order(sigs, sigs[:2]) == "2 of 3 images passed"
     assert image_order(sigs, [mean_colour(Image.new("RGB", (9, 9), (120, 120, 120)))] * 3) == "an image passed is none of the doc's"
+
+
+def test_a_task_system_turn_survives_a_default_inserted_before_it():
+    """lmms-eval 0.7.3's qwen3_vl does ``messages.insert(0, default system)`` on what doc_to_messages returned."""
+    from lmms_eval_earthsci.core.messages import Messages, interleaved_messages
+
+    default = {"role": "system", "content": [{"type": "text", "text": "You are a helpful assistant."}]}
+    own = interleaved_messages(["Question", object()], system="Reply with JSON.")
+    own.insert(0, default)
+    assert [m["role"] for m in own] == ["system", "user"] and own[0]["content"][0]["text"] == "Reply with JSON."
+    plain = Messages([{"role": "user", "content": [{"type": "text", "text": "Q"}]}])
+    plain.insert(0, default)  # no system of the task's own: the class's default stays, as lmms-eval does
+    assert plain[0] is default and len(plain) == 2
+
+
+def test_simple_route_handling():
+    from lmms_eval_earthsci.core.layout_probe import simple_verdict
+
+    c2f = layout_of(c2f_messages())
+    text = "".join(f"{c}) <image>\n" for c in "ABCDE") + "Which figure best matches the caption? Answer with the letter."
+    assert simple_verdict("strip", c2f, text, 5).lost == ["images first, labels cut off from their figures"]
+    assert simple_verdict("keep", c2f, text, 5).ok  # <image> left where the text puts it (llava_hf simple)
+    mac = layout_of([{"role": "system", "content": [{"type": "text", "text": "Answer in JSON."}]}, {"role": "user", "content": [{"type": "text", "text": "The story."}, {"type": "image", "url": 1}]}])
+    assert simple_verdict("strip", mac, "Answer in JSON.\nThe story.", 1).lost == ["images first"]  # the system text moved into the user turn is still there

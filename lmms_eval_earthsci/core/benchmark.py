@@ -305,6 +305,9 @@ class Benchmark:
     demo_tasks: tuple[str, ...] = ()
     # the EARTHSCI_* settings its code reads (core.settings.Setting), checked before a run or command
     settings: tuple = ()
+    # one task per prompt layout it ships -> the layout in words: what `check-model` and the model-class
+    # tier send through each model class
+    layout_tasks: Mapping[str, str] = field(default_factory=dict)
 
     def owns(self, task: str) -> bool:
         if task == self.name or task.startswith(self.name + "_"):

@@ -25,6 +25,8 @@ from typing import Any
 _SENTINEL = "\x00"
 # placeholders of our prompts and of lmms-eval's simple classes, as text
 _PLACEHOLDER_TEXT = re.compile(r"<image[ _]\d+>|<image>")
+# a text part that only labels the image after it: "A) ", "(B)", "Option C:", "1."
+_LABEL = re.compile(r"^\W*(?:option\s*|figure\s*|image\s*)?[A-Ha-h0-9]\W*$", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -133,13 +135,18 @@ def check_prompt(layout: Layout, prompt: str, span: str, images_passed: int | No
     return verdict
 
 
+def _labels(layout: Layout) -> list[int]:
+    """Indexes of the parts that label the image right after them (a short text such as ``A) ``)."""
+    parts = layout.parts
+    return [i for i, ((k, v), (k2, _)) in enumerate(zip(parts, parts[1:])) if k == "text" and k2 == "image" and _LABEL.match(str(v))]
+
+
 def _order_problem(layout: Layout, received: list[str]) -> str:
     expected = [("I" if kind == "image" else "T") for kind, _ in layout.parts]
+    labels = _labels(layout)
     first_text = received.index("T") if "T" in received else len(received)
-    if all(k == "I" for k in received[:first_text]) and first_text == layout.images and expected.index("T") < layout.images:
-        labelled = any(a == "T" and b == "I" for a, b in zip(expected, expected[1:]))
-        return "images first" + (", labels cut off from their figures" if labelled and expected[0] == "T" and expected.count("I") > 1 else "")
-    labels = [i for i, (a, b) in enumerate(zip(expected, expected[1:])) if a == "T" and b == "I"]
+    if first_text == layout.images and expected.index("T") < layout.images:
+        return "images first" + (", labels cut off from their figures" if labels else "")
     if labels and any(received[i : i + 2] != ["T", "I"] for i in labels):
         return "labels cut off from their figures"
     return "image moved"

@@ -22,4 +22,5 @@ BENCHMARK = Benchmark(
     suite=("emma_mini",),
     suite_nojudge=("emma_mini",),
     demo_tasks=("emma_mini", "emma_mini_direct", "emma_full", "emma_mini_judge"),
+    layout_tasks={"emma_full_physics": "<image_k> placeholders out of order, one repeated", "emma_full_chemistry": "option images (<image_k> as options)"},
 )

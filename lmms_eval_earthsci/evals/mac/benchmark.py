@@ -35,4 +35,5 @@ BENCHMARK = Benchmark(
         # DAD's two stages through the judge engine: EARTHSCI_DAD_<S> before EARTHSCI_JUDGE_<S>
         *judge_family("EARTHSCI_DAD", frozenset({"run"})),
     ),
+    layout_tasks={"mac2025_t2i_option": "a system prompt, then the story and 4 covers"},
 )

@@ -24,4 +24,5 @@ BENCHMARK = Benchmark(
     suite=("msearth_mcq", "msearth_open", "msearth_caption"),
     suite_nojudge=("msearth_mcq",),
     demo_tasks=("msearth",),
+    layout_tasks={"msearth_mcq": "text, then the figure"},
 )

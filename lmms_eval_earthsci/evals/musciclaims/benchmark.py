@@ -24,4 +24,5 @@ BENCHMARK = Benchmark(
     suite_nojudge=("musciclaims_rd",),
     demo_tasks=("musciclaims",),
     settings=(Setting("EARTHSCI_MUSCICLAIMS_MAX_PIXELS", "an integer >= 0 (a figure's pixel cap; 0: none)", integer(0), frozenset({"run", "check-mirror", "mirror"})),),
+    layout_tasks={"musciclaims_d": "the figure, then the claim"},
 )

@@ -1,0 +1,134 @@
+"""``lmms-eval-earthsci check-model --model CLASS --model_args ARGS``: does each of our prompt layouts reach
+this model class as written? One doc per layout (each benchmark's ``layout_tasks``, on the fixture
+mirror written here: offline, made-up docs in the upstream schemas) goes through the user's class and
+processor via lmms-eval's own CLI, in this process, generating one token. Two views per layout:
+
+- the run's layout probe (``metadata.earthsci_layout``): the class's chat template rendered on the doc;
+- what the class handed its processor (``core.capture``): the prompt text, one ``image_token`` per
+  image, and the images; where the class loads no processor through ``AutoProcessor`` (server routes),
+  the probe's verdict alone.
+
+Prints a table layout x (as written / what is lost / fix) and exits 1 when a layout of a requested task
+is lost, 0 otherwise (2: the run itself failed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import re
+import sys
+import tempfile
+from collections.abc import Sequence
+from typing import Any
+
+from lmms_eval_earthsci import registry
+from lmms_eval_earthsci.core import capture
+from lmms_eval_earthsci.core.harness import output_to, run_lmms_eval
+from lmms_eval_earthsci.core.layout import Layout, check_prompt, image_order
+from lmms_eval_earthsci.core.settings import cache_dir
+from lmms_eval_earthsci.testing.fixtures import write_mirror
+
+
+def layout_tasks() -> dict[str, str]:
+    """Every registered benchmark's ``{task: its layout in words}``."""
+    return {t: d for b in registry.benchmarks() for t, d in b.layout_tasks.items()}
+
+
+def parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="lmms-eval-earthsci check-model", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--model", required=True, help="lmms-eval's --model (qwen2_5_vl, qwen3_vl, internvl_hf, llava_hf, openai, ...)")
+    ap.add_argument("--model_args", default="", help="lmms-eval's --model_args (pretrained=..., device=...)")
+    ap.add_argument("--tasks", default=None, help="our tasks whose layouts to check (default: one task per layout we ship)")
+    ap.add_argument("--force_simple", action="store_true", help="check the class's simple route, as lmms-eval --force_simple runs it")
+    ap.add_argument("--log", default=None, help="lmms-eval's log goes here (default: a file in a temporary folder; its path is printed)")
+    return ap
+
+
+def analyse(records: list[dict[str, Any]], results: dict[str, Any], tasks: Sequence[str]) -> list[dict[str, Any]]:
+    """One row per task: the probe's verdict and, where a processor call was captured, its own."""
+    calls = capture.calls(records)
+    rows = []
+    for task in tasks:
+        probe = ((results.get("configs", {}).get(task) or {}).get("metadata") or {}).get("earthsci_layout") or {"status": "not checked", "why": "the run recorded no verdict"}
+        row: dict[str, Any] = {"task": task, "probe": probe, "captured": None}
+        for exp in (r for r in records if r["event"] == "expected" and r["task"] == task):
+            layout = Layout(tuple(exp["system"]), tuple((p[0], p[1]) for p in exp["parts"]))
+            texts = sorted((p[1] for p in exp["parts"] if p[0] == "text"), key=len, reverse=True)
+            needle = " ".join(texts[0].split())[:200] if texts else ""
+            call = next((c for c in calls if needle and needle in " ".join(" ".join(c["text"]).split())), None)
+            if call is None or not call.get("image_token"):
+                continue
+            seen = check_prompt(layout, " ".join(call["text"]), re.escape(call["image_token"]), images_passed=len(call["images"]))
+            order = image_order(exp["images"], call["images"]) if seen.ok else None
+            row["captured"] = seen.lost + ([order] if order else [])
+        rows.append(row)
+    return rows
+
+
+def lost_of(row: dict[str, Any]) -> list[str]:
+    lost = list(row["probe"].get("lost") or [])
+    for item in row["captured"] or []:
+        if item not in lost:
+            lost.append(item)
+    return lost
+
+
+def table(rows: list[dict[str, Any]], model: str) -> tuple[str, bool]:
+    """The printed table and whether any layout was lost."""
+    described = layout_tasks()
+    lines = [f"Layouts through --model {model}:", "", "| task | layout | reaches the model | fix |", "|---|---|---|---|"]
+    any_lost = False
+    for row in rows:
+        lost = lost_of(row)
+        status = row["probe"].get("status", "not checked")
+        if lost:
+            any_lost = True
+            says = "LOST: " + "; ".join(lost)
+        elif status == "lost":
+            any_lost = True
+            says = "LOST"
+        elif status == "as written" or row["captured"] == []:
+            says = "as written"
+        else:
+            says = status + (f" ({row['probe']['why']})" if row["probe"].get("why") else "")
+        fix = row["probe"].get("fix", "") if (lost or status != "as written") else ""
+        lines.append(f"| {row['task']} | {described.get(row['task'], '')} | {says} | {fix} |")
+    return "\n".join(lines), any_lost
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    tasks = args.tasks.split(",") if args.tasks else list(layout_tasks())
+    work = tempfile.mkdtemp(prefix="earthsci-check-model-")
+    log = args.log or os.path.join(work, "lmms-eval.log")
+    records = os.path.join(work, "capture.jsonl")
+    with output_to(log):  # datasets' progress bars
+        mirror = write_mirror(cache_dir("check_model_mirror"))
+    os.environ.update({"EARTHSCI_DATA_MIRROR": mirror, "HF_DATASETS_OFFLINE": "1"})
+    capture.install(records)
+    capture.install_expected(limit=1)
+    lmms_args = ["--model", args.model, *(["--model_args", args.model_args] if args.model_args else []), "--tasks", ",".join(tasks), "--limit", "1", "--gen_kwargs", "max_new_tokens=1",
+                 "--batch_size", "1", "--output_path", os.path.join(work, "out"), "--verbosity", "DEBUG"]
+    if args.force_simple:
+        lmms_args.append("--force_simple")
+    print(f"check-model: {len(tasks)} layouts through --model {args.model}; lmms-eval's log: {log}", flush=True)
+    try:
+        with output_to(log):
+            code = run_lmms_eval(lmms_args)
+    except (Exception, SystemExit) as exc:
+        print(f"check-model: lmms-eval stopped: {type(exc).__name__}: {exc} (see {log})", file=sys.stderr)
+        return 2
+    found = sorted(glob.glob(os.path.join(work, "out", "**", "*_results.json"), recursive=True))
+    if code or not found:
+        print(f"check-model: lmms-eval wrote no results (exit {code}); see {log}", file=sys.stderr)
+        return 2
+    with open(found[-1]) as f:
+        results = json.load(f)
+    rows = analyse(capture.read(records) if os.path.exists(records) else [], results, tasks)
+    text, lost = table(rows, args.model + (" --force_simple" if args.force_simple else ""))
+    print(text)
+    print("\n" + ("Some layouts do not reach the model as the authors wrote them: numbers from those tasks are not comparable with the papers." if lost else "Every layout reaches the model as written."))
+    return 1 if lost else 0
