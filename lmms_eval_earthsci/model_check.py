@@ -56,9 +56,7 @@ def analyse(records: list[dict[str, Any]], results: dict[str, Any], tasks: Seque
         row: dict[str, Any] = {"task": task, "probe": probe, "captured": None}
         for exp in (r for r in records if r["event"] == "expected" and r["task"] == task):
             layout = Layout(tuple(exp["system"]), tuple((p[0], p[1]) for p in exp["parts"]))
-            texts = sorted((p[1] for p in exp["parts"] if p[0] == "text"), key=len, reverse=True)
-            needle = " ".join(texts[0].split())[:200] if texts else ""
-            call = next((c for c in calls if needle and needle in " ".join(" ".join(c["text"]).split())), None)
+            call = capture.match(calls, exp)
             if call is None or not call.get("image_token"):
                 continue
             seen = check_prompt(layout, " ".join(call["text"]), re.escape(call["image_token"]), images_passed=len(call["images"]))

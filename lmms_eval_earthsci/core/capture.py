@@ -141,3 +141,16 @@ def install_expected(limit: int | None = None) -> None:
         return original(lm, task_dict, *args, **kwargs)
 
     evaluator.evaluate = evaluate
+
+
+def match(calls_: list[dict[str, Any]], expected: dict[str, Any]) -> dict[str, Any] | None:
+    """The captured processor call that prompted the doc of an ``expected`` record: the one whose text
+    holds the most of the doc's text parts (docs of a task share instructions; their questions differ)."""
+    texts = [" ".join(str(p[1]).split()) for p in expected["parts"] if p[0] == "text"] + [" ".join(s.split()) for s in expected["system"]]
+    best, score = None, 0
+    for call in calls_:
+        prompt = " ".join(" ".join(call["text"]).split())
+        found = sum(len(t) for t in texts if t and t in prompt)
+        if found > score:
+            best, score = call, found
+    return best
