@@ -36,25 +36,41 @@ def _tokenizer(specials: list[str], template: str, **kwargs):
     return tok
 
 
-def _finish(model, tokenizer, image_token_ids: list[int], out_dir: str, seed: int = 0, std: float = 0.2) -> None:
-    """Random weights (wider than the default init, so greedy answers vary), the special tokens and byte
-    fragments never generated (the answers are printable noise that runs to ``max_new_tokens``), save."""
+def _finish(model, tokenizer, banned_ids: list[int], out_dir: str, seed: int = 0, std: float = 0.2, level: float = 0.5, stop: float = 42.0) -> None:
+    """Random weights, then two touches so greedy answers are short printable noise that ends by itself:
+
+    * dim 0 of the text residual stream is a constant ``level`` (every token embedding has it, no
+      attention or MLP output writes to it), so after the final norm it is a steady positive feature;
+    * the output head reads it: ``stop`` for the end token (it wins once the other logits are low: answers
+      end after a few tokens instead of running to ``max_new_tokens``), strongly negative for the other
+      special tokens, image tokens and byte fragments (never generated), 0 for ordinary tokens. The end
+      token is suppressed at the first step (``begin_suppress_tokens``), so every answer has a token."""
     import torch  # noqa: PLC0415 - heavy, only when a model is built
 
     torch.manual_seed(seed)
+    lm = model.model.language_model
     with torch.no_grad():
         for p in model.parameters():
             if p.dim() > 1:
                 p.normal_(0.0, std)
+        model.get_input_embeddings().weight[:, 0] = level
+        for name, module in lm.named_modules():
+            if name.endswith(("o_proj", "down_proj")):
+                module.weight[0, :] = 0.0
         lm_head = model.get_output_embeddings().weight
+        lm_head[:, 0] = 0.0
+        eos = tokenizer.eos_token_id
         for i in range(len(tokenizer)):
             piece = tokenizer.decode([i])
-            if i in tokenizer.all_special_ids or i in image_token_ids or "\ufffd" in piece or not piece.isprintable():
+            if i != eos and (i in tokenizer.all_special_ids or i in banned_ids or "\ufffd" in piece or not piece.isprintable()):
                 lm_head[i].zero_()
-                lm_head[i, 0] = -10.0  # with a hidden state of any sign, keep their logits off the top
+                lm_head[i, 0] = -stop
+        lm_head[eos].zero_()
+        lm_head[eos, 0] = stop
     model.generation_config.pad_token_id = tokenizer.pad_token_id
-    model.generation_config.eos_token_id = tokenizer.eos_token_id
+    model.generation_config.eos_token_id = eos
     model.generation_config.bos_token_id = None
+    model.generation_config.begin_suppress_tokens = [eos]
     model.save_pretrained(out_dir)
 
 
