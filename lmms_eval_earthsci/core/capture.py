@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -106,14 +107,25 @@ def read(path: str) -> list[dict[str, Any]]:
 
 
 def calls(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One entry per processor call, with the decoded input ids of the ``generate`` call that followed
-    it (``decoded``: None when the class did not call ``generate``)."""
+    """One entry per processor call, with the decoded input ids of the ``generate`` call it fed
+    (``decoded``: None when none did). A class may prepare the next batch while the model generates
+    (lmms-eval 0.7.3's simple ``qwen3_vl``): a ``generate`` goes to the open processor call whose text
+    it is once each run of image tokens is one token again, else to the latest open call."""
     out: list[dict[str, Any]] = []
     for r in records:
         if r["event"] == "processor":
             out.append({**r, "decoded": None})
-        elif r["event"] == "generate" and out and out[-1]["decoded"] is None:
-            out[-1]["decoded"] = r["decoded"]
+        elif r["event"] == "generate":
+            open_calls = [c for c in out if c["decoded"] is None]
+            if not open_calls:
+                continue
+            target = open_calls[-1]
+            for c in open_calls:
+                token = c.get("image_token")
+                if token and [re.sub(f"(?:{re.escape(token)})+", token, d) for d in r["decoded"]] == c["text"]:
+                    target = c
+                    break
+            target["decoded"] = r["decoded"]
     return out
 
 
@@ -147,10 +159,10 @@ def match(calls_: list[dict[str, Any]], expected: dict[str, Any]) -> dict[str, A
     """The captured processor call that prompted the doc of an ``expected`` record: the one whose text
     holds the most of the doc's text parts (docs of a task share instructions; their questions differ)."""
     texts = [" ".join(str(p[1]).split()) for p in expected["parts"] if p[0] == "text"] + [" ".join(s.split()) for s in expected["system"]]
-    best, score = None, 0
+    best, score = None, (0, False)
     for call in calls_:
         prompt = " ".join(" ".join(call["text"]).split())
-        found = sum(len(t) for t in texts if t and t in prompt)
-        if found > score:
+        found = (sum(len(t) for t in texts if t and t in prompt), call.get("decoded") is not None)
+        if found[0] and found > score:  # a call that reached generate wins over a preparatory one
             best, score = call, found
     return best
