@@ -11,7 +11,7 @@ import lmms_eval_earthsci
 PKG = "lmms_eval_earthsci"
 ROOT = os.path.dirname(os.path.abspath(lmms_eval_earthsci.__file__))
 # the layers above the benchmarks: the registry and the commands on it
-COMMANDS = ("registry", "registration", "yamlgen", "report", "rescore", "mirror", "mirror_build", "sample_mirror", "demo", "cli", "testing.fixtures")
+COMMANDS = ("registry", "registration", "yamlgen", "report", "rescore", "mirror", "mirror_build", "sample_mirror", "demo", "model_check", "cli", "testing.fixtures")
 
 
 def modules() -> dict[str, str]:
