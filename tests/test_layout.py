@@ -86,3 +86,15 @@ def test_simple_route_handling():
     assert simple_verdict("keep", c2f, text, 5).ok  # <image> left where the text puts it (llava_hf simple)
     mac = layout_of([{"role": "system", "content": [{"type": "text", "text": "Answer in JSON."}]}, {"role": "user", "content": [{"type": "text", "text": "The story."}, {"type": "image", "url": 1}]}])
     assert simple_verdict("strip", mac, "Answer in JSON.\nThe story.", 1).lost == ["images first"]  # the system text moved into the user turn is still there
+
+
+def test_numbered_form_for_interleave_visuals():
+    """The form lmms-eval's simple Qwen classes read with interleave_visuals=True: <image i>, the i-th image
+    doc_to_visual gives (EMMA: referenced numbers in order; a repeat names the same image)."""
+    from lmms_eval_earthsci.core.interleave import numbered_form
+
+    never = lambda: (_ for _ in ()).throw(AssertionError("counted images of a text that names them"))  # noqa: E731
+    assert numbered_form("Compare <image_2> and <image_3>, then <image_2> again.", never) == "Compare <image 1> and <image 2>, then <image 1> again."
+    assert numbered_form("A) <image>\nB) <image>\nWhich?", never) == "A) <image 1>\nB) <image 2>\nWhich?"
+    assert numbered_form("What does the map show?", lambda: 1) == "<image 1>What does the map show?"
+    assert numbered_form("Caption only.", lambda: 0) == "Caption only."

@@ -62,11 +62,14 @@ RUNS = {
     "huggingface": ("smolvlm", "", []),
     "qwen2_5_vl-simple": ("qwen2_5_vl", "", ["--force_simple"]),
     "qwen3_vl-simple": ("qwen3_vl", "", ["--force_simple"]),
+    # interleave_visuals=True: zero images before our rewrite (core.interleave)
+    "qwen2_5_vl-interleave": ("qwen2_5_vl", "interleave_visuals=True", ["--force_simple"]),
 }
 
 IMAGES_AFTER_TEXT = {"scifibench_cs_c2f", "msearth_mcq", "emma_full_physics", "emma_full_chemistry", "mac2025_t2i_option"}
 ONEVISION = "the LLaVA-OneVision chat template renders every image of a turn before its text"
 SIMPLE = "lmms-eval's simple Qwen classes drop <image> and put every image before the text (no interleaving without interleave_visuals)"
+INTERLEAVE = "with interleave_visuals a prompt that names no image gets its images first (where the simple classes put them)"
 # (run, task) -> why the layout is lost: strict expected failures
 LLAVA15 = "the LLaVA-1.5 chat template (llava-hf) renders every image of a turn before its text"
 HF_CLASS = ("lmms-eval 0.7.3's huggingface chat class crashes for every model: it passes audios= and videos=[] to the processor "
@@ -76,6 +79,7 @@ BROKEN = {
     **{("llava_hf-onevision", t): ONEVISION for t in IMAGES_AFTER_TEXT},
     **{("llava_hf-1.5", t): LLAVA15 for t in IMAGES_AFTER_TEXT},
     **{(run, t): SIMPLE for run in ("qwen2_5_vl-simple", "qwen3_vl-simple") for t in IMAGES_AFTER_TEXT},
+    **{("qwen2_5_vl-interleave", t): INTERLEAVE for t in ("msearth_mcq", "mac2025_t2i_option")},
 }
 
 

@@ -26,6 +26,8 @@ import sys
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+from lmms_eval_earthsci.core.interleave import applies as interleaves
+from lmms_eval_earthsci.core.interleave import install_interleave_fix, numbered_form
 from lmms_eval_earthsci.core.layout import Layout, Verdict, check_prompt, layout_of
 from lmms_eval_earthsci.core.messages import unrecorded
 from lmms_eval_earthsci.core.patching import wrap_task_method
@@ -108,7 +110,9 @@ _SPAN = "\x01IMG\x01"
 
 def simple_verdict(handling: str, layout: Layout, text: str, n_images: int, system: str | None = None) -> Verdict:
     """What a simple class with ``handling`` makes of ``text`` and ``n_images`` images."""
-    if handling == "strip":
+    if handling == "interleave":  # interleave_visuals=True with our rewrite: <image i> is the i-th image
+        prompt = re.sub(r"<image \d+>", _SPAN, numbered_form(text, lambda: n_images))
+    elif handling == "strip":
         prompt = _SPAN * n_images + text.replace("<image>", "")
     else:
         prompt = text.replace("<image>", _SPAN) if "<image>" in text else _SPAN * n_images + "\n" + text
@@ -154,7 +158,7 @@ def verdict_for(lm: Any, task: Any) -> dict[str, Any]:
             out["fix"] = "vLLM: interleave_mm_strings=True in --model_args (engine argument); SGLang: a chat template that keeps images in place"
         return out
     if getattr(lm, "is_simple", False):
-        handling = SIMPLE_HANDLING.get(cls)
+        handling = "interleave" if interleaves(lm) else SIMPLE_HANDLING.get(cls)
         if handling is None:
             return {**out, "status": NOT_CHECKED, "why": f"simple class {cls}: its handling of <image> is not known to us"}
         text, n = _simple_inputs(task, doc)
@@ -222,6 +226,7 @@ def install_layout_probe() -> bool:
 
     def evaluate(lm: Any, task_dict: Any, *args: Any, **kwargs: Any) -> Any:
         try:
+            install_interleave_fix(lm)
             probe(lm, task_dict)
         except Exception:
             logger.exception("lmms_eval_earthsci: layout probe failed")

@@ -1,0 +1,102 @@
+"""lmms-eval's simple Qwen classes (``qwen2_5_vl``, ``qwen3_vl``, ``qwen2_vl`` with ``--force_simple``) can
+interleave images with the text when started with ``interleave_visuals=True``: they place the i-th
+image where the text says ``<image i>`` (one space, 1-based) and pass no image the text does not name.
+Our simple prompts name images as ``<image_k>`` (EMMA, as the authors write them) or ``<image>`` (SciFIBench
+C->F), or not at all: with the flag, such a prompt reached the model with **zero** images and the run
+exited 0.
+
+When the flag is on, :func:`install_interleave_fix` rewrites the context of each request of ours into the
+form these classes read, before they read it: ``<image_k>`` -> ``<image r>`` (``r``: the rank of ``k``
+among the numbers the text names, which is where ``doc_to_visual`` puts that image; a repeat names the
+same image again), the i-th ``<image>`` -> ``<image i>``, and a text that names no image gets
+``<image 1>`` ... ``<image n>`` before it (where the classes put images without the flag). Other tasks'
+requests, and runs without the flag, are untouched. ``core.patching.INVENTORY``: "interleave_visuals".
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Callable
+from typing import Any
+
+from lmms_eval_earthsci.core.messages import PLACEHOLDER_RE, referenced_images
+
+#: lmms-eval's simple classes that read ``<image i>`` when ``interleave_visuals`` is on
+TARGETS = ("Qwen2_5_VL", "Qwen3_VL", "Qwen2_VL")
+
+
+def numbered_form(text: str, n_images: Callable[[], int]) -> str:
+    """``text`` with its image placeholders in the ``<image i>`` form (see the module docstring);
+    ``n_images()`` is asked only when the text names no image."""
+    if PLACEHOLDER_RE.search(text):
+        keys = referenced_images(text)
+        rank = {k: i + 1 for i, k in enumerate(keys)}
+        bare = iter(range(1, len(keys) + 1))
+
+        def sub(m: re.Match[str]) -> str:
+            return f"<image {rank[int(m.group(1))]}>" if m.group(1) is not None else f"<image {next(bare)}>"
+
+        return PLACEHOLDER_RE.sub(sub, text)
+    n = n_images()
+    return "".join(f"<image {i}>" for i in range(1, n + 1)) + text if n else text
+
+
+def _ours(request: Any) -> tuple[Any, Any] | None:
+    """``(task, doc)`` when ``request`` is a simple-route request of one of our tasks."""
+    args = getattr(request, "arguments", None)
+    if not isinstance(args, tuple) or len(args) < 6 or not isinstance(args[0], str):
+        return None
+    task = getattr(args[2], "__self__", None)
+    fn = getattr(getattr(task, "config", None), "doc_to_visual", None)
+    if task is None or not str(getattr(fn, "__module__", "")).startswith("lmms_eval_earthsci"):
+        return None
+    docs = getattr(task, "dataset", None)
+    return task, (docs[args[5]][args[3]] if docs is not None else None)
+
+
+def rewrite(requests: list[Any]) -> int:
+    """Rewrite our requests' contexts in place; returns how many changed."""
+    changed = 0
+    for request in requests:
+        found = _ours(request)
+        if found is None:
+            continue
+        task, doc = found
+        args = request.arguments
+
+        def count(task: Any = task, doc: Any = doc) -> int:  # decodes the doc's images: only for a text that names none
+            return len(task.doc_to_visual(doc) or []) if doc is not None else 0
+
+        text = numbered_form(args[0], count)
+        if text != args[0]:
+            request.arguments = (text, *args[1:])
+            changed += 1
+    return changed
+
+
+def applies(lm: Any) -> bool:
+    """Whether ``lm`` is a simple class of :data:`TARGETS` started with ``interleave_visuals=True``."""
+    return bool(getattr(lm, "is_simple", False) and getattr(lm, "interleave_visuals", False) and type(lm).__name__ in TARGETS)
+
+
+def install_interleave_fix(lm: Any) -> bool:
+    """Wrap ``lm``'s class's ``generate_until`` so that our requests' contexts are rewritten first (see the
+    module docstring), when :func:`applies`. Idempotent; called with the run's model object (by the
+    layout probe, before the first request). Returns whether the rewrite is in place for ``lm``."""
+    if not applies(lm):
+        return False
+    cls = type(lm)
+    if getattr(cls, "_earthsci_interleave", False):
+        return True
+    original = cls.generate_until
+
+    @functools.wraps(original)
+    def generate_until(self: Any, requests: list[Any], *args: Any, **kwargs: Any) -> Any:
+        if applies(self):
+            rewrite(requests)
+        return original(self, requests, *args, **kwargs)
+
+    cls.generate_until = generate_until
+    cls._earthsci_interleave = True
+    return True
