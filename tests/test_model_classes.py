@@ -178,3 +178,63 @@ def test_qwen3_vl_keeps_the_task_system_prompt(mirror, models_root, hf_home, tmp
     for call in mac:
         system = re.search(r"<\|im_start\|>system\n(.*?)<\|im_end\|>", call["decoded"][0], re.S)
         assert system and "You are a helpful assistant." not in system.group(1) and "predict the probability" in system.group(1), call["decoded"][0][:600]
+
+
+# --------------------------------------------------------------------------- server routes
+# openai and async_openai send lmms-eval's chat messages to an OpenAI-compatible server (vLLM, SGLang, an
+# API); what they send is captured by a real loopback server speaking the protocol.
+
+SPAN = "\x02IMG\x02"
+
+
+def server_call(body):
+    """A request body as a captured call: its parts joined in order, each image one span."""
+    import base64
+    import io
+
+    from PIL import Image
+
+    from lmms_eval_earthsci.core.layout import mean_colour
+
+    parts, images = [], []
+    for message in body.get("messages", []):
+        content = message.get("content")
+        for part in [{"type": "text", "text": content}] if isinstance(content, str) else content or []:
+            if part.get("type") == "text":
+                parts.append(part["text"])
+            elif part.get("type") == "image_url":
+                parts.append(SPAN)
+                data = part["image_url"]["url"].split(",", 1)[1]
+                images.append(list(mean_colour(Image.open(io.BytesIO(base64.b64decode(data))))))
+    prompt = " ".join(parts)
+    return {"text": [prompt], "decoded": [prompt], "images": images}
+
+
+@pytest.mark.parametrize("model", ["openai", "async_openai"])
+def test_server_routes_send_every_layout_as_written(model, mirror, hf_home, tmp_path):
+    from conftest import openai_args
+
+    from lmms_eval_earthsci.testing.openai_server import FakeOpenAIServer
+
+    records = str(tmp_path / "capture.jsonl")
+    env = cli_env(mirror, hf_home, EARTHSCI_TEST_CAPTURE=records, EARTHSCI_TEST_LIMIT=str(LIMIT), PYTHONPATH=ROOT)
+    with FakeOpenAIServer(responder=lambda body: "A") as srv:
+        args = ["--model", model, "--model_args", openai_args(srv.base_url), "--tasks", ",".join(TASKS), "--limit", str(LIMIT), "--gen_kwargs", "max_new_tokens=4",
+                "--output_path", str(tmp_path / "out"), "--log_samples", "--verbosity", "DEBUG"]
+        proc = subprocess.run([sys.executable, "-c", LAUNCH, *args], env=env, cwd=str(tmp_path), capture_output=True, text=True, timeout=900)
+        bodies = list(srv.requests)
+    assert proc.returncode == 0, proc.stderr[-6000:]
+    res, _ = read_outputs(str(tmp_path / "out"))
+    calls = [server_call(b) for b in bodies]
+    expected = [r for r in capture.read(records) if r["event"] == "expected"]
+    assert len(expected) == LIMIT * len(TASKS) and len(calls) == len(expected)  # every doc went to the server once
+    problems = []
+    for exp in expected:
+        call = capture.match(calls, exp)
+        assert call is not None, (exp["task"], exp["doc_id"])
+        layout = Layout(tuple(exp["system"]), tuple(tuple(p) for p in exp["parts"]))
+        seen = check_prompt(layout, call["text"][0], re.escape(SPAN), images_passed=len(call["images"]))
+        order = image_order(exp["images"], call["images"]) if seen.ok and distinguishable(exp["images"]) else None
+        problems += [f"{exp['task']} doc {exp['doc_id']}: {p}" for p in seen.lost + ([order] if order else [])]
+    assert not problems, problems
+    assert {t: res["configs"][t]["metadata"]["earthsci_layout"]["status"] for t in TASKS} == dict.fromkeys(TASKS, "as written")
