@@ -30,7 +30,7 @@ def reliability_specs(runs, paper_model):
     return b.report_spec().reliability(report_sections.BenchView(b, runs, paper_model), paper_model)
 
 
-def make_run(root, name, model, results, samples=None, stamp="20261122_010101", config=None, n_samples=None):
+def make_run(root, name, model, results, samples=None, stamp="20261122_010101", config=None, n_samples=None, configs=None):
     d = os.path.join(root, name, model.replace("/", "__"))  # lmms-eval's model folder: the name, sanitised
     os.makedirs(d, exist_ok=True)
     payload = {
@@ -39,6 +39,8 @@ def make_run(root, name, model, results, samples=None, stamp="20261122_010101", 
     }
     if n_samples:
         payload["n-samples"] = n_samples
+    if configs:  # task -> its config as lmms-eval records it (metadata.earthsci_layout, ...)
+        payload["configs"] = configs
     with open(os.path.join(d, f"{stamp}_results.json"), "w") as f:
         json.dump(payload, f)
     for task, rows in (samples or {}).items():

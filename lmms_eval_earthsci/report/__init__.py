@@ -23,6 +23,9 @@ Rules the report keeps, because a reader compares numbers across columns:
   strings) is not a metric and is skipped. A row no run has a number for is left out.
 - Paper numbers sit only beside the metric computed the way the paper computed it; where the protocol
   still differs, a footnote mark says how (each benchmark's ``protocol_notes``).
+- A run that did not give the model the authors' prompt layout (its own check:
+  ``metadata.earthsci_layout``, :mod:`.layout`) has its cells marked ``⚠`` with a note (task, class,
+  what was lost, the fix), and no paper number beside them.
 - One model, one name across the papers (:mod:`lmms_eval_earthsci.core.papers`).
 - A run made with ``--limit`` that scored fewer docs than the task has is marked ``(partial)`` in
   every table header and chart legend where its numbers appear.

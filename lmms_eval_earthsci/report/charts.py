@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, cast
 
 from lmms_eval_earthsci.core.benchmark import Benchmark, ChartSpec, ReliabilitySpec
 from lmms_eval_earthsci.report.intervals import interval
+from lmms_eval_earthsci.report.layout import lost, paper_comparable
 from lmms_eval_earthsci.report.papers import paper_value, protocol_notes
 from lmms_eval_earthsci.report.runs import UNAVAILABLE, Run, _number
 
@@ -72,7 +73,8 @@ def build_chart(bench: Benchmark, spec: ChartSpec, runs: list[Run], paper_model:
                 if present:
                     iv = interval(r, task, metric) if v is not None else None
                     ci = (iv.low, cast(float, iv.high)) if iv is not None and iv.low is not None else None  # an Interval's low and high are None together
-                    bars.append(Bar(label, r.column, name, task, metric, v, doc_count(bench, r, task, metric) if v is not None else None, ref.value if ref else None, ci))
+                    paper = ref.value if ref and not lost(r, task) else None  # no paper tick on a bar made without the authors' layout
+                    bars.append(Bar(label, r.column, name, task, metric, v, doc_count(bench, r, task, metric) if v is not None else None, paper, ci))
     all_notes = protocol_notes()
     short = [note.short for key, note in all_notes.items() if key in notes]
     return Chart(spec.slug, spec.title, bars, f"paper: {paper_model}" + (f" ({', '.join(short)})" if short else ""), spec.score_scale)
@@ -223,7 +225,7 @@ def build_trend(bench: Benchmark, keys: list[tuple[str, str]], runs: list[Run], 
             values.append(v if present else None)
             lows.append(iv.low if iv is not None else None)
             highs.append(iv.high if iv is not None else None)
-        ref = paper_value(bench, paper_model, t, m)
+        ref = paper_value(bench, paper_model, t, m) if paper_comparable(runs, t, m) else None
         lines.append(TrendLine(f"{t} · {m}", values, lows, highs, ref.value if ref else None, score_scale=m.endswith("_score") and all(v is None or v <= 5 for v in values)))
     steps = [r.step for r in runs]
     return Trend(f"{bench.name}_trend", f"{bench.title}: headline metrics across runs (95% intervals shaded)", [r.column for r in runs],

@@ -15,6 +15,8 @@ from lmms_eval_earthsci.core.benchmark import Benchmark, Family, PaperValue, Rep
 from lmms_eval_earthsci.report.charts import build_chart, build_trend, plot, plot_reliability, plot_trend
 from lmms_eval_earthsci.report.comparisons import RULE, Comparison
 from lmms_eval_earthsci.report.intervals import BOOTSTRAP, BOOTSTRAP_NOTE, ci_cell, method_of
+from lmms_eval_earthsci.report.layout import MARK, marked, paper_comparable
+from lmms_eval_earthsci.report.layout import notes as layout_notes
 from lmms_eval_earthsci.report.papers import fmt, footnotes, paper_cell, paper_entries, paper_value
 from lmms_eval_earthsci.report.runs import MISSING, Run, _number
 
@@ -230,11 +232,11 @@ def _headline_wide(runs: list[Run], benches: list[Benchmark], paper_model: str) 
     rows, refs = [], []
     for b in benches:
         for t, m in headline_keys(b, runs):
-            ref = paper_value(b, paper_model, t, m)
+            ref = paper_value(b, paper_model, t, m) if paper_comparable(runs, t, m) else None
             refs.append(ref)
             cells = []
             for r in runs:
-                cells += [_cell(r, t, m), ci_cell(r, t, m)]
+                cells += [marked(_cell(r, t, m), r, t), ci_cell(r, t, m)]
             rows.append([b.title, t, m] + cells + [method_of(runs, t, m), paper_cell(ref) if ref else MISSING])
     head = ["benchmark", "task", "metric"]
     for r in runs:
@@ -245,7 +247,7 @@ def _headline_wide(runs: list[Run], benches: list[Benchmark], paper_model: str) 
 def _compact(run: Run, task: str, metric: str) -> str:
     """``value (low–high)``: a run's cell when runs are rows."""
     cell, ci = _cell(run, task, metric), ci_cell(run, task, metric)
-    return cell if ci == MISSING else f"{cell} ({ci})"
+    return marked(cell if ci == MISSING else f"{cell} ({ci})", run, task)
 
 
 def _headline_long(runs: list[Run], benches: list[Benchmark], paper_model: str, base: Run, out_dir: str | None) -> tuple[list[str], list]:
@@ -258,7 +260,7 @@ def _headline_long(runs: list[Run], benches: list[Benchmark], paper_model: str, 
             continue
         head = ["run", "step"] + [f"{t} · {m}" for t, m in keys]
         rows = [[r.column + (" (baseline)" if r is base else ""), MISSING if r.step is None else str(r.step)] + [_compact(r, t, m) for t, m in keys] for r in runs]
-        paper = [paper_value(b, paper_model, t, m) for t, m in keys]
+        paper = [paper_value(b, paper_model, t, m) if paper_comparable(runs, t, m) else None for t, m in keys]
         refs += paper
         if any(paper):
             rows.append([f"paper: {paper_model}", MISSING] + [paper_cell(v) if v else MISSING for v in paper])
@@ -284,7 +286,11 @@ def headline_section(runs: list[Run], benches: list[Benchmark], paper_model: str
         f"Paper column: the published number of {paper_model} for the same task and metric (`--paper-model` picks another; "
         "\"Paper reference\" at the end lists them all). n/a: no value (a judged metric without a judge, a slice with no docs); –: not run, or not in the paper."
     )
-    text += [""] + [n + "  " for n in footnotes(refs)]
+    keys = [(b, t, m) for b in benches for t, m in headline_keys(b, runs)]
+    withheld = [f"{t} · {m}" for b, t, m in keys if paper_value(b, paper_model, t, m) and not paper_comparable(runs, t, m)]
+    if withheld:
+        text.append(f"No paper number beside {', '.join(withheld)}: no run kept the authors' layout ({MARK} below).")
+    text += [""] + [n + "  " for n in footnotes(refs) + layout_notes(runs, [t for _, t, _ in keys])]
     elsewhere = [f"{t} · {m}" for b in benches for t, m in headline_keys(b, runs) if not paper_value(b, paper_model, t, m) and any(e.task == t and e.metric == m for e in paper_entries(b)[0])]
     if elsewhere:
         text += ["", f"{paper_model} has no paper number for {', '.join(elsewhere)}; other paper models do (Paper reference)."]
@@ -514,24 +520,29 @@ def breakdown_tables(bench: Benchmark, runs: list[Run], paper_model: str) -> str
     for fam in families(bench, runs):
         rows = []
         refs = []
+        shown: list[str] = []  # the tasks of the rows kept
+        withheld = False  # a paper number left out: no run beside it kept the authors' layout
         why: dict[tuple[str, str], list[str]] = {}  # a metric that could not be computed here (core.unavailable): n/a, and the reason below
         for label, t, m, ref in breakdown_rows(bench, fam, runs, paper_model):
             values = [r.value(t, m) for r in runs]
             reasons = [(r.column, r.unavailable.get(t, {}).get(m)) for r in runs]
             if not any(present and v is not None for present, v in values) and not any(text for _, text in reasons):
                 continue  # no run has a number here
+            if ref and not paper_comparable(runs, t, m):
+                ref, withheld = None, True
             refs.append(ref)
-            rows.append([label] + [fmt(v, m) if present else MISSING for present, v in values] + ([paper_cell(ref) if ref else MISSING]))
+            rows.append([label] + [marked(fmt(v, m), r, t) if present else MISSING for r, (present, v) in zip(runs, values)] + ([paper_cell(ref) if ref else MISSING]))
+            shown.append(t)
             for column, text in reasons:
                 if text:
                     why.setdefault((m, text), []).append(column)
         if not rows:
             continue
-        with_paper = any(refs)
+        with_paper = any(refs) or withheld
         if not with_paper:
             rows = [r[:-1] for r in rows]
         header = ["slice"] + [r.column for r in runs] + ([f"paper: {paper_model}"] if with_paper else [])
-        notes = footnotes(refs) + [f"`{m}` n/a in {', '.join(dict.fromkeys(cols))}: {text}." for (m, text), cols in why.items()]
+        notes = footnotes(refs) + layout_notes(runs, shown, server=False) + [f"`{m}` n/a in {', '.join(dict.fromkeys(cols))}: {text}." for (m, text), cols in why.items()]
         out += [f"### {fam.title}", "", _table(header, rows), ""] + [n + "  " for n in notes]
         if notes:
             out.append("")

@@ -2,11 +2,12 @@
 
 One row per run × task × metric (``kind`` = ``metric``): every metric of our tasks in the results
 JSON, its 95 % interval where the report has one (Wilson's for right/wrong metrics, every one of them;
-the bootstrap's for the headline metrics), the docs behind it, the task's version and the results file
-it came from; then one row per paired comparison with the baseline (``kind`` = ``paired``). The columns
-are :data:`COLUMNS`; the report's README describes each. In the CSV a text cell that a spreadsheet
-would run as a formula (starting with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return) gets a
-leading ``'`` (OWASP's rule); numbers are written as numbers.
+the bootstrap's for the headline metrics), the docs behind it, the task's version, the results file it
+came from and whether the authors' prompt layout reached the model (``layout``: :mod:`.layout`); then
+one row per paired comparison with the baseline (``kind`` = ``paired``). The columns are :data:`COLUMNS`;
+the report's README describes each. In the CSV a text cell that a spreadsheet would run as a formula
+(starting with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return) gets a leading ``'`` (OWASP's
+rule); numbers are written as numbers.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from lmms_eval_earthsci import registry
 from lmms_eval_earthsci.report.charts import doc_count
 from lmms_eval_earthsci.report.comparisons import Comparison
 from lmms_eval_earthsci.report.intervals import interval
+from lmms_eval_earthsci.report.layout import task_layout
 from lmms_eval_earthsci.report.runs import Run
 
 if TYPE_CHECKING:
@@ -28,7 +30,7 @@ if TYPE_CHECKING:
 SCHEMA = 1
 COLUMNS = (
     "kind", "run", "baseline", "model", "model_args", "step", "task", "metric", "value", "ci_low", "ci_high",
-    "ci_method", "docs", "task_version", "results_file",
+    "ci_method", "docs", "task_version", "results_file", "layout",
     "baseline_value", "difference", "p", "test", "p_adjusted", "changed", "direction",
     "discordant_run_right", "discordant_baseline_right", "docs_compared", "only_in_baseline", "only_in_run", "note",
 )
@@ -42,6 +44,7 @@ def metric_rows(runs: list[Run], base: Run, headline: set[tuple[str, str]]) -> l
             bench = registry.benchmark_of(task)
             if bench is None:
                 continue
+            layout = task_layout(r, task).summary
             for metric in sorted(r.results[task]):
                 value = r.results[task][metric]
                 iv = interval(r, task, metric, bootstrap=(task, metric) in headline) if value is not None else None
@@ -52,7 +55,7 @@ def metric_rows(runs: list[Run], base: Run, headline: set[tuple[str, str]]) -> l
                     "kind": "metric", "run": r.label, "baseline": base.label, "model": r.model, "model_args": r.model_args,
                     "step": r.step, "task": task, "metric": metric, "value": value,
                     "ci_low": cast("Interval", iv).low if ok else None, "ci_high": cast("Interval", iv).high if ok else None, "ci_method": cast("Interval", iv).method if ok else None,
-                    "docs": docs, "task_version": r.versions.get(task), "results_file": src.path if src else None,
+                    "docs": docs, "task_version": r.versions.get(task), "results_file": src.path if src else None, "layout": layout,
                 })
     return rows
 
@@ -76,7 +79,7 @@ def paired_rows(comparisons: list[Comparison]) -> list[dict[str, Any]]:
             "docs_compared": res.common if res is not None else None,
             "only_in_baseline": res.only_b if res is not None else None, "only_in_run": res.only_a if res is not None else None,
             "note": c.note or None, "task_version": c.run.versions.get(c.task),
-            "results_file": c.run.source[c.task].path if c.task in c.run.source else None,
+            "results_file": c.run.source[c.task].path if c.task in c.run.source else None, "layout": task_layout(c.run, c.task).summary,
         })
     return rows
 

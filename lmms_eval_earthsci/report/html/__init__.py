@@ -4,7 +4,8 @@ Layout of the report folder (nothing is fetched from anywhere else; the page wor
 
     report.html            the tables, charts and paired comparisons of report.md, then the sample browser
     browser/app.js, app.css  the browser (no framework, no CDN)
-    browser/index.js       the runs, the tasks and their groups, one line per task
+    browser/index.js       the runs, the tasks and their groups, one line per task (with the runs that
+                           lost the authors' layout of the task: its banner)
     browser/data/t<N>.js   one task's docs over the runs (what the list and its filters read), loaded when
                            the task is opened
     browser/data/t<N>_r<K>.js  run K's responses, judge and headline records of that task's docs, loaded
@@ -33,6 +34,7 @@ from lmms_eval_earthsci.core.harness import group_leaves
 from lmms_eval_earthsci.report.html.images import DEFAULT_FIGURE_BUDGET_MB, LargeBudget, ThumbStore, run_images
 from lmms_eval_earthsci.report.html.markdown import to_html
 from lmms_eval_earthsci.report.html.samples import NOT_RIGHT, leaf_tasks, task_docs, view
+from lmms_eval_earthsci.report.layout import LOST, SERVER, task_layout
 from lmms_eval_earthsci.report.runs import Run
 
 ASSETS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "assets")
@@ -91,6 +93,17 @@ def _priority(bench: Benchmark, task: str, runs: Sequence[Run]) -> list[str]:
         return 0 if wrong and "right" in v else 1 if wrong else 2
 
     return sorted(verdicts, key=lambda d: (tier(d), (0, int(d)) if d.isdigit() else (1, 0), d))
+
+
+def _layouts(runs: Sequence[Run], task: str) -> list[dict[str, Any]]:
+    """The runs whose prompts of ``task`` did not reach the model as the authors wrote them (lost), or
+    whose server decides it: run label, status, class, what was lost, the fix."""
+    out = []
+    for r in runs:
+        lay = task_layout(r, task)
+        if lay.status in (LOST, SERVER):
+            out.append({"run": r.column, "status": lay.status, "class": lay.cls, "lost": list(lay.lost), "fix": lay.fix})
+    return out
 
 
 def _size(path: str) -> int:
@@ -158,7 +171,11 @@ def write_html(
             f.write(f"EARTHSCI.task({_js(t)},{_js(data)});\n")
         # the report's own charts of this task (MAC's reliability diagram, MSEarth's breakdowns, ...)
         charts = sorted(f for f in pngs if max((x for x in names if f.startswith(x + "_")), key=len, default=None) == t)
-        index["tasks"].append({"name": t, "benchmark": b.title, "file": f"browser/data/t{n}.js", "details": detail_files, "n": len(data["docs"]), "charts": charts})
+        entry: dict[str, Any] = {"name": t, "benchmark": b.title, "file": f"browser/data/t{n}.js", "details": detail_files, "n": len(data["docs"]), "charts": charts}
+        layouts = _layouts(runs, t)
+        if layouts:  # the task's banner: a run that lost the authors' layout, or whose server decides it
+            entry["layout"] = layouts
+        index["tasks"].append(entry)
         del data
     have = {t for _, t in tasks}
     for r in runs:

@@ -396,6 +396,26 @@
     return box;
   }
 
+  // the runs whose prompts of these tasks did not reach the model as the authors laid them out (the run's
+  // own check, metadata.earthsci_layout): lost (not comparable with the paper), or decided by a server
+  function layoutBanner(names) {
+    const seen = new Map();  // one line per run and verdict, naming its tasks when a group is shown
+    for (const t of names) for (const x of S.index.tasks[S.index.byName[t]].layout || []) {
+      const key = JSON.stringify([x.run, x.status, x["class"], x.lost, x.fix]);
+      if (!seen.has(key)) seen.set(key, { x: x, tasks: [] });
+      seen.get(key).tasks.push(t);
+    }
+    if (!seen.size) return null;
+    const box = el("div", { cls: "warning layout", id: "layout-banner" });
+    for (const { x, tasks } of seen.values()) {
+      const where = names.length > 1 ? " (" + tasks.join(", ") + ")" : "";
+      box.appendChild(el("p", { text: x.status === "lost"
+        ? "\u26a0 " + x.run + where + ": not the authors' layout (" + x["class"] + ": " + (x.lost.join("; ") || "lost") + "), not comparable with the paper's number. Fix: " + (x.fix || "see lmms-eval-earthsci check-model") + "."
+        : x.run + where + " (" + x["class"] + "): sent as written; the server decides the layout: " + (x.fix || "check its chat template") + "." }));
+    }
+    return box;
+  }
+
   let lastFiltered = [];
   function render() {
     const st = S.state, root = S.root;
@@ -417,6 +437,8 @@
     const shown = all.filter(([t, d]) => matches(t, d, st, null, search));
     lastFiltered = shown;
     const counts = countVerdicts(all, st, search);
+    const banner = layoutBanner(names);
+    if (banner) root.appendChild(banner);
     root.appendChild(controls(all, st, counts));
     const pages = Math.max(1, Math.ceil(shown.length / PAGE));
     const page = Math.min(st.page, pages - 1);
