@@ -25,9 +25,10 @@ from conftest import ROOT, cli_env, read_outputs
 
 pytestmark = [pytest.mark.models, pytest.mark.e2e]
 
-tiny_models = pytest.importorskip("tiny_models")
-pytest.importorskip("qwen_vl_utils")
-pytest.importorskip("torchvision")
+WHERE = "the model-class tier runs in the vision venv: `make test-models`"
+tiny_models = pytest.importorskip("tiny_models", reason=WHERE)
+pytest.importorskip("qwen_vl_utils", reason=WHERE)
+pytest.importorskip("torchvision", reason=WHERE)
 from tiny_models import FAMILIES  # noqa: E402
 
 from lmms_eval_earthsci.core import capture  # noqa: E402
