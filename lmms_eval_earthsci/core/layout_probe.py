@@ -23,6 +23,7 @@ import functools
 import logging
 import re
 import sys
+import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -178,6 +179,7 @@ def probe(lm: Any, task_dict: Mapping[Any, Any]) -> dict[str, dict[str, Any]]:
     """Probe every task of ours, record each verdict in its config's metadata and warn once per lost
     layout. Never raises."""
     verdicts: dict[str, dict[str, Any]] = {}
+    started = time.perf_counter()
     for name, task in our_tasks(task_dict):
         try:
             verdict = verdict_for(lm, task)
@@ -194,6 +196,9 @@ def probe(lm: Any, task_dict: Mapping[Any, Any]) -> dict[str, dict[str, Any]]:
             logger.warning("lmms_eval_earthsci: %s with %s: not the authors' layout (%s). Fix: %s", name, verdict["class"], "; ".join(verdict["lost"]), verdict["fix"])
         elif verdict["status"] == SERVER:
             logger.warning("lmms_eval_earthsci: %s with %s: sent as written; %s", name, verdict["class"], verdict["fix"])
+    if verdicts:
+        counts = {status: sum(v["status"] == status for v in verdicts.values()) for status in (AS_WRITTEN, LOST, SERVER, NOT_CHECKED)}
+        logger.info("lmms_eval_earthsci: layout probe: %d task(s) in %.2f s: %s", len(verdicts), time.perf_counter() - started, ", ".join(f"{n} {s}" for s, n in counts.items() if n))
     return verdicts
 
 
