@@ -491,3 +491,40 @@ def test_readme_screenshot(page, tmp_path):
     target = os.environ.get("EARTHSCI_README_SCREENSHOT") or str(tmp_path / "sample_browser.png")
     pg.screenshot(path=target)
     assert Image.open(target).size == (1300, 1200)
+
+
+def test_a_lost_layout_shows_a_banner_on_its_task(page):
+    """A run whose scifibench_cs_c2f lost the authors' layout (as its layout probe recorded it): that task's
+    view says so, with the class, what was lost and the fix; a task that kept it (MSEarth) says nothing."""
+    import glob
+    import json
+    import shutil
+
+    pg, log, root, runs, rep = page
+    lost_run = root / "run_b_lost"
+    if not lost_run.exists():
+        shutil.copytree(runs[1], lost_run)
+        path = sorted(glob.glob(str(lost_run / "**" / "*_results.json"), recursive=True))[-1]
+        with open(path) as f:
+            res = json.load(f)
+        res["configs"]["scifibench_cs_c2f"]["metadata"]["earthsci_layout"] = {
+            "status": "lost", "class": "LlavaHf", "expected": "T I T I T I T I T I T", "received": "I I I I I T T T T T T",
+            "lost": ["images first, labels cut off from their figures"], "fix": "a chat route that interleaves",
+        }
+        with open(path, "w") as f:
+            json.dump(res, f)
+    rep2 = root / "report_lost"
+    proc = subprocess.run([os.path.join(VENV_BIN, "lmms-eval-earthsci"), "report", runs[0], str(lost_run), "--out", str(rep2), "--resamples", "0", "--no-images"],
+                          capture_output=True, text=True, timeout=600, env={**os.environ, "PATH": VENV_BIN + os.pathsep + os.environ.get("PATH", "")})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    pg.goto(f"file://{rep2}/report.html")
+    pg.wait_for_selector("#match-count")
+    open_task(pg, "scifibench_cs_c2f")
+    banner = pg.query_selector("#layout-banner")
+    assert banner is not None and banner.is_visible()
+    text = banner.inner_text()
+    assert "not the authors' layout" in text and "LlavaHf" in text and "labels cut off from their figures" in text and "a chat route that interleaves" in text
+    open_task(pg, "msearth_mcq")
+    assert pg.query_selector("#layout-banner") is None
+    pg.goto(f"file://{rep}/report.html")  # the module's page, as the other tests expect it
+    pg.wait_for_selector("#match-count")
