@@ -181,6 +181,17 @@ def test_qwen3_vl_keeps_the_task_system_prompt(mirror, models_root, hf_home, tmp
         assert system and "You are a helpful assistant." not in system.group(1) and "predict the probability" in system.group(1), call["decoded"][0][:600]
 
 
+@pytest.mark.xdist_group("huggingface")
+def test_the_broken_huggingface_class_is_named_before_it_crashes(mirror, models_root, hf_home, tmp_path_factory):
+    """lmms-eval 0.7.3's huggingface class crashes on its first request for every model: the run's layout
+    probe says so (and which class to use) on each task's line before the crash."""
+    proc, _, _, _ = run_class("huggingface", models_root, mirror, hf_home, tmp_path_factory)
+    log = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "audios" in log  # the premise: the class crashed as the xfails say
+    assert log.index("huggingface class crashes for every model") < log.index("Traceback")
+    assert all(f"{t} with Huggingface: lmms-eval 0.7.3's huggingface class crashes" in log for t in TASKS)
+
+
 # --------------------------------------------------------------------------- server routes
 # openai and async_openai send lmms-eval's chat messages to an OpenAI-compatible server (vLLM, SGLang, an
 # API); what they send is captured by a real loopback server speaking the protocol.

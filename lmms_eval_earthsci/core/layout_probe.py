@@ -44,6 +44,12 @@ SIMPLE_HANDLING = {"Qwen2_5_VL": "strip", "Qwen3_VL": "strip", "Qwen2_VL": "stri
 #: chat classes that insert a default system turn before the task's messages (our list subclass keeps
 #: the task's own: :class:`lmms_eval_earthsci.core.messages.Messages`)
 INSERTS_SYSTEM = {"Qwen3_VL"}
+#: chat classes lmms-eval breaks for every task: ``{module: why}`` (the probe says so before the crash)
+BROKEN_CLASSES = {
+    "lmms_eval.models.chat.huggingface": "lmms-eval 0.7.3's huggingface class crashes for every model: it passes audios= and videos=[] to the processor "
+    "and compares model types with config classes, loading a model without generate (models/chat/huggingface.py); use the family's own class "
+    "(qwen2_5_vl, qwen3_vl, internvl_hf, llava_hf) or vllm",
+}
 SERVER_CLASSES = {"OpenAICompatible": AS_WRITTEN, "AsyncOpenAIChat": AS_WRITTEN, "VLLM": SERVER, "Sglang": SERVER, "SGLang": SERVER}
 
 FIXES = {
@@ -152,6 +158,9 @@ def verdict_for(lm: Any, task: Any) -> dict[str, Any]:
     messages = task_messages(task, doc)
     layout = layout_of(messages)
     out: dict[str, Any] = {"class": cls, "expected": layout.shape()}
+    broken = BROKEN_CLASSES.get(type(lm).__module__)
+    if broken and not getattr(lm, "is_simple", False):
+        return {**out, "status": NOT_CHECKED, "why": broken}
     if cls in SERVER_CLASSES and not getattr(lm, "is_simple", False):
         status = SERVER_CLASSES[cls]
         out["status"] = status
@@ -194,6 +203,8 @@ def probe(lm: Any, task_dict: Mapping[Any, Any]) -> dict[str, dict[str, Any]]:
             pass
         if verdict["status"] == LOST:
             logger.warning("lmms_eval_earthsci: %s with %s: not the authors' layout (%s). Fix: %s", name, verdict["class"], "; ".join(verdict["lost"]), verdict["fix"])
+        elif verdict.get("why") in BROKEN_CLASSES.values():
+            logger.warning("lmms_eval_earthsci: %s with %s: %s", name, verdict["class"], verdict["why"])
         elif verdict["status"] == SERVER:
             logger.warning("lmms_eval_earthsci: %s with %s: sent as written; %s", name, verdict["class"], verdict["fix"])
     if verdicts:
