@@ -1,6 +1,7 @@
 """``lmms-eval-earthsci check-model --model CLASS --model_args ARGS``: does each of our prompt layouts reach
-this model class as written? One doc per layout (each benchmark's ``layout_tasks``, on the fixture
-mirror written here: offline, made-up docs in the upstream schemas) goes through the user's class and
+this model class as written? Two docs per layout task (each benchmark's ``layout_tasks``, on the sample
+mirror the package ships: offline, made-up docs in the upstream schemas; EMMA's second docs carry the
+repeated placeholder and the option images) goes through the user's class and
 processor via lmms-eval's own CLI, in this process, generating one token. Two views per layout:
 
 - the run's layout probe (``metadata.earthsci_layout``): the class's chat template rendered on the doc;
@@ -27,9 +28,12 @@ from typing import Any
 from lmms_eval_earthsci import registry
 from lmms_eval_earthsci.core import capture
 from lmms_eval_earthsci.core.harness import output_to, run_lmms_eval
-from lmms_eval_earthsci.core.layout import Layout, check_prompt, image_order
-from lmms_eval_earthsci.core.settings import cache_dir
-from lmms_eval_earthsci.testing.fixtures import write_mirror
+from lmms_eval_earthsci.core.layout import Layout, check_prompt
+from lmms_eval_earthsci.core.layout_probe import fix_for
+from lmms_eval_earthsci.sample_mirror import sample_mirror_root
+
+#: docs per layout task: EMMA's physics and chemistry docs with a repeat and option images come second
+LIMIT = 2
 
 
 def layout_tasks() -> dict[str, str]:
@@ -54,14 +58,15 @@ def analyse(records: list[dict[str, Any]], results: dict[str, Any], tasks: Seque
     for task in tasks:
         probe = ((results.get("configs", {}).get(task) or {}).get("metadata") or {}).get("earthsci_layout") or {"status": "not checked", "why": "the run recorded no verdict"}
         row: dict[str, Any] = {"task": task, "probe": probe, "captured": None}
+        lost: list[str] = []
         for exp in (r for r in records if r["event"] == "expected" and r["task"] == task):
             layout = Layout(tuple(exp["system"]), tuple((p[0], p[1]) for p in exp["parts"]))
             call = capture.match(calls, exp)
             if call is None or not call.get("image_token"):
                 continue
             seen = check_prompt(layout, " ".join(call["text"]), re.escape(call["image_token"]), images_passed=len(call["images"]))
-            order = image_order(exp["images"], call["images"]) if seen.ok else None
-            row["captured"] = seen.lost + ([order] if order else [])
+            lost += [x for x in seen.lost if x not in lost]
+            row["captured"] = lost
         rows.append(row)
     return rows
 
@@ -74,7 +79,7 @@ def lost_of(row: dict[str, Any]) -> list[str]:
     return lost
 
 
-def table(rows: list[dict[str, Any]], model: str) -> tuple[str, bool]:
+def table(rows: list[dict[str, Any]], model: str, simple: bool = False) -> tuple[str, bool]:
     """The printed table and whether any layout was lost."""
     described = layout_tasks()
     lines = [f"Layouts through --model {model}:", "", "| task | layout | reaches the model | fix |", "|---|---|---|---|"]
@@ -92,7 +97,7 @@ def table(rows: list[dict[str, Any]], model: str) -> tuple[str, bool]:
             says = "as written"
         else:
             says = status + (f" ({row['probe']['why']})" if row["probe"].get("why") else "")
-        fix = row["probe"].get("fix", "") if (lost or status != "as written") else ""
+        fix = row["probe"].get("fix") or (fix_for(lost, simple) if lost else "")
         lines.append(f"| {row['task']} | {described.get(row['task'], '')} | {says} | {fix} |")
     return "\n".join(lines), any_lost
 
@@ -103,12 +108,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     work = tempfile.mkdtemp(prefix="earthsci-check-model-")
     log = args.log or os.path.join(work, "lmms-eval.log")
     records = os.path.join(work, "capture.jsonl")
-    with output_to(log):  # datasets' progress bars
-        mirror = write_mirror(cache_dir("check_model_mirror"))
+    mirror = sample_mirror_root()
     os.environ.update({"EARTHSCI_DATA_MIRROR": mirror, "HF_DATASETS_OFFLINE": "1"})
     capture.install(records)
-    capture.install_expected(limit=1)
-    lmms_args = ["--model", args.model, *(["--model_args", args.model_args] if args.model_args else []), "--tasks", ",".join(tasks), "--limit", "1", "--gen_kwargs", "max_new_tokens=1",
+    capture.install_expected(limit=LIMIT)
+    lmms_args = ["--model", args.model, *(["--model_args", args.model_args] if args.model_args else []), "--tasks", ",".join(tasks), "--limit", str(LIMIT), "--gen_kwargs", "max_new_tokens=1",
                  "--batch_size", "1", "--output_path", os.path.join(work, "out"), "--verbosity", "DEBUG"]
     if args.force_simple:
         lmms_args.append("--force_simple")
@@ -126,7 +130,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     with open(found[-1]) as f:
         results = json.load(f)
     rows = analyse(capture.read(records) if os.path.exists(records) else [], results, tasks)
-    text, lost = table(rows, args.model + (" --force_simple" if args.force_simple else ""))
+    text, lost = table(rows, args.model + (" --force_simple" if args.force_simple else ""), simple=args.force_simple)
     print(text)
     print("\n" + ("Some layouts do not reach the model as the authors wrote them: numbers from those tasks are not comparable with the papers." if lost else "Every layout reaches the model as written."))
     return 1 if lost else 0
