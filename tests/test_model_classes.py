@@ -250,3 +250,23 @@ def test_server_routes_send_every_layout_as_written(model, mirror, hf_home, tmp_
         problems += [f"{exp['task']} doc {exp['doc_id']}: {p}" for p in seen.lost + ([order] if order else [])]
     assert not problems, problems
     assert {t: res["configs"][t]["metadata"]["earthsci_layout"]["status"] for t in TASKS} == dict.fromkeys(TASKS, "as written")
+
+
+# --------------------------------------------------------------------------- check-model
+
+
+@pytest.mark.parametrize("family,lost", [("qwen2_5_vl", set()), ("llava_onevision", {"emma_full_physics", "emma_full_chemistry", "msearth_mcq", "scifibench_cs_c2f", "mac2025_t2i_option"})])
+def test_check_model_prints_each_layout_and_exits_1_when_one_is_lost(family, lost, models_root, hf_home, tmp_path):
+    """`lmms-eval-earthsci check-model` on a user's class and weights (the shipped sample mirror, offline):
+    one row per layout task, LOST where the family's template puts images first, exit 1 then, 0 otherwise."""
+    fam = FAMILIES[family]
+    path = tiny_models.build(family, models_root)
+    env = {**os.environ, "HF_HOME": hf_home, "HF_HUB_OFFLINE": "1", "EARTHSCI_CACHE_DIR": str(tmp_path / "cache")}
+    env.pop("EARTHSCI_DATA_MIRROR", None)
+    cli = os.path.join(os.path.dirname(sys.executable), "lmms-eval-earthsci")
+    proc = subprocess.run([cli, "check-model", "--model", fam.model, "--model_args", f"pretrained={path},{fam.model_args}"], env=env, cwd=str(tmp_path), capture_output=True, text=True, timeout=600)
+    assert proc.returncode == (1 if lost else 0), proc.stdout + proc.stderr[-3000:]
+    rows = {line.split("|")[1].strip(): line.split("|")[3].strip() for line in proc.stdout.splitlines() if line.startswith("| ") and not line.startswith("| task")}
+    assert set(rows) == set(TASKS)  # every layout we ship, one row each
+    assert {t for t, says in rows.items() if says.startswith("LOST")} == lost
+    assert all(says == "as written" for t, says in rows.items() if t not in lost)
