@@ -9,11 +9,17 @@ SHARED = os.path.join(os.path.dirname(ROOT), "shared")
 VENV_BIN = os.path.dirname(sys.executable)
 
 
+SHARED_WHAT = {"reference": "the authors' released outputs", "specs": "the benchmark's specification"}
+
+
 def shared_path(*parts):
-    """A file under ../shared/reference; skips the test when ../shared is absent (a user's checkout)."""
+    """A file of the project's reference material (the authors' released outputs, the specifications),
+    which the package does not ship; skips the test, saying what is missing and how to provide it, when
+    the folder beside the checkout (``../shared``) does not have it (a user's checkout)."""
     path = os.path.join(SHARED, *parts)
     if not os.path.exists(path):
-        pytest.skip(f"reference material not available: {path}")
+        what = SHARED_WHAT.get(parts[0], "reference material")
+        pytest.skip(f"needs {what} ({'/'.join(parts)}), not shipped with the package: put the project's shared/ folder beside this checkout (as ../shared) to run it")
     return path
 
 
