@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import difflib
 import os
+import shutil
 import sys
 from collections.abc import Sequence
 
 from lmms_eval_earthsci import TASKS_DIR, registry
-from lmms_eval_earthsci.core.harness import run_lmms_eval
+from lmms_eval_earthsci.core.harness import output_to, run_lmms_eval
 from lmms_eval_earthsci.core.settings import SettingsError
 from lmms_eval_earthsci.testing.fixtures import write_mirror
 from lmms_eval_earthsci.yamlgen import our_names
@@ -56,6 +58,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--order", default=None, metavar="RUN,RUN,...", help="these runs first, in this order (labels or run folders); the rest after, by training step and name")
     p.add_argument("--label", action="append", default=[], metavar="FOLDER=NAME", help="name the run of FOLDER (a run folder, results file or label); repeatable")
     p.add_argument("--keep-reruns", action="store_true", help="a task run twice by the same model makes two runs (default: the newest results file is used, the other set aside and named)")
+    p.add_argument("--verbose", action="store_true", help="print the whole report.md and the log (by default: where the outputs are and the headline; the log goes to report.log)")
     sub.add_parser("mirror", help=COMMANDS["mirror"], add_help=False).add_argument("args", nargs=argparse.REMAINDER)
     sub.add_parser("check-model", help=COMMANDS["check-model"], add_help=False).add_argument("args", nargs=argparse.REMAINDER)
     p = sub.add_parser("check-mirror", help=COMMANDS["check-mirror"], description=COMMANDS["check-mirror"])
@@ -161,20 +164,29 @@ def main(argv: Sequence[str] | None = None) -> int:
             rest = ["--include_path", TASKS_DIR, *rest]
         return run_lmms_eval(rest)
     if a.command == "report":
-        from lmms_eval_earthsci.report import ReportError, write_report  # noqa: PLC0415 - heavy (numpy, the report's modules, ~100 ms): each command imports only what it runs
+        from lmms_eval_earthsci.report import ReportError, default_out, terminal_summary, write_report  # noqa: PLC0415 - heavy (numpy, the report's modules, ~100 ms): each command imports only what it runs
 
         notes: list[str] = []
+        out = a.out or default_out(a.paths[0])
+        log = os.path.join(out, "report.log")
+        made = not os.path.exists(out)
+        os.makedirs(out, exist_ok=True)
         try:
-            path, text = write_report(
-                a.paths, a.out, a.paper_model, resamples=a.resamples, seed=a.seed, html=not a.no_html, images=not a.no_images,
-                labels=a.label, order=[x for x in (a.order or "").split(",") if x.strip()], baseline_run=a.baseline, keep_reruns=a.keep_reruns,
-                figure_budget_mb=a.figure_budget, notes=notes,
-            )
+            # lmms-eval's task index and dataset loads (the browser's figures) log to the terminal: to report.log
+            with contextlib.nullcontext() if a.verbose else output_to(log):
+                path, text = write_report(
+                    a.paths, out, a.paper_model, resamples=a.resamples, seed=a.seed, html=not a.no_html, images=not a.no_images,
+                    labels=a.label, order=[x for x in (a.order or "").split(",") if x.strip()], baseline_run=a.baseline, keep_reruns=a.keep_reruns,
+                    figure_budget_mb=a.figure_budget, notes=notes,
+                )
         except ReportError as exc:
+            if made and os.listdir(out) in ([], ["report.log"]):
+                shutil.rmtree(out, ignore_errors=True)
             print(f"lmms-eval-earthsci report: {exc}", file=sys.stderr)
             return 2
-        print(text)
+        print(text if a.verbose else terminal_summary(text))
         print(f"\nreport: {path}" + ("" if a.no_html else f"\nwith its sample browser: {os.path.join(os.path.dirname(path), 'report.html')} (open it from disk)"))
+        print(f"summary: {os.path.join(os.path.dirname(path), 'summary.csv')} (and summary.json)" + ("" if a.verbose else f"\nlog: {log}"))
         for note in notes:
             print(note)
         return 0

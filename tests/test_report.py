@@ -764,3 +764,21 @@ def test_each_section_draws_only_its_own_benchmarks_charts(tmp_path):
     # a benchmark whose spec declares no chart gets none: MAC's spec has bar charts of no kind
     b = registry.get("mac")
     assert b.report_spec().charts(report_sections.BenchView(b, read_runs([mac, sci]), "GPT-4o")) == []
+
+
+def test_the_terminal_gets_the_headline_and_where_everything_is(tmp_path, capfd):
+    """`report` prints what changed, the headline and where its outputs are (tens of lines), not the whole
+    report.md; its log goes to report.log; --verbose prints report.md whole."""
+    a = make_run(str(tmp_path / "logs"), "run_a", "m-a", {"emma_mini": {"emma_acc": 50.0}, "msearth_mcq": {"msearth_acc": 40.0}})
+    b = make_run(str(tmp_path / "logs"), "run_b", "m-b", {"emma_mini": {"emma_acc": 60.0}, "msearth_mcq": {"msearth_acc": 45.0}})
+    out = tmp_path / "rep"
+    assert cli_main(["report", a, b, "--out", str(out), "--resamples", "0", "--no-images"]) == 0
+    printed = capfd.readouterr().out
+    full = (out / "report.md").read_text()
+    assert "## Headline" in printed and "## EMMA" in full and "## EMMA" not in printed
+    assert len(printed.splitlines()) < len(full.splitlines()) and len(printed.splitlines()) <= 60
+    assert f"report: {out / 'report.md'}" in printed and f"log: {out / 'report.log'}" in printed and (out / "report.log").exists()
+    assert cli_main(["report", a, b, "--out", str(tmp_path / "rep2"), "--resamples", "0", "--no-images", "--verbose"]) == 0
+    assert "## EMMA" in capfd.readouterr().out
+    assert cli_main(["report", str(tmp_path / "nothing"), "--out", str(tmp_path / "rep3")]) == 2
+    assert not (tmp_path / "rep3").exists()  # a report that could not be made leaves no folder behind

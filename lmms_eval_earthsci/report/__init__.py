@@ -54,6 +54,24 @@ from lmms_eval_earthsci.report.sweep import baseline, read_runs
 __all__ = ["DEFAULT_PAPER_MODEL", "ReportError", "Run", "counts", "read_runs", "write_report"]
 
 
+#: the sections of report.md a terminal shows (``report`` without ``--verbose``), and its line budget
+TERMINAL_SECTIONS = ("Changes against the baseline", "Headline")
+TERMINAL_LINES = 40
+
+
+def terminal_summary(markdown: str, sections: Sequence[str] = TERMINAL_SECTIONS, budget: int = TERMINAL_LINES) -> str:
+    """The sections of ``markdown`` a terminal shows: what changed against the baseline and the headline,
+    at most ``budget`` lines (then a line saying the rest is in report.md)."""
+    lines: list[str] = []
+    for block in markdown.split("\n## ")[1:]:
+        title, _, body = block.partition("\n")
+        if title.strip() in sections:
+            lines += [f"## {title.strip()}", *[ln for ln in body.strip().splitlines()], ""]
+    if len(lines) > budget:
+        lines = [*lines[:budget], f"... ({len(lines) - budget} more lines in report.md)"]
+    return "\n".join(lines).rstrip()
+
+
 def default_out(first: str) -> str:
     """Where a report goes without ``--out``: ``<run folder>-report`` beside the first run folder (never
     inside it: a run folder stays lmms-eval's)."""
