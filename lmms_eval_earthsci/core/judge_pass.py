@@ -225,6 +225,13 @@ def _recording(build: Callable[[], Messages], into: dict) -> Callable[[], Messag
     return wrapped
 
 
+def slice_value(outcome: Outcome, score: float | None) -> dict | None:
+    """A doc's value in the breakdowns of a judged metric: its score with the judge's status (not its
+    whole record), so that :func:`judged_mean` reads a slice where no doc got a verdict as unavailable,
+    as it reads the whole metric; None where the score is None."""
+    return None if score is None else {"score": score, "judge": {"status": outcome.status}}
+
+
 def judged_mean(items: Sequence[Any]) -> float | None:
     """Aggregation of a judged metric: the mean over docs (failures scored as each benchmark says),
     or None (unavailable) when no doc got a verdict: no judge configured, or the judge failed on every

@@ -31,9 +31,12 @@ def versioned(text: str, version: float) -> str:
 
 
 def metric_list(main: str, prefix: str, known: Mapping[str, Sequence[str]], extra: Sequence[tuple[str, str, bool]] = (), main_agg: str = MEAN_PRESENT) -> str:
+    """The ``metric_list`` of a task: its headline metric, its breakdowns (aggregated as the headline when
+    that is a judged mean: a slice no doc of which got a verdict is unavailable, not 0), then ``extra``."""
     lines = ["metric_list:", f"  - metric: {main}", f"    aggregation: {main_agg}", "    higher_is_better: true"]
+    breakdown_agg = main_agg if main_agg == JUDGED_MEAN else MEAN_PRESENT
     for name in breakdown_keys(prefix, known):
-        lines += [f"  - metric: {name}", f"    aggregation: {MEAN_PRESENT}", "    higher_is_better: true"]
+        lines += [f"  - metric: {name}", f"    aggregation: {breakdown_agg}", "    higher_is_better: true"]
     for name, agg, hib in extra:
         lines += [f"  - metric: {name}", f"    aggregation: {agg}", f"    higher_is_better: {str(hib).lower()}"]
     return "\n".join(lines) + "\n"

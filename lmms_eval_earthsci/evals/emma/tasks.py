@@ -21,7 +21,7 @@ from lmms_eval_earthsci.core import messages as msg
 from lmms_eval_earthsci.core.data import RecordError, check_image, declare_datasets, load_image, record_check, require
 from lmms_eval_earthsci.core.extraction import Extracted, as_text, extract_after_phrase, extract_boxed_answer, extract_option_letter, option_letters
 from lmms_eval_earthsci.core.hooks import ensure_runtime_hooks
-from lmms_eval_earthsci.core.judge_pass import UNAVAILABLE, JudgeSpec, judged, judged_fields, outcome_for
+from lmms_eval_earthsci.core.judge_pass import UNAVAILABLE, JudgeSpec, judged, judged_fields, outcome_for, slice_value
 from lmms_eval_earthsci.core.metrics import breakdown_scores, percent, split_labels, with_paired_score
 from lmms_eval_earthsci.core.releases import RescoreError, read_records, release_name, release_plan_dict
 from lmms_eval_earthsci.core.settings import declare_settings
@@ -462,7 +462,7 @@ def process_results_judge(doc, results):
     response = results[0] if results else ""
     outcome = outcome_for(JUDGE, doc, as_text(response))
     score = None if outcome.status == UNAVAILABLE else percent(bool(outcome.ok and outcome.verdict))
-    out.update(_breakdowns(doc, score))
+    out.update(_breakdowns(doc, slice_value(outcome, score)))
     out.update(judged_fields(JUDGE_METRIC, JUDGE_FAILED, outcome, score))
     return with_paired_score(out, score)  # the judge's verdict: the judge variant's headline
 

@@ -23,7 +23,7 @@ from lmms_eval_earthsci.core import textmetrics
 from lmms_eval_earthsci.core.data import RecordError, check_image, declare_datasets, load_image, record_check
 from lmms_eval_earthsci.core.extraction import as_text
 from lmms_eval_earthsci.core.hooks import ensure_runtime_hooks
-from lmms_eval_earthsci.core.judge_pass import UNAVAILABLE, JudgeSpec, batched, doc_key, judged, judged_fields, outcome_for
+from lmms_eval_earthsci.core.judge_pass import UNAVAILABLE, JudgeSpec, batched, doc_key, judged, judged_fields, outcome_for, slice_value
 from lmms_eval_earthsci.core.messages import note_chat, route_of
 from lmms_eval_earthsci.core.metrics import breakdown_scores, percent, with_paired_score
 from lmms_eval_earthsci.core.releases import RescoreError, read_records, release_name, release_plan_dict
@@ -562,7 +562,7 @@ def process_results_open(doc, results):
     answer = OE_JUDGE.text_of(response)
     outcome = outcome_for(OE_JUDGE, doc, answer)
     score = None if outcome.status == UNAVAILABLE else percent(bool(outcome.ok and outcome.verdict))
-    out = _breakdown("open", doc, score)
+    out = _breakdown("open", doc, slice_value(outcome, score))
     out.update(judged_fields(OE_METRIC, "msearth_oe_judge_failed", outcome, score, extra={"id": _rid(doc), "answer": answer[:500], "route": route_of(doc)}))
     out.update(_text_items("msearth_oe", str(doc.get("response", "")), answer))
     return with_paired_score(out, score)
@@ -604,7 +604,7 @@ def process_results_caption(doc, results):
     caption = CAPTION_JUDGE.text_of(response)
     outcome = outcome_for(CAPTION_JUDGE, doc, caption)
     score = outcome.verdict if outcome.ok else None
-    out = _breakdown("caption", doc, score)
+    out = _breakdown("caption", doc, slice_value(outcome, score))
     out.update(judged_fields(CAP_METRIC, "msearth_cap_judge_failed", outcome, score, extra={"id": _rid(doc), "route": route_of(doc)}))
     out.update(_text_items("msearth_cap", str(doc.get("response", "")), caption))
     return with_paired_score(out, score)  # 1-5: 0.01-0.05, so that lmms-eval's x100 reads 1-5
