@@ -234,3 +234,31 @@ def test_on_failure_raise_stops_the_run(mirror, hf_home, tmp_path):
         proc = subprocess.run(cmd, env=env, cwd=str(tmp_path), capture_output=True, text=True, timeout=600)
     assert proc.returncode != 0
     assert "JudgeFailedError" in proc.stderr and "emma_mini_judge_coding: 1 of 2 judged docs failed (HTTP 500 x 1)" in proc.stderr
+
+
+def test_a_refused_judge_ends_the_run_with_the_endpoint_the_counts_and_the_rescore_that_finishes_it(mirror, hf_home, tmp_path):
+    """The judge's endpoint refuses connections: the run exits 0 (the answers are saved), its last lines
+    name the task, the failures by cause, the endpoint and its setting, and a rescore command; that
+    command, run once the judge answers, scores the judged metric."""
+    import shlex
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{s.getsockname()[1]}/v1"
+    with FakeOpenAIServer(responder=Both()) as srv:
+        out = tmp_path / "out"
+        env = cli_env(mirror, hf_home, EARTHSCI_JUDGE_BASE_URL=dead, EARTHSCI_JUDGE_MODEL=JUDGE_MODEL, EARTHSCI_JUDGE_CACHE=str(tmp_path / "cache"), EARTHSCI_JUDGE_MAX_RETRIES="0")
+        proc = run_cli(model_args(srv) + ["--tasks", "emma_mini_judge_math", "--output_path", str(out), "--log_samples"], env, str(tmp_path))
+        tail = proc.stderr.strip().splitlines()[-3:]
+        assert tail[0] == f"lmms_eval_earthsci: emma_mini_judge_math: the judge failed on 3 of 3 docs (ConnectionRefusedError x 3); endpoint {dead} (EARTHSCI_JUDGE_BASE_URL)", tail
+        assert tail[1].startswith("lmms_eval_earthsci: the model's answers are saved") and tail[2].startswith("  lmms-eval-earthsci rescore ")
+        res, _ = read_outputs(str(out))
+        assert res["results"]["emma_mini_judge_math"]["emma_judge_acc,none"] is None
+        # the printed command, with the judge back
+        cmd = shlex.split(tail[2].strip())
+        cmd[0] = os.path.join(VENV_BIN, cmd[0])
+        fixed = subprocess.run(cmd, env={**env, "EARTHSCI_JUDGE_BASE_URL": srv.base_url}, cwd=str(tmp_path), capture_output=True, text=True, timeout=600)
+        assert fixed.returncode == 0, fixed.stdout[-2000:] + fixed.stderr[-3000:]
+    res2, _ = read_outputs(cmd[cmd.index("--out") + 1])
+    assert res2["results"]["emma_mini_judge_math"]["emma_judge_acc,none"] == pytest.approx(EXPECTED["emma_mini_judge_math"])

@@ -59,6 +59,7 @@ from typing import Any, cast
 
 from lmms_eval_earthsci.core.data import undecoded
 from lmms_eval_earthsci.core.judge import JudgeClient, JudgeResult, get_judge
+from lmms_eval_earthsci.core.judge_failures import note_endpoint, note_failures
 from lmms_eval_earthsci.core.metrics import mean_present
 from lmms_eval_earthsci.core.patching import wrap_task_method
 from lmms_eval_earthsci.core.settings import read as read_setting
@@ -510,6 +511,7 @@ def run_task_pass(task: Any) -> list[Outcome] | None:
         if client is None:
             return None
         name = getattr(task.config, "task", spec.name)
+        note_endpoint(str(name), f"{spec.env_prefix}_BASE_URL", client.config.base_url)
         items = _rank_items(task, media=spec.uses_images, tags=tags)
         for it in items:
             it.response = spec.text_of(it.response)
@@ -600,6 +602,7 @@ def judge_failed(items: Sequence[Any]) -> int | None:
     }
     logger.info("lmms_eval_earthsci judge summary %s: %s", task, json.dumps(summary))
     if summary["failed"]:
+        note_failures(task, summary["failed"], summary["docs"], causes)
         why = ", ".join(f"{c} x {n}" for c, n in causes.items())
         msg = f"{task}: {summary['failed']} of {summary['docs']} judged docs failed ({why})"
         if _on_failure() == "raise":
