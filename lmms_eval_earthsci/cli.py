@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import difflib
 import os
 import shutil
 import sys
@@ -14,7 +13,7 @@ from lmms_eval_earthsci import TASKS_DIR, registry
 from lmms_eval_earthsci.core.harness import output_to, run_lmms_eval
 from lmms_eval_earthsci.core.settings import SettingsError
 from lmms_eval_earthsci.testing.fixtures import write_mirror
-from lmms_eval_earthsci.yamlgen import our_names
+from lmms_eval_earthsci.yamlgen import looks_ours_but_unknown, our_names
 
 COMMANDS = {
     "tasks-dir": "print the folder holding our task YAMLs (for `lmms-eval --include_path`)",
@@ -106,16 +105,8 @@ def _typos(args: list[str]) -> list[str]:
             value = arg.split("=", 1)[1]
     if not value:
         return []
-    benches = registry.benchmarks()
     ours = our_names()
-    out = []
-    for name in (x.strip() for x in value.split(",")):
-        if not name or name in ours or os.path.exists(name) or not any(b.owns(name) and name != b.name for b in benches):
-            continue
-        near = difflib.get_close_matches(name, sorted(ours), n=1, cutoff=0.6)
-        hint = f"did you mean {near[0]}?" if near else "`lmms-eval --tasks list` lists every task"
-        out.append(f"{name} is none of our tasks or groups ({hint}); lmms-eval would say \"Tasks not found\" and exit 0")
-    return out
+    return [f"{name} is none of our tasks or groups ({hint})" for name in (x.strip() for x in value.split(",")) if (hint := looks_ours_but_unknown(name, ours))]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

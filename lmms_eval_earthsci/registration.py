@@ -20,9 +20,12 @@ from __future__ import annotations
 
 import functools
 import inspect
+import sys
 
 from lmms_eval_earthsci import TASKS_DIR, registry
 from lmms_eval_earthsci.core.hooks import RegistrationWarning, install_runtime_hooks, warn_registration
+from lmms_eval_earthsci.core.patching import warn_missing
+from lmms_eval_earthsci.yamlgen import looks_ours_but_unknown
 
 __all__ = ["RegistrationWarning", "install_runtime_hooks", "patch_task_manager", "register", "is_registered"]
 
@@ -73,6 +76,32 @@ def patch_task_manager(task_manager_cls) -> bool:
     return True
 
 
+def stop_on_unknown_names(task_manager_cls) -> bool:
+    """Wrap ``task_manager_cls.match_tasks``: a requested name that looks like one of our tasks but is none
+    stops the run with exit 2 and one line per name (did you mean ...), before the model loads (lmms-eval
+    says "Tasks not found" and exits 0). Returns success."""
+    if getattr(task_manager_cls, "_earthsci_names_checked", False):
+        return True
+    original = getattr(task_manager_cls, "match_tasks", None)
+    if original is None:
+        return False
+
+    @functools.wraps(original)
+    def match_tasks(self, task_list, *args, **kwargs):
+        matched = original(self, task_list, *args, **kwargs)
+        known = set(getattr(self, "all_tasks", ()) or ())
+        lines = [f"lmms_eval_earthsci: {name} is none of our tasks or groups ({hint})" for name in task_list if name not in matched and (hint := looks_ours_but_unknown(name, known))]
+        if lines:
+            sys.stderr.write("\n".join(lines) + "\n")
+            sys.stderr.flush()
+            raise SystemExit(2)
+        return matched
+
+    task_manager_cls.match_tasks = match_tasks
+    task_manager_cls._earthsci_names_checked = True
+    return True
+
+
 def register():
     """Entry point of the ``lmms_eval.models`` group: patch lmms-eval, register no model."""
     try:
@@ -83,6 +112,8 @@ def register():
     # every EARTHSCI_* setting of a run, before any task is built: a wrong value stops here (exit 2)
     registry.enforce_settings("run")
     patch_task_manager(TaskManager)
+    if not stop_on_unknown_names(TaskManager):
+        warn_missing("task-name typos", "a mistyped task name of ours says \"Tasks not found\" and exits 0")
     install_runtime_hooks()
     return []
 

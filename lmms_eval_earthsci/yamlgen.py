@@ -11,6 +11,7 @@ templates (``_template_yaml``) are written by hand. Run after changing a benchma
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 import sys
@@ -103,6 +104,16 @@ def our_names() -> set[str]:
                     with open(os.path.join(base, name), encoding="utf-8") as f:
                         names.update(_GROUP_LINE.findall(f.read()))
     return names
+
+
+def looks_ours_but_unknown(name: str, known: set[str] | frozenset[str]) -> str | None:
+    """For a requested task name with one of our benchmarks' prefixes (``emma_...``) that is none of the
+    tasks, groups or tags ``known``: the nearest of ours ("did you mean ..."), or how to list them; None
+    for any other name (lmms-eval's own tasks, upstream ``emma``, files, wildcards)."""
+    if not name or name in known or "*" in name or os.path.exists(name) or not any(b.owns(name) and name != b.name for b in registry.benchmarks()):
+        return None
+    near = difflib.get_close_matches(name, sorted(our_names()), n=1, cutoff=0.6)
+    return f"did you mean {near[0]}?" if near else "`lmms-eval --tasks list` lists every task"
 
 
 def metric_aggregations(path: str) -> dict[str, str]:

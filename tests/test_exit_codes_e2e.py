@@ -1,0 +1,40 @@
+"""A job that failed says so through the plain ``lmms-eval`` CLI (a batch script reads the exit code;
+default verbosity, as labs run it): a mistyped name of one of our tasks stops the run with exit 2 and
+"did you mean", before the model loads, on one rank and on two real ranks. lmms-eval itself says
+"Tasks not found" and exits 0 (its own tasks' typos are left to it)."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+from conftest import VENV_BIN, cli_env
+
+pytestmark = pytest.mark.e2e
+
+# a model that cannot load: reaching it would end otherwise (the premise that the names are checked first)
+NO_MODEL = ["--model", "llava_hf", "--model_args", "pretrained=/nonexistent/model,device=cpu,device_map=cpu"]
+
+
+def test_a_typo_of_ours_exits_2_naming_the_nearest_before_the_model_loads(mirror, hf_home, tmp_path):
+    proc = subprocess.run([os.path.join(VENV_BIN, "lmms-eval"), *NO_MODEL, "--tasks", "msearth_mcqq,emma_mini_math", "--output_path", str(tmp_path / "o")],
+                          env=cli_env(mirror, hf_home), cwd=str(tmp_path), capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    assert "lmms_eval_earthsci: msearth_mcqq is none of our tasks or groups (did you mean msearth_mcq?)" in proc.stderr
+    assert "nonexistent" not in proc.stdout + proc.stderr  # the model was never asked for
+    assert not (tmp_path / "o").exists()
+
+
+def test_other_harness_names_keep_lmms_evals_own_behaviour(mirror, hf_home, tmp_path):
+    proc = subprocess.run([os.path.join(VENV_BIN, "lmms-eval"), "--model", "dummy", "--tasks", "mmmu_vall", "--output_path", str(tmp_path / "o")],
+                          env=cli_env(mirror, hf_home), cwd=str(tmp_path), capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0 and "Tasks not found" in proc.stdout + proc.stderr and "lmms_eval_earthsci:" not in proc.stderr
+
+
+def test_two_real_ranks_both_stop_on_the_typo(mirror, hf_home, tmp_path):
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29543", "-m", "lmms_eval", *NO_MODEL, "--tasks", "scifibench_cs_c2ff", "--output_path", str(tmp_path / "o")]
+    proc = subprocess.run(cmd, env=cli_env(mirror, hf_home), cwd=str(tmp_path), capture_output=True, text=True, timeout=600)
+    assert proc.returncode != 0
+    line = "lmms_eval_earthsci: scifibench_cs_c2ff is none of our tasks or groups (did you mean scifibench_cs_c2f?)"
+    assert (proc.stdout + proc.stderr).count(line) == 2, proc.stderr[-3000:]  # each rank said it: two ranks ran
+    assert "nonexistent" not in proc.stdout + proc.stderr
