@@ -72,6 +72,8 @@ def last_lines(argv: Sequence[str] | None = None) -> list[str]:
 
 
 def _print_at_exit() -> None:
+    if "--tasks" not in " ".join(sys.argv):  # an lmms-eval run's own argv, not a test process or a command around one
+        return
     lines = last_lines()
     if lines:
         sys.stderr.write("\n" + "\n".join(lines) + "\n")
