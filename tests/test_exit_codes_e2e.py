@@ -38,3 +38,18 @@ def test_two_real_ranks_both_stop_on_the_typo(mirror, hf_home, tmp_path):
     line = "lmms_eval_earthsci: scifibench_cs_c2ff is none of our tasks or groups (did you mean scifibench_cs_c2f?)"
     assert (proc.stdout + proc.stderr).count(line) == 2, proc.stderr[-3000:]  # each rank said it: two ranks ran
     assert "nonexistent" not in proc.stdout + proc.stderr
+
+
+def test_a_mirror_without_a_requested_dataset_exits_2_with_one_line(hf_home, tmp_path):
+    """A mirror made for EMMA only, a run of msearth_mcq and emma_mini: exit 2 and one line naming the task,
+    the dataset, the mirror and the command that completes it; no traceback, nothing written."""
+    from lmms_eval_earthsci.evals.emma.benchmark import BENCHMARK as EMMA
+    from lmms_eval_earthsci.testing.fixtures import write_mirror
+
+    partial = write_mirror(str(tmp_path / "mirror"), repos=list(EMMA.datasets))
+    proc = subprocess.run([os.path.join(VENV_BIN, "lmms-eval"), "--model", "dummy", "--tasks", "msearth_mcq,emma_mini", "--output_path", str(tmp_path / "o")],
+                          env=cli_env(partial, hf_home), cwd=str(tmp_path), capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    ours = [ln for ln in proc.stderr.splitlines() if ln.startswith("lmms-eval-earthsci: ")]
+    assert len(ours) == 1 and "msearth_mcq: " in ours[0] and "MSEarth/MSEarth_MCQ" in ours[0] and partial in ours[0] and "lmms-eval-earthsci mirror" in ours[0], ours
+    assert "Traceback" not in proc.stderr and not (tmp_path / "o").exists()

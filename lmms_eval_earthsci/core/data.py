@@ -340,7 +340,14 @@ def install_mirror_hook() -> bool:
             path = getattr(self, "DATASET_PATH", None)
             record = None
             if path:
-                local, dataset_kwargs, record = prepare_load(path, dataset_kwargs)
+                try:
+                    local, dataset_kwargs, record = prepare_load(path, dataset_kwargs)
+                except MirrorError as exc:  # a run stops with one line and exit 2, as with no route (lmms-eval would print a traceback and exit 0)
+                    if not NO_ROUTE_STOPS["process"]:
+                        raise
+                    line = f"lmms-eval-earthsci: {getattr(self.config, 'task', path)}: {exc}"
+                    print(line, file=sys.stderr, flush=True)
+                    raise NoDataRouteError(line) from exc
                 if local != path:
                     logger.info("lmms_eval_earthsci: loading %s from the local mirror %s", path, local)
                     self.DATASET_PATH = local
