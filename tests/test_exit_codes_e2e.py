@@ -53,3 +53,19 @@ def test_a_mirror_without_a_requested_dataset_exits_2_with_one_line(hf_home, tmp
     ours = [ln for ln in proc.stderr.splitlines() if ln.startswith("lmms-eval-earthsci: ")]
     assert len(ours) == 1 and "msearth_mcq: " in ours[0] and "MSEarth/MSEarth_MCQ" in ours[0] and partial in ours[0] and "lmms-eval-earthsci mirror" in ours[0], ours
     assert "Traceback" not in proc.stderr and not (tmp_path / "o").exists()
+
+
+def test_two_real_ranks_both_stop_on_a_mirror_gap(hf_home, tmp_path):
+    from lmms_eval_earthsci.evals.emma.benchmark import BENCHMARK as EMMA
+    from lmms_eval_earthsci.testing.fixtures import write_mirror
+
+    partial = write_mirror(str(tmp_path / "mirror"), repos=list(EMMA.datasets))
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29544", "-m", "lmms_eval", "--model", "dummy", "--tasks", "msearth_mcq", "--output_path", str(tmp_path / "o")]
+    proc = subprocess.run(cmd, env=cli_env(partial, hf_home), cwd=str(tmp_path), capture_output=True, text=True, timeout=600)
+    # lmms-eval 0.7.3 loads the datasets on rank 0 first while the other ranks wait at a barrier: rank 0
+    # says it and exits 2, the waiting rank loses its peer, and the launcher fails with rank 0's code
+    assert proc.returncode != 0
+    ours = [ln for ln in (proc.stdout + proc.stderr).splitlines() if ln.startswith("lmms-eval-earthsci: msearth_mcq: ")]
+    assert len(ours) == 1 and "MSEarth/MSEarth_MCQ" in ours[0], proc.stderr[-3000:]
+    assert "exitcode  : 2" in proc.stderr and "in barrier" in proc.stderr  # rank 0's exit 2; a second rank was waiting for it
+    assert not (tmp_path / "o").exists()

@@ -159,7 +159,9 @@ def test_a_lab_benchmark_registered_from_outside_runs_reports_and_rescores(hf_ho
 
     # its own report section, headline row with an interval, its own chart
     rep = tmp_path / "report"
-    text = _cmd(env, str(tmp_path), "report", str(out), "--out", str(rep), "--resamples", "500").stdout
+    printed = _cmd(env, str(tmp_path), "report", str(out), "--out", str(rep), "--resamples", "500").stdout
+    assert "| ToyBench | toybench_qa | toy_acc |" in printed  # the terminal's headline has it too
+    text = (rep / "report.md").read_text()
     lines = text.splitlines()
     row = next(ln for ln in lines if ln.startswith("| ToyBench | toybench_qa | toy_acc |"))
     cells = [c.strip() for c in row.strip("|").split("|")]
