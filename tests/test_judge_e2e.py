@@ -215,6 +215,8 @@ def test_judge_rejecting_every_doc_reports_null_and_the_cause(mirror, hf_home, t
         derived.add((t, head["metric"]))
     assert {t for t, _ in derived} >= {"emma_mini_judge_math", "msearth_open"} and len(derived) > 10
     assert {(t, m): r[t][f"{m},none"] for t, m in derived if r[t].get(f"{m},none") is not None} == {}
+    # nor a CLT standard error beside the null (lmms-eval computed 0.0 from the failed docs' scores)
+    assert {(t, m): r[t][f"{m}_stderr_clt,none"] for t, m in derived if r[t].get(f"{m}_stderr_clt,none", "N/A") != "N/A"} == {}
     records = [s["emma_judge_acc"]["judge"] for s in samples["emma_mini_judge_math"]]
     assert all(j["status"] == "request_failed" and j["cause"] == "HTTP 401" for j in records)
     log = proc.stdout + proc.stderr

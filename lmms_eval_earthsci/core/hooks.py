@@ -36,7 +36,7 @@ from lmms_eval_earthsci.core.layout_probe import install_layout_probe
 from lmms_eval_earthsci.core.patching import entry, target_problem, warn_missing
 from lmms_eval_earthsci.core.settings import declared, enforce, read_flag
 from lmms_eval_earthsci.core.settings import read as read_setting
-from lmms_eval_earthsci.core.unavailable import install_unavailable_hook
+from lmms_eval_earthsci.core.unavailable import install_clt_hook, install_unavailable_hook
 
 LOGGER_NAME = "lmms_eval_earthsci"
 
@@ -217,6 +217,8 @@ def install_runtime_hooks() -> None:
         warn_missing("judge pass", "judged metrics are computed one doc at a time")
     if not install_layout_probe():
         warn_missing("layout probe", "the run does not check that each task's layout reaches the model (lmms-eval-earthsci check-model does)")
+    if not install_clt_hook() and _has_clt_errors():
+        warn_missing("CLT errors of a null metric", "a metric with no value may show a CLT standard error of 0.0")
     if not install_unavailable_hook():
         warn_missing("aggregation", "a metric with no value is null without its reason, and 'score,none: []' shows in the results")
 
@@ -247,6 +249,15 @@ def data_hooks_only() -> Iterator[None]:
         yield
     finally:
         _DATA_ONLY.on = before
+
+
+def _has_clt_errors() -> bool:
+    """Whether this lmms-eval computes CLT standard errors (0.7.3 and later)."""
+    try:
+        from lmms_eval.evaluator_utils import TaskOutput  # noqa: PLC0415 - lmms-eval's evaluator loads in seconds; absent parts on older versions
+    except Exception:
+        return False
+    return hasattr(TaskOutput, "calculate_clt_aggregate_metric")
 
 
 def _has_layered_cache() -> bool:

@@ -67,6 +67,43 @@ def drop_paired_score(task_output: Any) -> None:
         del task_output.sample_metrics[key]
 
 
+def no_error_without_value(task_output: Any) -> None:
+    """A metric of one of our tasks with no value (null) gets no CLT standard error either: lmms-eval
+    computes ``<metric>_stderr_clt`` from the per-doc scores even where the aggregation is unavailable
+    (every judged doc failed: 0.0 beside a null), so it reads "N/A" as the bootstrap error does."""
+    if not ours(task_output):
+        return
+    for key, value in list(task_output.agg_metrics.items()):
+        metric, sep, filter_key = key.partition(",")
+        if value is None and sep and not metric.endswith(("_stderr", "_stderr_clt", "_stderr_clustered")):
+            for suffix in ("_stderr_clt", "_stderr_clustered"):
+                if f"{metric}{suffix},{filter_key}" in task_output.agg_metrics:
+                    task_output.agg_metrics[f"{metric}{suffix},{filter_key}"] = "N/A"
+
+
+def install_clt_hook() -> bool:
+    """Wrap lmms-eval's ``TaskOutput.calculate_clt_aggregate_metric`` (0.7.3) with :func:`no_error_without_value`.
+    Idempotent; False when this lmms-eval has no such method (0.6.1 writes no CLT errors)."""
+    try:
+        from lmms_eval.evaluator_utils import TaskOutput  # noqa: PLC0415 - lmms-eval's evaluator loads in seconds; its layout may change
+    except Exception:  # pragma: no cover - lmms-eval layout changed
+        return False
+
+    def make(original: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(original)
+        def calculate_clt_aggregate_metric(self: Any, *args: Any, **kwargs: Any) -> Any:
+            result = original(self, *args, **kwargs)
+            try:
+                no_error_without_value(self)
+            except Exception:  # bookkeeping: never fail the run over it
+                pass
+            return result
+
+        return calculate_clt_aggregate_metric
+
+    return wrap_method(TaskOutput, "calculate_clt_aggregate_metric", "_earthsci_clt", make)
+
+
 def install_unavailable_hook() -> bool:
     """Wrap lmms-eval's ``TaskOutput.calculate_aggregate_metric`` (rank 0, after the gather) to record
     :func:`reasons` in the task's config and :func:`drop_paired_score`. Idempotent; False when lmms-eval
