@@ -10,7 +10,7 @@ import sys
 from collections.abc import Sequence
 
 from lmms_eval_earthsci import TASKS_DIR, registry
-from lmms_eval_earthsci.core.harness import output_to, run_lmms_eval
+from lmms_eval_earthsci.core.harness import cli_value, output_to, run_lmms_eval
 from lmms_eval_earthsci.core.settings import SettingsError
 from lmms_eval_earthsci.testing.fixtures import write_mirror
 from lmms_eval_earthsci.yamlgen import looks_ours_but_unknown, our_names
@@ -97,12 +97,7 @@ def _typos(args: list[str]) -> list[str]:
     """A line per ``--tasks`` name that looks like one of ours (a benchmark's prefix: ``emma_...``) but is
     none of our tasks or groups, with the nearest of ours: lmms-eval itself says "Tasks not found" and
     exits 0. Other names (lmms-eval's own tasks, upstream ``emma``) pass untouched."""
-    value = None
-    for i, arg in enumerate(args):
-        if arg == "--tasks" and i + 1 < len(args):
-            value = args[i + 1]
-        elif arg.startswith("--tasks="):
-            value = arg.split("=", 1)[1]
+    value = cli_value(args, "--tasks")
     if not value:
         return []
     ours = our_names()

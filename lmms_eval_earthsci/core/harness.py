@@ -24,6 +24,18 @@ def run_lmms_eval(args: Sequence[str]) -> int:
         sys.argv = saved
 
 
+def cli_value(argv: Sequence[str], flag: str) -> str | None:
+    """The value ``argv`` gives ``flag`` (``--flag VALUE`` or ``--flag=VALUE``; the last one wins, as with
+    argparse), or None."""
+    value = None
+    for i, arg in enumerate(argv):
+        if arg == flag and i + 1 < len(argv):
+            value = argv[i + 1]
+        elif arg.startswith(flag + "="):
+            value = arg.split("=", 1)[1]
+    return value
+
+
 def group_leaves(task: str, groups: Mapping[str, Sequence[str]]) -> list[str]:
     """A task's leaf tasks through a results file's ``group_subtasks`` (a leaf task is its own)."""
     if task not in groups:

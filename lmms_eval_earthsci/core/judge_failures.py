@@ -18,6 +18,8 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from lmms_eval_earthsci.core.harness import cli_value
+
 _LOCK = threading.Lock()
 _FAILED: dict[str, dict[str, Any]] = {}
 _SETTING: dict[str, tuple[str, str | None]] = {}
@@ -38,15 +40,6 @@ def note_failures(task: str, failed: int, docs: int, causes: Mapping[str, int]) 
         _install()
 
 
-def _argv_value(argv: Sequence[str], flag: str) -> str | None:
-    for i, arg in enumerate(argv):
-        if arg == flag and i + 1 < len(argv):
-            return argv[i + 1]
-        if arg.startswith(flag + "="):
-            return arg.split("=", 1)[1]
-    return None
-
-
 def last_lines(argv: Sequence[str] | None = None) -> list[str]:
     """The lines a run whose judge failed ends with (none when no judged doc failed)."""
     argv = list(sys.argv if argv is None else argv)
@@ -60,7 +53,7 @@ def last_lines(argv: Sequence[str] | None = None) -> list[str]:
         setting, url = settings.get(task, ("EARTHSCI_JUDGE_BASE_URL", None))
         why = ", ".join(f"{c} x {n}" for c, n in f["causes"].items())
         lines.append(f"lmms_eval_earthsci: {task}: the judge failed on {f['failed']} of {f['docs']} docs ({why}); endpoint {url or '(none)'} ({setting})")
-    out = _argv_value(argv, "--output_path")
+    out = cli_value(argv, "--output_path")
     logged = "--log_samples" in argv or "--predict_only" in argv
     if out and logged:
         path = os.path.abspath(out)

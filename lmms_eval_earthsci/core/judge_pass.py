@@ -58,6 +58,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from lmms_eval_earthsci.core.data import undecoded
+from lmms_eval_earthsci.core.harness import cli_value
 from lmms_eval_earthsci.core.judge import JudgeClient, JudgeResult, get_judge
 from lmms_eval_earthsci.core.judge_failures import note_endpoint, note_failures
 from lmms_eval_earthsci.core.metrics import mean_present
@@ -277,11 +278,9 @@ _LMMS_DEFAULT_REASONING_TAGS = '[["<think>", "</think>"], ["<analysis>", "</anal
 
 def _cli_reasoning_tags() -> str | None:
     argv = sys.argv
-    for i, a in enumerate(argv):
-        if a == "--reasoning_tags" and i + 1 < len(argv):
-            return argv[i + 1]
-        if a.startswith("--reasoning_tags="):
-            return a.split("=", 1)[1]
+    given = cli_value(argv, "--reasoning_tags")
+    if given is not None:
+        return given
     # the CLI applies its default tags; the Python API (simple_evaluate without cli_args) strips none
     argv0 = argv[0] if argv else ""
     cli = "lmms_eval.__main__" in sys.modules or os.path.basename(argv0) == "lmms-eval" or argv0.endswith(os.path.join("lmms_eval", "__main__.py"))
