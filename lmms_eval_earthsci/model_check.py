@@ -28,7 +28,7 @@ from typing import Any
 from lmms_eval_earthsci import registry
 from lmms_eval_earthsci.core import capture
 from lmms_eval_earthsci.core.harness import output_to, run_lmms_eval
-from lmms_eval_earthsci.core.layout import Layout, check_prompt
+from lmms_eval_earthsci.core.layout import check_prompt
 from lmms_eval_earthsci.core.layout_probe import fix_for
 from lmms_eval_earthsci.sample_mirror import sample_mirror_root
 
@@ -60,7 +60,7 @@ def analyse(records: list[dict[str, Any]], results: dict[str, Any], tasks: Seque
         row: dict[str, Any] = {"task": task, "probe": probe, "captured": None}
         lost: list[str] = []
         for exp in (r for r in records if r["event"] == "expected" and r["task"] == task):
-            layout = Layout(tuple(exp["system"]), tuple((p[0], p[1]) for p in exp["parts"]))
+            layout = capture.expected_layout(exp)
             call = capture.match(calls, exp)
             if call is None or not call.get("image_token"):
                 continue

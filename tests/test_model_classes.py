@@ -32,7 +32,7 @@ pytest.importorskip("torchvision", reason=WHERE)
 from tiny_models import FAMILIES  # noqa: E402
 
 from lmms_eval_earthsci.core import capture  # noqa: E402
-from lmms_eval_earthsci.core.layout import Layout, check_prompt, image_order  # noqa: E402
+from lmms_eval_earthsci.core.layout import check_prompt, image_order  # noqa: E402
 
 for _module in ("tiny_models.qwen_internvl", "tiny_models.llava_smolvlm"):
     try:
@@ -129,7 +129,7 @@ def verdicts(run_id, task, models_root, mirror, hf_home, tmp_path_factory):
     for exp in expected:
         call = capture.match(calls, exp)
         assert call is not None, f"{task} doc {exp['doc_id']}: no processor call holds its text"
-        layout = Layout(tuple(exp["system"]), tuple(tuple(p) for p in exp["parts"]))
+        layout = capture.expected_layout(exp)
         assert call["decoded"], f"{task} doc {exp['doc_id']}: generate was not called after the processor"
         seen = check_prompt(layout, call["decoded"][0], family.image_span, images_passed=len(call["images"]))
         order = image_order(exp["images"], call["images"]) if seen.ok and distinguishable(exp["images"]) else None
@@ -244,7 +244,7 @@ def test_server_routes_send_every_layout_as_written(model, mirror, hf_home, tmp_
     for exp in expected:
         call = capture.match(calls, exp)
         assert call is not None, (exp["task"], exp["doc_id"])
-        layout = Layout(tuple(exp["system"]), tuple(tuple(p) for p in exp["parts"]))
+        layout = capture.expected_layout(exp)
         seen = check_prompt(layout, call["text"][0], re.escape(SPAN), images_passed=len(call["images"]))
         order = image_order(exp["images"], call["images"]) if seen.ok and distinguishable(exp["images"]) else None
         problems += [f"{exp['task']} doc {exp['doc_id']}: {p}" for p in seen.lost + ([order] if order else [])]

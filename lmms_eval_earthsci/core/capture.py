@@ -19,8 +19,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from lmms_eval_earthsci.core.layout import layout_of, mean_colour
-from lmms_eval_earthsci.core.layout_probe import our_tasks, task_messages
+from lmms_eval_earthsci.core.layout import Layout, layout_of, mean_colour
+from lmms_eval_earthsci.core.layout_probe import eval_docs, our_tasks, task_messages
 
 RECORDS: list[dict[str, Any]] = []
 _LOCK = threading.Lock()
@@ -133,12 +133,17 @@ def record_expected(task_dict: Any, limit: int | None = None) -> None:
     """Record the layout each of our tasks wrote for its first ``limit`` docs (system texts, parts, the
     mean colours of its images in message order), for a test to hold against what the model got."""
     for name, task in our_tasks(task_dict):
-        docs = task.test_docs() if task.has_test_docs() else task.validation_docs()
+        docs = eval_docs(task)
         for doc_id in range(min(len(docs), limit or len(docs))):
             messages = task_messages(task, docs[doc_id])
             layout = layout_of(messages)
             images = [part["url"] for m in messages if m.get("role") != "system" for part in (m.get("content") or []) if isinstance(part, dict) and part.get("type") == "image"]
             _write({"event": "expected", "task": name, "doc_id": doc_id, "system": list(layout.system), "parts": [list(p) for p in layout.parts], "images": [list(mean_colour(i)) for i in images]})
+
+
+def expected_layout(record: dict[str, Any]) -> Layout:
+    """The layout an ``expected`` record holds (as :func:`record_expected` wrote it)."""
+    return Layout(tuple(record["system"]), tuple((kind, value) for kind, value in record["parts"]))
 
 
 def install_expected(limit: int | None = None) -> None:

@@ -85,8 +85,13 @@ def our_tasks(task_dict: Mapping[Any, Any]) -> Iterator[tuple[str, Any]]:
             yield str(getattr(config, "task", key)), value
 
 
+def eval_docs(task: Any) -> Any:
+    """The docs lmms-eval evaluates for ``task`` (its test split, else its validation split)."""
+    return task.test_docs() if task.has_test_docs() else task.validation_docs()
+
+
 def first_doc(task: Any) -> Any:
-    docs = task.test_docs() if task.has_test_docs() else task.validation_docs()
+    docs = eval_docs(task)
     return docs[0] if docs is not None and len(docs) else None
 
 
@@ -102,18 +107,8 @@ def task_messages(task: Any, doc: Any) -> list[dict[str, Any]]:
 
 
 def _simple_inputs(task: Any, doc: Any) -> tuple[str, int]:
-    kwargs = getattr(task, "lmms_eval_specific_kwargs", None)
-    text = task.doc_to_text(doc) if hasattr(task, "doc_to_text") else ""
-    visual = task.config.doc_to_visual
-    images = visual(doc, kwargs) if callable(visual) and kwargs and _arity(visual) == 2 else (visual(doc) if callable(visual) else [])
-    return str(text), len(images or [])
-
-
-def _arity(fn: Callable[..., Any]) -> int:
-    try:
-        return int(fn.__code__.co_argcount)
-    except AttributeError:
-        return 1
+    """What the simple route hands the class: the text and how many images (lmms-eval's own hooks)."""
+    return str(task.doc_to_text(doc)), len(task.doc_to_visual(doc) or [])
 
 
 _SPAN = "\x01IMG\x01"
@@ -156,7 +151,20 @@ def chat_verdict(lm: Any, processor: Any, messages: list[dict[str, Any]], layout
 #: docs of a task looked at when its first one arrives as written but the class loses a probe conversation
 #: with text before a figure (EMMA: a doc that opens with its figure says nothing of the next)
 MORE_DOCS = 8
-_HARD = Layout(("S",), (("text", "A) "), ("image", 0), ("text", "B) "), ("image", 1), ("text", "Q")))
+
+
+def _simple_handling(lm: Any) -> str | None:
+    """How the simple class ``lm`` places images (:data:`SIMPLE_HANDLING`; ``interleave`` with our rewrite)."""
+    return "interleave" if interleaves(lm) else SIMPLE_HANDLING.get(type(lm).__name__)
+
+
+def _probe_conversation(image: Any) -> list[dict[str, Any]]:
+    """A system turn and two labelled figures: what a class that interleaves keeps and one that does not loses."""
+    return [{"role": "system", "content": [{"type": "text", "text": "S"}]},
+            {"role": "user", "content": [{"type": "text", "text": "A) "}, {"type": "image", "url": image}, {"type": "text", "text": "B) "}, {"type": "image", "url": image}, {"type": "text", "text": "Q"}]}]
+
+
+_HARD = layout_of(_probe_conversation(None))
 
 
 def _doc_verdict(lm: Any, task: Any, messages: list[dict[str, Any]], doc: Any) -> Verdict | dict[str, Any]:
@@ -164,7 +172,7 @@ def _doc_verdict(lm: Any, task: Any, messages: list[dict[str, Any]], doc: Any) -
     cls = type(lm).__name__
     layout = layout_of(messages)
     if getattr(lm, "is_simple", False):
-        handling = "interleave" if interleaves(lm) else SIMPLE_HANDLING.get(cls)
+        handling = _simple_handling(lm)
         if handling is None:
             return {"status": NOT_CHECKED, "why": f"simple class {cls}: its handling of <image> is not known to us"}
         text, n = _simple_inputs(task, doc)
@@ -181,15 +189,12 @@ def _loses_interleaving(lm: Any) -> bool:
     if cached is None:
         from PIL import Image  # noqa: PLC0415 - PIL (~30 ms), only when a run probes
 
-        blank = Image.new("RGB", (28, 28), (255, 255, 255))
-        hard: list[dict[str, Any]] = [{"role": "system", "content": [{"type": "text", "text": "S"}]},
-                {"role": "user", "content": [{"type": "text", "text": "A) "}, {"type": "image", "url": blank}, {"type": "text", "text": "B) "}, {"type": "image", "url": blank}, {"type": "text", "text": "Q"}]}]
         if getattr(lm, "is_simple", False):
-            handling = "interleave" if interleaves(lm) else SIMPLE_HANDLING.get(type(lm).__name__, "strip")
-            cached = not simple_verdict(handling, _HARD, "A) <image>B) <image>Q", 2, "S").ok
+            cached = not simple_verdict(_simple_handling(lm) or "strip", _HARD, "A) <image>B) <image>Q", 2, "S").ok
         else:
             processor = processor_of(lm)
-            cached = processor is not None and not chat_verdict(lm, processor, hard, _HARD).ok
+            blank = Image.new("RGB", (28, 28), (255, 255, 255))
+            cached = processor is not None and not chat_verdict(lm, processor, _probe_conversation(blank), _HARD).ok
         try:
             lm._earthsci_loses_interleaving = cached
         except Exception:
@@ -221,7 +226,7 @@ def verdict_for(lm: Any, task: Any) -> dict[str, Any]:
     if isinstance(verdict, dict):
         return {**out, **verdict}
     if verdict.ok and _loses_interleaving(lm):
-        docs = task.test_docs() if task.has_test_docs() else task.validation_docs()
+        docs = eval_docs(task)
         for i in range(1, min(len(docs), MORE_DOCS)):
             more = task_messages(task, docs[i])
             other = _doc_verdict(lm, task, more, docs[i])
