@@ -81,9 +81,19 @@ def no_error_without_value(task_output: Any) -> None:
                     task_output.agg_metrics[f"{metric}{suffix},{filter_key}"] = "N/A"
 
 
-def install_clt_hook() -> bool:
-    """Wrap lmms-eval's ``TaskOutput.calculate_clt_aggregate_metric`` (0.7.3) with :func:`no_error_without_value`.
-    Idempotent; False when this lmms-eval has no such method (0.6.1 writes no CLT errors)."""
+def record_reasons(task_output: Any) -> None:
+    """Write :func:`reasons` into the task's config (``metadata.earthsci_unavailable``)."""
+    found = reasons(task_output)
+    if found and isinstance(task_output.task_config, dict):
+        meta = task_output.task_config.get("metadata")
+        if not isinstance(meta, dict):
+            meta = task_output.task_config["metadata"] = {}
+        meta.setdefault(KEY, {}).update(found)
+
+
+def _after_task_output(method: str, marker: str, steps: tuple[Callable[[Any], None], ...], courtesy: tuple[Callable[[Any], None], ...]) -> bool:
+    """Wrap lmms-eval's ``TaskOutput.<method>`` so that ``steps`` run after it, then ``courtesy`` steps
+    whose failure never fails the run. Idempotent; False when lmms-eval has no such method."""
     try:
         from lmms_eval.evaluator_utils import TaskOutput  # noqa: PLC0415 - lmms-eval's evaluator loads in seconds; its layout may change
     except Exception:  # pragma: no cover - lmms-eval layout changed
@@ -91,44 +101,30 @@ def install_clt_hook() -> bool:
 
     def make(original: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(original)
-        def calculate_clt_aggregate_metric(self: Any, *args: Any, **kwargs: Any) -> Any:
+        def wrapped(self: Any, *args: Any, **kwargs: Any) -> Any:
             result = original(self, *args, **kwargs)
-            try:
-                no_error_without_value(self)
-            except Exception:  # bookkeeping: never fail the run over it
-                pass
+            for step in steps:
+                step(self)
+            for step in courtesy:
+                try:
+                    step(self)
+                except Exception:  # bookkeeping: never fail the aggregation over it
+                    pass
             return result
 
-        return calculate_clt_aggregate_metric
+        return wrapped
 
-    return wrap_method(TaskOutput, "calculate_clt_aggregate_metric", "_earthsci_clt", make)
+    return wrap_method(TaskOutput, method, marker, make)
+
+
+def install_clt_hook() -> bool:
+    """After lmms-eval's ``TaskOutput.calculate_clt_aggregate_metric`` (0.7.3): :func:`no_error_without_value`.
+    False when this lmms-eval has no such method (0.6.1 writes no CLT errors)."""
+    return _after_task_output("calculate_clt_aggregate_metric", "_earthsci_clt", (), (no_error_without_value,))
 
 
 def install_unavailable_hook() -> bool:
-    """Wrap lmms-eval's ``TaskOutput.calculate_aggregate_metric`` (rank 0, after the gather) to record
-    :func:`reasons` in the task's config and :func:`drop_paired_score`. Idempotent; False when lmms-eval
-    has no such method."""
-    try:
-        from lmms_eval.evaluator_utils import TaskOutput  # noqa: PLC0415 - lmms-eval's evaluator loads in seconds; its layout may change
-    except Exception:  # pragma: no cover - lmms-eval layout changed
-        return False
-
-    def make(original: Callable[..., Any]) -> Callable[..., Any]:
-        @functools.wraps(original)
-        def calculate_aggregate_metric(self: Any, *args: Any, **kwargs: Any) -> Any:
-            result = original(self, *args, **kwargs)
-            drop_paired_score(self)  # after the aggregation, before lmms-eval's CLT errors and its results
-            try:
-                found = reasons(self)
-                if found and isinstance(self.task_config, dict):
-                    meta = self.task_config.get("metadata")
-                    if not isinstance(meta, dict):
-                        meta = self.task_config["metadata"] = {}
-                    meta.setdefault(KEY, {}).update(found)
-            except Exception:  # a reason is a courtesy: never fail the aggregation over it
-                pass
-            return result
-
-        return calculate_aggregate_metric
-
-    return wrap_method(TaskOutput, "calculate_aggregate_metric", "_earthsci_unavailable", make)
+    """After lmms-eval's ``TaskOutput.calculate_aggregate_metric`` (rank 0, after the gather):
+    :func:`drop_paired_score` (before lmms-eval's CLT errors and its results), then :func:`record_reasons`.
+    Idempotent; False when lmms-eval has no such method."""
+    return _after_task_output("calculate_aggregate_metric", "_earthsci_unavailable", (drop_paired_score,), (record_reasons,))
