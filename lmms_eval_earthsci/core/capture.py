@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from lmms_eval_earthsci.core.layout import Layout, layout_of, mean_colour
-from lmms_eval_earthsci.core.layout_probe import eval_docs, our_tasks, task_messages
+from lmms_eval_earthsci.core.layout_probe import BEFORE_EVALUATE, eval_docs, install_layout_probe, our_tasks, task_messages
 
 RECORDS: list[dict[str, Any]] = []
 _LOCK = threading.Lock()
@@ -147,17 +147,13 @@ def expected_layout(record: dict[str, Any]) -> Layout:
 
 
 def install_expected(limit: int | None = None) -> None:
-    """Wrap lmms-eval's ``evaluate`` so that :func:`record_expected` runs on its tasks first."""
-    from lmms_eval import evaluator  # noqa: PLC0415 - lmms-eval's evaluator (torch, seconds), only when capturing
+    """Run :func:`record_expected` on lmms-eval's tasks before its first request (a step of the layout
+    probe's wrap of ``evaluate``, installed here if the run has not installed it yet)."""
+    BEFORE_EVALUATE.append(lambda lm, task_dict: record_expected(task_dict, limit))
+    from lmms_eval import evaluator  # noqa: PLC0415, F401 - lmms-eval's evaluator (torch, seconds), imported whole before it is wrapped
 
-    original = evaluator.evaluate
-
-    @functools.wraps(original)
-    def evaluate(lm: Any, task_dict: Any, *args: Any, **kwargs: Any) -> Any:
-        record_expected(task_dict, limit)
-        return original(lm, task_dict, *args, **kwargs)
-
-    evaluator.evaluate = evaluate
+    if not install_layout_probe():
+        raise RuntimeError("lmms-eval's evaluator.evaluate cannot be wrapped: nothing would be recorded")
 
 
 def match(calls_: list[dict[str, Any]], expected: dict[str, Any]) -> dict[str, Any] | None:

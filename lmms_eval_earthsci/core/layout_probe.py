@@ -269,6 +269,10 @@ def probe(lm: Any, task_dict: Mapping[Any, Any]) -> dict[str, dict[str, Any]]:
     return verdicts
 
 
+#: more steps run on lmms-eval's model and task dict before its first request (``core.capture`` adds one)
+BEFORE_EVALUATE: list[Callable[[Any, Any], None]] = []
+
+
 def _later(original: Callable[..., Any]) -> Callable[..., Any]:
     def download(self: Any, *args: Any, **kwargs: Any) -> Any:
         install_layout_probe()
@@ -278,8 +282,8 @@ def _later(original: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def install_layout_probe() -> bool:
-    """Wrap lmms-eval's ``evaluator.evaluate`` so that :func:`probe` runs on its model and tasks before
-    the first request. Idempotent; False when the target is gone."""
+    """Wrap lmms-eval's ``evaluator.evaluate`` so that :func:`probe` (then :data:`BEFORE_EVALUATE`) runs on
+    its model and tasks before the first request. Idempotent; False when the target is gone."""
     loading = sys.modules.get("lmms_eval.evaluator")
     if loading is not None and not hasattr(loading, "evaluate"):
         # our entry point runs while lmms-eval's evaluator is still importing (it imports lmms_eval.models,
@@ -302,6 +306,8 @@ def install_layout_probe() -> bool:
             probe(lm, task_dict)
         except Exception:
             logger.exception("lmms_eval_earthsci: layout probe failed")
+        for step in BEFORE_EVALUATE:
+            step(lm, task_dict)
         return original(lm, task_dict, *args, **kwargs)
 
     module.evaluate = functools.wraps(original)(evaluate)
