@@ -24,6 +24,7 @@ import sys
 import time
 
 from lmms_eval_earthsci import registry, tinyvlm
+from lmms_eval_earthsci.core import run_status
 from lmms_eval_earthsci.core.harness import output_to
 from lmms_eval_earthsci.core.judge import JudgeConfig
 from lmms_eval_earthsci.core.settings import cache_dir
@@ -97,11 +98,13 @@ def headline_lines(runs) -> list[str]:
 
 
 def failure_lines(log_path: str) -> list[str]:
-    """What to show of a failed run's log: our one-line errors where there are any, else its last lines."""
+    """What to show of a failed run's log: the lines it ended with that say what did not run, else our
+    one-line errors, else its last lines."""
     with open(log_path, errors="replace") as f:
         lines = f.read().splitlines()
+    ending = [line for line in lines if run_status.is_last_line(line)]
     ours = [line for line in lines if line.startswith("lmms-eval-earthsci")]
-    return ours or lines[-30:]
+    return ending or ours or lines[-30:]
 
 
 def main(argv=None) -> int:

@@ -20,9 +20,14 @@ from __future__ import annotations
 
 import functools
 import inspect
+import os
 import sys
+import traceback
 
 from lmms_eval_earthsci import TASKS_DIR, registry
+from lmms_eval_earthsci.core import run_status
+from lmms_eval_earthsci.core.data import HubRefusedError, NoDataRouteError
+from lmms_eval_earthsci.core.harness import is_cli_run
 from lmms_eval_earthsci.core.hooks import RegistrationWarning, install_runtime_hooks, warn_registration
 from lmms_eval_earthsci.core.patching import warn_missing
 from lmms_eval_earthsci.yamlgen import looks_ours_but_unknown
@@ -102,6 +107,82 @@ def stop_on_unknown_names(task_manager_cls) -> bool:
     return True
 
 
+def _our_task_dirs() -> tuple[str, ...]:
+    return tuple(os.path.join(os.path.abspath(d), "") for d in with_our_tasks(None))
+
+
+def _is_ours(task_manager, name) -> bool:
+    entry = (getattr(task_manager, "task_index", None) or {}).get(name) or {}
+    path = entry.get("yaml_path")
+    return isinstance(path, str) and os.path.abspath(path).startswith(_our_task_dirs())
+
+
+def _why(task: str, exc: BaseException) -> str:
+    """One line: what failed and, where we know it, the fix."""
+    if isinstance(exc, NoDataRouteError):
+        return exc.line.removeprefix("lmms-eval-earthsci: ").removeprefix(f"{task}: ")
+    if isinstance(exc, HubRefusedError):
+        return str(exc)
+    traceback.print_exception(exc)
+    first = (str(exc).splitlines() or [""])[0][:300]
+    return f"{type(exc).__name__}: {first} (traceback above; --verbosity DEBUG raises it)"
+
+
+def _ungrouped(name, loaded: dict) -> dict:
+    """A group's load result without the group (its score would be over fewer tasks): its tasks alone."""
+    if len(loaded) != 1:
+        return loaded
+    (group, tasks), = loaded.items()
+    if isinstance(group, str) or not isinstance(tasks, dict) or not (getattr(group, "config", None) or {}).get("aggregate_metric_list"):
+        return loaded  # a task, or a group without a score of its own
+    run_status.note_ungrouped(name)
+    return dict(tasks)
+
+
+def leave_out_what_cannot_load(task_manager_cls) -> bool:
+    """In an lmms-eval CLI run, a task of ours that cannot load is left out and noted
+    (:mod:`.core.run_status`: one line now, one at the end, a non-zero exit), a group that lost one of its
+    tasks loses its group score, and the other tasks run (lmms-eval stops the whole run at the first task
+    that cannot load, and exits 0). Nothing left: exit 2 before the first doc. Other tasks' failures,
+    and every failure outside a CLI run, are lmms-eval's as before. Returns success."""
+    if getattr(task_manager_cls, "_earthsci_leaves_out", False):
+        return True
+    one = getattr(task_manager_cls, "_load_individual_task_or_group", None)
+    every = getattr(task_manager_cls, "load_task_or_group", None)
+    if one is None or every is None:
+        return False
+
+    @functools.wraps(one)
+    def _load_individual_task_or_group(self, name_or_config=None, *args, **kwargs):
+        name = name_or_config.get("task") if isinstance(name_or_config, dict) else name_or_config
+        before = run_status.failures_seen()
+        try:
+            loaded = one(self, name_or_config, *args, **kwargs)
+        except (Exception, NoDataRouteError) as exc:
+            if not (isinstance(name, str) and is_cli_run() and _is_ours(self, name)):
+                raise
+            run_status.note_not_loaded(name, _why(name, exc))
+            return {}
+        if run_status.failures_seen() > before and isinstance(name, str):
+            return _ungrouped(name, loaded)
+        return loaded
+
+    @functools.wraps(every)
+    def load_task_or_group(self, *args, **kwargs):
+        before = run_status.failures_seen()
+        loaded = every(self, *args, **kwargs)
+        if not loaded and run_status.failures_seen() > before:
+            lines, code = run_status.take()
+            run_status.say("\n".join(["lmms_eval_earthsci: none of the requested tasks could load; nothing to run", *lines]))
+            raise SystemExit(code)
+        return loaded
+
+    task_manager_cls._load_individual_task_or_group = _load_individual_task_or_group
+    task_manager_cls.load_task_or_group = load_task_or_group
+    task_manager_cls._earthsci_leaves_out = True
+    return True
+
+
 def register():
     """Entry point of the ``lmms_eval.models`` group: patch lmms-eval, register no model."""
     try:
@@ -114,6 +195,8 @@ def register():
     patch_task_manager(TaskManager)
     if not stop_on_unknown_names(TaskManager):
         warn_missing("task-name typos", "a mistyped task name of ours says \"Tasks not found\" and exits 0")
+    if not leave_out_what_cannot_load(TaskManager):
+        warn_missing("tasks that cannot load", "a task of ours that cannot load stops the whole run, and lmms-eval exits 0")
     install_runtime_hooks()
     return []
 

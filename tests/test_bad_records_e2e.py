@@ -2,12 +2,14 @@
 EARTHSCI_BAD_RECORDS=skip they are left out, counted and listed, and the rest of the run is scored."""
 
 import glob
+import os
 import shutil
+import subprocess
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import cli_env, openai_args, read_outputs, run_cli
+from conftest import VENV_BIN, cli_env, openai_args, read_outputs, run_cli
 
 from lmms_eval_earthsci.testing.openai_server import FakeOpenAIServer
 
@@ -69,6 +71,19 @@ def test_bad_records_stop_the_run_before_inference(bad_mirror, hf_home, tmp_path
     assert "field 'response': gold 'F. Nowhere' does not start with an option letter" in text  # MSEarth
     assert "field 'Answer': expected one letter A-E, got 'Z'" in text  # SciFIBench: every task reported at once
     assert "record 'chem_2', field 'options': missing" in text and "chem_1" not in text
+
+
+def test_at_default_verbosity_the_stopped_run_exits_1_naming_our_tasks(bad_mirror, hf_home, tmp_path):
+    """lmms-eval prints the traceback and exits 0 unless --verbosity DEBUG: a batch script reads 1, and the
+    last line names the error and the tasks of ours that have no results."""
+    with FakeOpenAIServer(responder=lambda body: "The answer is C") as srv:
+        proc = subprocess.run([os.path.join(VENV_BIN, "lmms-eval"), *_args(srv, tmp_path / "out", "emma_mini_math,msearth_mcq")],
+                              env=cli_env(bad_mirror, hf_home), cwd=str(tmp_path), capture_output=True, text=True, timeout=600)
+        assert srv.count == 0
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("lmms_eval_earthsci: the evaluation stopped (BadRecordsError: ") and "emma_mini_math, msearth_mcq have no results" in last, last
+    assert not (tmp_path / "out").exists()
 
 
 def test_skip_leaves_bad_records_out_and_lists_them(bad_mirror, hf_home, tmp_path):

@@ -1,14 +1,18 @@
 """A job that failed says so through the plain ``lmms-eval`` CLI (a batch script reads the exit code;
 default verbosity, as labs run it): a mistyped name of one of our tasks stops the run with exit 2 and
 "did you mean", before the model loads, on one rank and on two real ranks. lmms-eval itself says
-"Tasks not found" and exits 0 (its own tasks' typos are left to it)."""
+"Tasks not found" and exits 0 (its own tasks' typos are left to it). A task of ours whose data cannot be
+read is left out, the others run and are written, and the run exits 2 with one line per task at the end."""
 
+import glob
 import os
 import subprocess
 import sys
 
 import pytest
-from conftest import VENV_BIN, cli_env
+from conftest import VENV_BIN, cli_env, openai_args, read_outputs
+
+from lmms_eval_earthsci.testing.openai_server import FakeOpenAIServer
 
 pytestmark = pytest.mark.e2e
 
@@ -40,32 +44,81 @@ def test_two_real_ranks_both_stop_on_the_typo(mirror, hf_home, tmp_path):
     assert "nonexistent" not in proc.stdout + proc.stderr
 
 
-def test_a_mirror_without_a_requested_dataset_exits_2_with_one_line(hf_home, tmp_path):
-    """A mirror made for EMMA only, a run of msearth_mcq and emma_mini: exit 2 and one line naming the task,
-    the dataset, the mirror and the command that completes it; no traceback, nothing written."""
+def _gap_mirror(tmp_path):
+    """A mirror made for EMMA only (``mirror --benchmarks emma``) whose copy of EMMA-mini lost its Coding file."""
     from lmms_eval_earthsci.evals.emma.benchmark import BENCHMARK as EMMA
     from lmms_eval_earthsci.testing.fixtures import write_mirror
 
     partial = write_mirror(str(tmp_path / "mirror"), repos=list(EMMA.datasets))
-    proc = subprocess.run([os.path.join(VENV_BIN, "lmms-eval"), "--model", "dummy", "--tasks", "msearth_mcq,emma_mini", "--output_path", str(tmp_path / "o")],
+    (coding,) = glob.glob(os.path.join(partial, "luckychao", "EMMA-mini", "Coding", "*.parquet"))
+    os.remove(coding)
+    return partial
+
+
+def _ours_last(stderr):
+    """Our lines at the end of stderr (after lmms-eval's last output)."""
+    lines = [ln for ln in stderr.splitlines() if ln.strip()]
+    tail = []
+    for ln in reversed(lines):
+        if not ln.startswith("lmms_eval_earthsci: "):
+            break
+        tail.append(ln)
+    return tail[::-1]
+
+
+def _check_gap_outputs(out, stderr, partial):
+    res, samples = read_outputs(str(out))
+    # the tasks that loaded ran and were written; the group that lost a task has no score of its own
+    assert sorted(res["results"]) == ["emma_mini_chemistry", "emma_mini_math", "emma_mini_physics"], sorted(res["results"])
+    assert "emma_mini" not in res.get("groups", {}) and sorted(samples) == sorted(res["results"])
+    tail = _ours_last(stderr)
+    assert len(tail) == 3, stderr[-3000:]
+    coding, msearth, group = tail
+    assert coding.startswith("lmms_eval_earthsci: emma_mini_coding did not run (exit 2): the mirror's copy of luckychao/EMMA-mini")
+    assert "lacks Coding/test-00000-of-00001.parquet" in coding and f"lmms-eval-earthsci mirror {partial}" in coding
+    assert msearth.startswith("lmms_eval_earthsci: msearth_mcq did not run (exit 2): ") and "MSEarth/MSEarth_MCQ" in msearth and partial in msearth
+    assert group == "lmms_eval_earthsci: emma_mini: no group score in this run (a task of it could not load); its other tasks ran on their own"
+    assert "Traceback" not in stderr
+
+
+def test_a_mirror_gap_leaves_those_tasks_out_runs_the_rest_and_exits_2(hf_home, tmp_path):
+    """Plain ``lmms-eval`` at default verbosity (lmms-eval itself stops the whole run at the first task
+    that cannot load and exits 0): the tasks whose data is missing are named at once and at the end, the
+    others run and are written, and the exit status is 2."""
+    partial = _gap_mirror(tmp_path)
+    proc = subprocess.run([os.path.join(VENV_BIN, "lmms-eval"), "--model", "dummy", "--tasks", "msearth_mcq,emma_mini", "--output_path", str(tmp_path / "o"), "--log_samples"],
                           env=cli_env(partial, hf_home), cwd=str(tmp_path), capture_output=True, text=True, timeout=600)
     assert proc.returncode == 2, proc.stderr[-3000:]
-    ours = [ln for ln in proc.stderr.splitlines() if ln.startswith("lmms-eval-earthsci: ")]
-    assert len(ours) == 1 and "msearth_mcq: " in ours[0] and "MSEarth/MSEarth_MCQ" in ours[0] and partial in ours[0] and "lmms-eval-earthsci mirror" in ours[0], ours
+    early = [ln for ln in proc.stderr.splitlines() if "could not load and is left out of this run" in ln]
+    assert [ln.split(" could not")[0] for ln in early] == ["lmms_eval_earthsci: emma_mini_coding", "lmms_eval_earthsci: msearth_mcq"]
+    _check_gap_outputs(tmp_path / "o", proc.stderr, partial)
+
+
+def test_nothing_left_to_run_exits_2_before_the_first_doc(hf_home, tmp_path):
+    partial = _gap_mirror(tmp_path)
+    proc = subprocess.run([sys.executable, "-m", "lmms_eval", "--model", "dummy", "--tasks", "msearth_mcq,emma_mini_coding", "--output_path", str(tmp_path / "o")],
+                          env=cli_env(partial, hf_home), cwd=str(tmp_path), capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    tail = _ours_last(proc.stderr)
+    assert tail[-3] == "lmms_eval_earthsci: none of the requested tasks could load; nothing to run", tail
+    assert [ln.split(" did not run")[0] for ln in tail[-2:]] == ["lmms_eval_earthsci: emma_mini_coding", "lmms_eval_earthsci: msearth_mcq"]
     assert "Traceback" not in proc.stderr and not (tmp_path / "o").exists()
 
 
-def test_two_real_ranks_both_stop_on_a_mirror_gap(hf_home, tmp_path):
-    from lmms_eval_earthsci.evals.emma.benchmark import BENCHMARK as EMMA
-    from lmms_eval_earthsci.testing.fixtures import write_mirror
-
-    partial = write_mirror(str(tmp_path / "mirror"), repos=list(EMMA.datasets))
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29544", "-m", "lmms_eval", "--model", "dummy", "--tasks", "msearth_mcq", "--output_path", str(tmp_path / "o")]
-    proc = subprocess.run(cmd, env=cli_env(partial, hf_home), cwd=str(tmp_path), capture_output=True, text=True, timeout=600)
-    # lmms-eval 0.7.3 loads the datasets on rank 0 first while the other ranks wait at a barrier: rank 0
-    # says it and exits 2, the waiting rank loses its peer, and the launcher fails with rank 0's code
+def test_two_real_ranks_leave_the_same_tasks_out_and_exit_2(hf_home, tmp_path):
+    """``accelerate launch`` over two real CPU ranks (gloo): each rank leaves the same tasks out (lmms-eval
+    loads on rank 0 first, then on the others), the rest runs on both ranks and is written once, and both
+    ranks exit 2, which the launcher reports."""
+    partial = _gap_mirror(tmp_path)
+    launcher = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1", "--mixed_precision", "no",
+                "--dynamo_backend", "no", "--main_process_port", "29545", os.path.join(os.path.dirname(os.path.abspath(__file__)), "_gloo_allgather_shim.py")]
+    with FakeOpenAIServer(responder=lambda body: "The answer is A") as srv:
+        proc = subprocess.run([*launcher, "--model", "openai", "--model_args", openai_args(srv.base_url), "--tasks", "msearth_mcq,emma_mini", "--output_path", str(tmp_path / "o"), "--log_samples"],
+                              env=cli_env(partial, hf_home), cwd=str(tmp_path), capture_output=True, text=True, timeout=600)
     assert proc.returncode != 0
-    ours = [ln for ln in (proc.stdout + proc.stderr).splitlines() if ln.startswith("lmms-eval-earthsci: msearth_mcq: ")]
-    assert len(ours) == 1 and "MSEarth/MSEarth_MCQ" in ours[0], proc.stderr[-3000:]
-    assert "exitcode  : 2" in proc.stderr and "in barrier" in proc.stderr  # rank 0's exit 2; a second rank was waiting for it
-    assert not (tmp_path / "o").exists()
+    said = proc.stdout + proc.stderr
+    assert said.count("lmms_eval_earthsci: msearth_mcq could not load and is left out of this run") == 2, proc.stderr[-3000:]  # two ranks ran
+    assert said.count("lmms_eval_earthsci: msearth_mcq did not run (exit 2)") == 2
+    res, samples = read_outputs(str(tmp_path / "o"))
+    assert sorted(res["results"]) == ["emma_mini_chemistry", "emma_mini_math", "emma_mini_physics"]
+    assert len(samples["emma_mini_math"]) == res["n-samples"]["emma_mini_math"]["effective"]  # both ranks' docs gathered

@@ -29,6 +29,7 @@ import hashlib
 import io
 import logging
 import os
+import re
 import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -36,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 from lmms_eval_earthsci.core import hub
+from lmms_eval_earthsci.core.harness import is_cli_run
 from lmms_eval_earthsci.core.patching import wrap_task_method
 from lmms_eval_earthsci.core.settings import read as read_setting
 
@@ -248,6 +250,14 @@ class NoDataRouteError(SystemExit):
     def __str__(self) -> str:
         return self.line
 
+    @classmethod
+    def said(cls, line: str) -> NoDataRouteError:
+        """The error, its line said on stderr unless an lmms-eval CLI run leaves the task out and says it
+        (:mod:`.run_status`)."""
+        if not is_cli_run():
+            print(line, file=sys.stderr, flush=True)
+        return cls(line)
+
 
 _WARNED_CACHED: set[str] = set()
 # set by a command that loads tasks to read what a finished run read (the report's figures): no route is
@@ -289,8 +299,7 @@ def ensure_hub_route(repo: str, revision: str | None) -> None:
     )
     if not NO_ROUTE_STOPS["process"]:
         raise DataRouteError(line[len("lmms-eval-earthsci: ") :])
-    print(line, file=sys.stderr, flush=True)
-    raise NoDataRouteError(line)
+    raise NoDataRouteError.said(line)
 
 
 class HubRefusedError(RuntimeError):
@@ -345,9 +354,7 @@ def install_mirror_hook() -> bool:
                 except MirrorError as exc:  # a run stops with one line and exit 2, as with no route (lmms-eval would print a traceback and exit 0)
                     if not NO_ROUTE_STOPS["process"]:
                         raise
-                    line = f"lmms-eval-earthsci: {getattr(self.config, 'task', path)}: {exc}"
-                    print(line, file=sys.stderr, flush=True)
-                    raise NoDataRouteError(line) from exc
+                    raise NoDataRouteError.said(f"lmms-eval-earthsci: {getattr(self.config, 'task', path)}: {exc}") from exc
                 if local != path:
                     logger.info("lmms_eval_earthsci: loading %s from the local mirror %s", path, local)
                     self.DATASET_PATH = local
@@ -360,6 +367,8 @@ def install_mirror_hook() -> bool:
                 refused = hub_refusal(last or exc, path, (record or {}).get("revision"))
                 if refused is not None:
                     raise refused from (last or exc)
+                if path and local != path and isinstance(last or exc, FileNotFoundError):
+                    raise NoDataRouteError.said(f"lmms-eval-earthsci: {getattr(self.config, 'task', path)}: {_incomplete_copy(str(path), local, last or exc)}") from (last or exc)
                 if last is not None:
                     raise last from exc
                 raise
@@ -373,6 +382,14 @@ def install_mirror_hook() -> bool:
         return download
 
     return wrap_task_method("download", "_earthsci_mirror", make, requires=("DATASET_PATH",))
+
+
+def _incomplete_copy(repo: str, local: str, exc: BaseException) -> str:
+    """The line for a mirror copy that lacks a file the dataset's configuration names."""
+    missing = re.search(r"'([^']+)'", str(exc))
+    what = os.path.relpath(missing.group(1), local) if missing and missing.group(1).startswith(local) else str(exc).splitlines()[0][:200]
+    root = local[: -len(repo)].rstrip(os.sep) if local.endswith(repo) else os.path.dirname(local)
+    return f"the mirror's copy of {repo} ({local}) lacks {what}: the copy is incomplete; on a machine with Hub access run `lmms-eval-earthsci mirror {root}` again and copy it here"
 
 
 def _record_loaded(task: Any, record: dict) -> None:

@@ -8,9 +8,12 @@ import os
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 
+from lmms_eval_earthsci.core import run_status
+
 
 def run_lmms_eval(args: Sequence[str]) -> int:
-    """lmms-eval's CLI in this process with ``args`` (``sys.argv`` restored afterwards)."""
+    """lmms-eval's CLI in this process with ``args`` (``sys.argv`` restored afterwards); its exit status, or
+    that of our tasks that did not run (:mod:`.run_status`, their lines printed)."""
     saved = sys.argv
     sys.argv = ["lmms-eval", *args]
     try:
@@ -19,9 +22,13 @@ def run_lmms_eval(args: Sequence[str]) -> int:
         except ImportError:  # 0.6.x: the flat CLI
             from lmms_eval.__main__ import cli_evaluate as lmms_main  # noqa: PLC0415 - lmms-eval 0.6.x's flat CLI, only when a run starts
 
-        return lmms_main() or 0
+        code = lmms_main() or 0
     finally:
         sys.argv = saved
+    lines, status = run_status.take()  # what did not run is reported by the caller's exit status, not at exit
+    if lines:
+        run_status.say("\n" + "\n".join(lines))
+    return code or status
 
 
 def cli_value(argv: Sequence[str], flag: str) -> str | None:
@@ -34,6 +41,12 @@ def cli_value(argv: Sequence[str], flag: str) -> str | None:
         elif arg.startswith(flag + "="):
             value = arg.split("=", 1)[1]
     return value
+
+
+def is_cli_run(argv: Sequence[str] | None = None) -> bool:
+    """Whether this process runs lmms-eval's CLI (its argv names ``--tasks``): not a test process, a Python
+    caller of ``simple_evaluate`` or a command around a run."""
+    return cli_value(sys.argv if argv is None else argv, "--tasks") is not None
 
 
 def group_leaves(task: str, groups: Mapping[str, Sequence[str]]) -> list[str]:

@@ -34,6 +34,7 @@ from lmms_eval_earthsci.core.data import MIRROR_ENV, install_mirror_hook, instal
 from lmms_eval_earthsci.core.judge_pass import install_judge_hook
 from lmms_eval_earthsci.core.layout_probe import install_layout_probe
 from lmms_eval_earthsci.core.patching import entry, target_problem, warn_missing
+from lmms_eval_earthsci.core.run_status import install_exit_status
 from lmms_eval_earthsci.core.settings import declared, enforce, read_flag
 from lmms_eval_earthsci.core.settings import read as read_setting
 from lmms_eval_earthsci.core.unavailable import install_clt_hook, install_unavailable_hook
@@ -209,6 +210,7 @@ def install_runtime_hooks() -> None:
     # each hook is an entry of core.patching.INVENTORY: a missing target is said once, naming it
     if not redact_hf_token():
         warn_missing("HF token redaction", "lmms-eval's log may show HF_TOKEN in clear")
+    install_exit_status()  # before the handlers it must run after (atexit runs the last registered first)
     release_distributed_at_exit()
     if not recover_killed_response_runs() and _has_layered_cache():
         warn_missing("response-cache recovery", "a killed --use_cache run's responses are asked for again")

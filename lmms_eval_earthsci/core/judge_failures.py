@@ -18,7 +18,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from lmms_eval_earthsci.core.harness import cli_value
+from lmms_eval_earthsci.core.harness import cli_value, is_cli_run
 
 _LOCK = threading.Lock()
 _FAILED: dict[str, dict[str, Any]] = {}
@@ -65,7 +65,7 @@ def last_lines(argv: Sequence[str] | None = None) -> list[str]:
 
 
 def _print_at_exit() -> None:
-    if "--tasks" not in " ".join(sys.argv):  # an lmms-eval run's own argv, not a test process or a command around one
+    if not is_cli_run():
         return
     lines = last_lines()
     if lines:

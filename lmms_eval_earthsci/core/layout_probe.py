@@ -15,6 +15,9 @@ our tasks' prompts reaches the model as written (:mod:`.layout` names what is lo
 Where a layout is lost, one warning line names the class, the task, what is lost and the fix; the
 task's ``metadata.earthsci_layout`` in the results JSON records the verdict (``report`` reads it). The
 probe costs one chat-template render per task (milliseconds) and never stops a run.
+
+The same wrap of ``evaluate`` notes an evaluation of our tasks that raised (:mod:`.run_status`: lmms-eval
+prints the traceback and would exit 0).
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
+from lmms_eval_earthsci.core import run_status
+from lmms_eval_earthsci.core.harness import is_cli_run
 from lmms_eval_earthsci.core.interleave import applies as interleaves
 from lmms_eval_earthsci.core.interleave import install_interleave_fix, numbered_form
 from lmms_eval_earthsci.core.layout import Layout, Verdict, check_prompt, layout_of
@@ -308,7 +313,13 @@ def install_layout_probe() -> bool:
             logger.exception("lmms_eval_earthsci: layout probe failed")
         for step in BEFORE_EVALUATE:
             step(lm, task_dict)
-        return original(lm, task_dict, *args, **kwargs)
+        try:
+            return original(lm, task_dict, *args, **kwargs)
+        except Exception as exc:  # lmms-eval prints it and exits 0: our tasks that had no results end the run non-zero
+            ours = [name for name, _ in our_tasks(task_dict)]
+            if ours and is_cli_run():
+                run_status.note_stopped(ours, exc)
+            raise
 
     module.evaluate = functools.wraps(original)(evaluate)
     module._earthsci_layout = True

@@ -53,6 +53,11 @@ INVENTORY: tuple[Target, ...] = (
     Target("task-name typos", "wraps", "lmms_eval.tasks:TaskManager.match_tasks", "lmms_eval_earthsci.registration",
            "lmms-eval reports a task name it does not know with 'Tasks not found' and exits 0 (DEBUG: 1); a name with one of our prefixes that is none of "
            "our tasks stops the run with exit 2 and 'did you mean', before the model loads", params=("task_list",)),
+    Target("tasks that cannot load", "wraps", "lmms_eval.tasks:TaskManager._load_individual_task_or_group", "lmms_eval_earthsci.registration",
+           "lmms-eval stops the whole run at the first task that cannot load and exits 0; in a CLI run a task of ours that cannot load is left out "
+           "(a group that lost one, its group score), the others run and the process ends with exit 2 and one line per task", params=("name_or_config",)),
+    Target("nothing left to run", "wraps", "lmms_eval.tasks:TaskManager.load_task_or_group", "lmms_eval_earthsci.registration",
+           "when every requested task of ours was left out, the run stops with exit 2 before the first doc", params=("task_list",)),
     Target("local mirror", "wraps", "lmms_eval.api.task:ConfigurableTask.download", "lmms_eval_earthsci.core.data",
            "datasets are loaded inside download(); no hook lets a plugin point a task at local files (EARTHSCI_DATA_MIRROR; without the hook a run "
            "with it set would read other data, so it stops)", missing="fails"),
@@ -76,7 +81,7 @@ INVENTORY: tuple[Target, ...] = (
            "the YAMLs of MAC snapshots built up to 0.1.0 name lmms_eval_earthsci.mac.tasks.*; an import alias (sys.meta_path) gives the module under evals/mac"),
     Target("layout probe", "wraps", "lmms_eval.evaluator:evaluate", "lmms_eval_earthsci.core.layout_probe",
            "the model object and the built tasks meet only inside evaluate(); before its first request each task's first doc is rendered through the model's processor "
-           "(metadata.earthsci_layout, one warning per lost layout)", params=("lm", "task_dict")),
+           "(metadata.earthsci_layout, one warning per lost layout); an evaluation of our tasks that raised is noted for the exit status (lmms-eval exits 0)", params=("lm", "task_dict")),
     Target("task system turn", "reads", "lmms_eval.models.chat.qwen3_vl:Qwen3_VL.generate_until", "lmms_eval_earthsci.core.messages",
            "qwen3_vl inserts its default system turn at index 0 of doc_to_messages' list, displacing the task's own (its template renders one); our list type ignores "
            "that insert when the task has a system turn (core.messages.Messages); tests/test_model_classes.py sees the system text reach the model", since="0.7.3"),

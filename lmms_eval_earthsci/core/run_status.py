@@ -1,0 +1,152 @@
+"""A run that did not do everything it was asked ends non-zero, with one line per task of ours that did
+not run: what, why, the fix.
+
+lmms-eval's CLI exits 0 when a task fails to load or the evaluation raises (1 only with ``--verbosity
+DEBUG``), and stops the whole run at the first task that cannot load. In an lmms-eval CLI run
+(:func:`core.harness.is_cli_run`):
+
+- a task of ours that cannot load (no route to its data, a mirror without it, the Hub refusing it, any
+  error while building it) is left out, named now on stderr and noted (:func:`note_not_loaded`); the other
+  tasks run and lmms-eval writes their results. A group that lost a task is left out as a group (its
+  score would be over fewer tasks); its loaded tasks run on their own. When nothing requested is left,
+  the run stops there (exit 2).
+- an evaluation of our tasks that raised is noted (:func:`note_stopped`); lmms-eval prints its traceback.
+
+At exit (an ``atexit`` handler registered with our hooks, so it runs after lmms-eval has written its
+outputs and after the later handlers, the judge's last lines among them) the noted lines are printed and
+the process ends with :func:`status`: 2 when a task of ours could not load, else 1 when the run stopped.
+The status can only be set there with ``os._exit``: the handler first flushes what the handlers it then
+skips would (logging, loguru, ``weakref.finalize``, ``multiprocessing``). A command that runs lmms-eval
+in its own process (``run``, ``rescore``) takes the status instead (:func:`take`) and nothing is left
+for the exit.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import sys
+import threading
+import weakref
+from collections.abc import Iterable
+
+NOT_LOADED = 2
+STOPPED = 1
+
+_LOCK = threading.Lock()
+_NOT_LOADED: dict[str, str] = {}
+_STOPPED: list[str] = []
+_UNGROUPED: list[str] = []
+_SEEN = [0]  # load failures noted, ever (a group's loader compares it before and after)
+_INSTALLED = False
+
+
+def say(line: str) -> None:
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
+
+
+def note_not_loaded(task: str, why: str) -> None:
+    """``task`` of ours could not load because ``why`` (the cause and its fix, one line); said now."""
+    with _LOCK:
+        first = task not in _NOT_LOADED
+        _NOT_LOADED.setdefault(task, why)
+        _SEEN[0] += 1
+    if first:
+        say(f"lmms_eval_earthsci: {task} could not load and is left out of this run: {why}")
+
+
+def note_ungrouped(group: str) -> None:
+    """``group`` lost a task: it has no group score in this run, its other tasks run on their own; said now."""
+    line = f"lmms_eval_earthsci: {group}: no group score in this run (a task of it could not load); its other tasks ran on their own"
+    with _LOCK:
+        if line in _UNGROUPED:
+            return
+        _UNGROUPED.append(line)
+    say(line)
+
+
+def note_stopped(tasks: Iterable[str], exc: BaseException) -> None:
+    """The evaluation of ``tasks`` (ours) raised ``exc``: they have no results."""
+    names = ", ".join(sorted(set(tasks)))
+    what = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+    with _LOCK:
+        _STOPPED.append(f"lmms_eval_earthsci: the evaluation stopped ({what}); {names} have no results: see lmms-eval's traceback above (--verbosity DEBUG raises it)")
+
+
+def failures_seen() -> int:
+    with _LOCK:
+        return _SEEN[0]
+
+
+def last_lines() -> list[str]:
+    """The lines a run that did not do everything ends with (none when it did)."""
+    with _LOCK:
+        lines = [f"lmms_eval_earthsci: {task} did not run (exit {NOT_LOADED}): {why}" for task, why in sorted(_NOT_LOADED.items())]
+        return lines + (list(_UNGROUPED) if lines else []) + list(_STOPPED)
+
+
+_MARKS = (" did not run (exit ", ": the evaluation stopped (", ": none of the requested tasks could load", ": no group score in this run (")
+
+
+def is_last_line(line: str) -> bool:
+    """Whether ``line`` is one of those a run that did not do everything ends with."""
+    return line.startswith("lmms_eval_earthsci: ") and any(m in line for m in _MARKS)
+
+
+def status() -> int:
+    with _LOCK:
+        return NOT_LOADED if _NOT_LOADED else STOPPED if _STOPPED else 0
+
+
+def take() -> tuple[list[str], int]:
+    """The last lines and the status, cleared (a command that ran lmms-eval in its process reports them)."""
+    lines, code = last_lines(), status()
+    with _LOCK:
+        _NOT_LOADED.clear()
+        _UNGROUPED.clear()
+        _STOPPED.clear()
+    return lines, code
+
+
+def _flush_what_exit_skips() -> None:
+    for flush in (_loguru_complete, logging.shutdown, weakref.finalize._exitfunc, _multiprocessing_exit):  # type: ignore[attr-defined]
+        try:
+            flush()
+        except Exception:  # exiting anyway
+            pass
+    sys.stdout.flush()
+    sys.stderr.flush()
+
+
+def _loguru_complete() -> None:
+    loguru = sys.modules.get("loguru")
+    if loguru is not None:
+        loguru.logger.complete()
+
+
+def _multiprocessing_exit() -> None:
+    util = sys.modules.get("multiprocessing.util")
+    if util is not None:
+        util._exit_function()
+
+
+def _exit() -> None:
+    lines, code = take()
+    if not code:
+        return
+    say("\n" + "\n".join(lines))
+    _flush_what_exit_skips()
+    os._exit(code)
+
+
+def install_exit_status() -> None:
+    """Register the exit handler (idempotent). Call it early: handlers run last-registered first, and this
+    one must run after those that print a run's last lines or release its process group."""
+    global _INSTALLED
+    with _LOCK:
+        if _INSTALLED:
+            return
+        _INSTALLED = True
+    atexit.register(_exit)
