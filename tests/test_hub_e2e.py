@@ -213,8 +213,11 @@ def test_hub_refusing_a_data_file_is_one_line_naming_repo_file_revision_and_fix(
         cmd = [os.path.join(VENV_BIN, "lmms-eval")] + MODEL_ARGS + ["--tasks", "emma_mini_math", "--output_path", str(out), "--verbosity", "DEBUG"]
         proc = subprocess.run(cmd, env=hub_env(hub, mirror, str(tmp_path / "hf_home")), cwd=str(tmp_path), capture_output=True, text=True, timeout=300)
     output = proc.stdout + proc.stderr
-    assert proc.returncode != 0 and fault.hits >= 1
-    (line,) = [ln for ln in output.splitlines() if "HubRefusedError:" in ln]
+    assert proc.returncode == 2 and fault.hits >= 1, proc.stderr[-3000:]
+    # said when it happened, and as the run's last line
+    assert len([ln for ln in output.splitlines() if "emma_mini_math could not load and is left out of this run: the Hugging Face Hub answered" in ln]) == 1
+    line = proc.stderr.strip().splitlines()[-1]
+    assert line.startswith("lmms_eval_earthsci: emma_mini_math did not run (exit 2): the Hugging Face Hub answered "), line
     assert f"answered {status} for {EMMA_MINI} file {EMMA_MATH_PARQUET} at revision {emma.REVISION_MINI}" in line
     fix = {"401": "HF_TOKEN", "403": "accept the dataset's terms", "404": "check the pin"}[status]
     assert fix in line and "EARTHSCI_DATA_MIRROR" in line
