@@ -25,6 +25,7 @@ the task's ``metadata.earthsci_data.bad_records`` (results JSON) and in the log.
 from __future__ import annotations
 
 import contextlib
+import copy
 import hashlib
 import io
 import logging
@@ -372,6 +373,8 @@ def install_mirror_hook() -> bool:
                 if last is not None:
                     raise last from exc
                 raise
+            if getattr(getattr(self.config, "process_results", None), "record_check", None) is not None:  # ours
+                leave_images_undecoded(self)
             bad = validate_task(self)
             if record is not None:
                 if bad:
@@ -534,7 +537,7 @@ def check_image(value: Any, *, dataset: str, record_id: Any, field: str) -> None
     try:
         if isinstance(value, Mapping):
             if value.get("bytes"):
-                Image.open(io.BytesIO(value["bytes"])).close()
+                Image.open(_reader(value["bytes"])).close()
             elif value.get("path"):
                 Image.open(value["path"]).close()
             else:
@@ -551,31 +554,101 @@ def check_image(value: Any, *, dataset: str, record_id: Any, field: str) -> None
         raise RecordError(dataset, record_id, field, f"image cannot be decoded ({exc})") from exc
 
 
+def _undecoded_feature(feature: Any, datasets: Any) -> Any:
+    """``feature`` with its images undecoded (an image, or a list of them), or ``feature`` itself."""
+    if isinstance(feature, datasets.Image):
+        return feature if not feature.decode else datasets.Image(decode=False)
+    inner = getattr(feature, "feature", None)
+    if isinstance(inner, datasets.Image) and inner.decode:
+        length = getattr(feature, "length", -1)
+        return type(feature)(datasets.Image(decode=False), length=length) if length not in (None, -1) else type(feature)(datasets.Image(decode=False))
+    return feature
+
+
+def _reader(data: Any) -> Any:
+    """A file object over image bytes: a zero-copy reader for an Arrow buffer (:func:`record_rows`)."""
+    if isinstance(data, (bytes, bytearray)):
+        return io.BytesIO(data)
+    import pyarrow as pa  # noqa: PLC0415 - pyarrow (datasets' own dependency), only for Arrow buffers
+
+    return pa.BufferReader(data)
+
+
 def undecoded(dataset: Any) -> Any:
-    """``dataset`` with its image columns returning stored bytes instead of PIL images."""
+    """``dataset`` whose image columns (an image, or a list of images) return their stored ``{"bytes",
+    "path"}`` instead of PIL images: the same Arrow data under other features, a new dataset object and no
+    data written (``datasets``' ``cast_column`` rewrites a whole list-of-images column into its cache, and
+    decodes a list's first image twice on every row read)."""
     try:
         import datasets  # noqa: PLC0415 - heavy (datasets, ~0.5 s); optional here
     except ImportError:  # pragma: no cover
         return dataset
     if not isinstance(dataset, datasets.Dataset):
         return dataset
-    for name, feat in dataset.features.items():
-        if isinstance(feat, datasets.Image):
-            dataset = dataset.cast_column(name, datasets.Image(decode=False))
-        elif isinstance(getattr(feat, "feature", None), datasets.Image):
-            inner = datasets.Image(decode=False)
-            dataset = dataset.cast_column(name, type(feat)(inner) if not hasattr(feat, "length") else type(feat)(inner, length=feat.length))
-    return dataset
+    swaps = {name: new for name, feat in dataset.features.items() if (new := _undecoded_feature(feat, datasets)) is not feat}
+    if not swaps:
+        return dataset
+    out = copy.deepcopy(dataset)  # the object, not the (memory-mapped) table: as datasets' own cast_column does
+    for name, feature in swaps.items():
+        out._info.features[name] = feature
+    return out
+
+
+def leave_images_undecoded(task: Any) -> None:
+    """Our task's splits read with their images undecoded: each image is decoded once, by our hook
+    (:func:`load_image`), whatever route reads the row."""
+    splits = getattr(task, "dataset", None)
+    if splits is None or not hasattr(splits, "items"):
+        return
+    for split, table in list(splits.items()):
+        splits[split] = undecoded(table)
+
+
+def _image_cells(column: Any) -> list[Any]:
+    """An Arrow column of image structs as ``{"bytes", "path"}`` cells whose bytes are zero-copy Arrow
+    buffers (:func:`check_image` reads their headers only); a list column gives lists of such cells."""
+    import pyarrow as pa  # noqa: PLC0415 - pyarrow (datasets' own dependency), only when records are checked
+
+    if pa.types.is_struct(column.type):
+        raw, paths = column.field("bytes"), column.field("path").to_pylist()
+        valid = column.is_valid().to_pylist()
+        return [None if not ok else {"bytes": raw[i].as_buffer() if raw[i].is_valid else None, "path": paths[i]} for i, ok in enumerate(valid)]
+    offsets, valid = column.offsets.to_pylist(), column.is_valid().to_pylist()
+    inner = _image_cells(column.flatten())
+    base = offsets[0]
+    return [inner[offsets[i] - base : offsets[i + 1] - base] if ok else None for i, ok in enumerate(valid)]
+
+
+def _is_image_column(feature: Any, datasets: Any) -> bool:
+    return isinstance(feature, datasets.Image) or isinstance(getattr(feature, "feature", None), datasets.Image)
+
+
+def record_rows(dataset: Any, batch_size: int = 64) -> Iterator[Mapping[str, Any]]:
+    """The rows of ``dataset`` as the record checks read them: every column as ``datasets`` gives it,
+    image cells undecoded with their bytes left in the (memory-mapped) Arrow table, so that a header check
+    touches a header's pages, not the image's. Any other iterable: its rows."""
+    try:
+        import datasets  # noqa: PLC0415 - heavy (datasets, ~0.5 s); optional here
+    except ImportError:  # pragma: no cover
+        yield from dataset
+        return
+    if not isinstance(dataset, datasets.Dataset) or getattr(dataset, "_indices", None) is not None:
+        yield from undecoded(dataset)
+        return
+    images = {name for name, feat in dataset.features.items() if _is_image_column(feat, datasets)}
+    for batch in dataset.data.table.to_batches(max_chunksize=batch_size):
+        columns = {name: (_image_cells(batch.column(name)) if name in images else batch.column(name).to_pylist()) for name in batch.schema.names}
+        for i in range(batch.num_rows):
+            yield {name: values[i] for name, values in columns.items()}
 
 
 def record_problems(dataset: Any, check: Any, kwargs: Mapping[str, Any]) -> list[tuple[int, RecordError]]:
     """``[(row, error)]`` of the records ``check`` rejects, read undecoded (image headers only)."""
     out = []
-    dataset = undecoded(dataset)
     prepare = getattr(check, "prepare", None)
     if prepare is not None:
-        prepare(dataset, kwargs)
-    for i, row in enumerate(dataset):
+        prepare(undecoded(dataset), kwargs)
+    for i, row in enumerate(record_rows(dataset)):
         try:
             check(row, kwargs)
         except RecordError as exc:

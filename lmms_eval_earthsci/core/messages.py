@@ -56,10 +56,23 @@ def referenced_images(text: str) -> list[int]:
     return sorted(keys)
 
 
+def once(resolve: Resolver) -> Resolver:
+    """``resolve`` remembering what it returned for each key."""
+    seen: dict[Any, Any] = {}
+
+    def resolve_once(key: Any) -> Any:
+        if key not in seen:
+            seen[key] = resolve(key)
+        return seen[key]
+
+    return resolve_once
+
+
 def content_parts(text: str, resolve: Resolver, images_first: bool = True, extra_images: Sequence[Any] = ()) -> list[dict]:
     """lmms-eval chat ``content`` for one turn. ``extra_images`` are images not referenced in the text,
     placed before (``images_first``) or after it."""
     content: list[dict] = []
+    resolve = once(resolve)  # a repeated placeholder is the same image, decoded once
     for kind, value in split_placeholders(text):
         if kind == "text":
             content.append({"type": "text", "text": value})

@@ -204,7 +204,9 @@ def process_docs(dataset):
         import datasets  # noqa: PLC0415 - heavy (datasets, ~0.5 s): the tasks' import stays cheap
 
         if "id" in dataset.column_names and dataset.features["id"] != datasets.Value("string"):
-            dataset = dataset.cast_column("id", datasets.Value("string"))
+            # columns added in memory: a cast_column would write the whole table again into the datasets cache
+            ids = [None if i is None else str(i) for i in dataset["id"]]
+            dataset = dataset.remove_columns("id").add_column("id", ids, feature=datasets.Value("string"))
         return dataset.add_column("_row", list(range(len(dataset))))
     return [{**d, "id": str(d.get("id")), "_row": i} for i, d in enumerate(dataset)]
 
