@@ -36,6 +36,8 @@ SMOKE_TESTS = tests/test_registration.py tests/test_cli.py tests/test_layers.py 
 	tests/test_scifibench_e2e.py::test_chat_backend_interleaves_and_llm_extractor \
 	tests/test_routes_e2e.py::test_fallback_routes_install_every_hook \
 	tests/test_multirank_e2e.py \
+	tests/test_exit_codes_e2e.py::test_a_mirror_gap_leaves_those_tasks_out_runs_the_rest_and_exits_2 \
+	tests/test_decode_floor.py \
 	tests/test_musciclaims_e2e.py::test_two_real_ranks_equal_one_flip_rate_included \
 	tests/test_mac_e2e.py::test_two_real_ranks_equal_one \
 	tests/test_mac_e2e.py::test_dad_two_stages_through_the_judge_engine \
