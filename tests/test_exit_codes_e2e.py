@@ -86,8 +86,9 @@ def test_a_mirror_gap_leaves_those_tasks_out_runs_the_rest_and_exits_2(hf_home, 
     that cannot load and exits 0): the tasks whose data is missing are named at once and at the end, the
     others run and are written, and the exit status is 2."""
     partial = _gap_mirror(tmp_path)
-    proc = subprocess.run([os.path.join(VENV_BIN, "lmms-eval"), "--model", "dummy", "--tasks", "msearth_mcq,emma_mini", "--output_path", str(tmp_path / "o"), "--log_samples"],
-                          env=cli_env(partial, hf_home), cwd=str(tmp_path), capture_output=True, text=True, timeout=600)
+    with FakeOpenAIServer(responder=lambda body: "The answer is A") as srv:  # a model every supported lmms-eval has
+        proc = subprocess.run([os.path.join(VENV_BIN, "lmms-eval"), "--model", "openai", "--model_args", openai_args(srv.base_url), "--tasks", "msearth_mcq,emma_mini",
+                               "--output_path", str(tmp_path / "o"), "--log_samples"], env=cli_env(partial, hf_home), cwd=str(tmp_path), capture_output=True, text=True, timeout=600)
     assert proc.returncode == 2, proc.stderr[-3000:]
     early = [ln for ln in proc.stderr.splitlines() if "could not load and is left out of this run" in ln]
     assert [ln.split(" could not")[0] for ln in early] == ["lmms_eval_earthsci: emma_mini_coding", "lmms_eval_earthsci: msearth_mcq"]
