@@ -20,6 +20,11 @@ inference (:func:`validate_task`, with the benchmark's check attached to its ``p
 :func:`record_check`): all problems are reported at once, and the run stops before the model is
 called. ``EARTHSCI_BAD_RECORDS=skip`` excludes the invalid records instead, each counted and listed in
 the task's ``metadata.earthsci_data.bad_records`` (results JSON) and in the log.
+
+Nothing is copied or decoded twice: our tasks' image columns are read undecoded (:func:`undecoded`, the
+same Arrow data under other features; nothing written to the datasets cache), our hooks decode each image
+a doc needs once (:func:`load_image`), and the record check reads image headers from the memory-mapped
+table in place (:func:`record_rows`). ``benchmarks/hook_cost.py`` measures it against the floor.
 """
 
 from __future__ import annotations
