@@ -160,6 +160,8 @@ def leave_out_what_cannot_load(task_manager_cls) -> bool:
             loaded = one(self, name_or_config, *args, **kwargs)
         except (Exception, NoDataRouteError) as exc:
             if not (isinstance(name, str) and is_cli_run() and _is_ours(self, name)):
+                if isinstance(exc, NoDataRouteError):  # another task on a dataset of ours: it stops the run, with its line
+                    exc.say()
                 raise
             run_status.note_not_loaded(name, _why(name, exc))
             return {}

@@ -12,6 +12,7 @@ import sys
 import pytest
 from conftest import VENV_BIN, cli_env, openai_args, read_outputs
 
+from lmms_eval_earthsci import TASKS_DIR
 from lmms_eval_earthsci.testing.openai_server import FakeOpenAIServer
 
 pytestmark = pytest.mark.e2e
@@ -93,6 +94,20 @@ def test_a_mirror_gap_leaves_those_tasks_out_runs_the_rest_and_exits_2(hf_home, 
     early = [ln for ln in proc.stderr.splitlines() if "could not load and is left out of this run" in ln]
     assert [ln.split(" could not")[0] for ln in early] == ["lmms_eval_earthsci: emma_mini_coding", "lmms_eval_earthsci: msearth_mcq"]
     _check_gap_outputs(tmp_path / "o", proc.stderr, partial)
+
+
+def test_a_labs_own_task_on_our_dataset_keeps_its_one_line(hf_home, tmp_path):
+    """A task outside our folders (a lab's YAML including ours) reading a dataset the mirror lacks is not
+    left out (it is not ours): lmms-eval's run stops as before, with exit 2 and our one line."""
+    partial = _gap_mirror(tmp_path)
+    lab = tmp_path / "lab_tasks"
+    lab.mkdir()
+    (lab / "lab_msearth.yaml").write_text(f"include: {os.path.join(TASKS_DIR, 'msearth', 'msearth_mcq.yaml')}\ntask: lab_msearth\n")
+    proc = subprocess.run([os.path.join(VENV_BIN, "lmms-eval"), "--model", "dummy", "--tasks", "lab_msearth", "--include_path", str(lab), "--output_path", str(tmp_path / "o")],
+                          env=cli_env(partial, hf_home), cwd=str(tmp_path), capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    ours = [ln for ln in proc.stderr.splitlines() if "lmms-eval-earthsci" in ln or "lmms_eval_earthsci" in ln]
+    assert len(ours) == 1 and ours[0].startswith("lmms-eval-earthsci: lab_msearth: ") and "MSEarth/MSEarth_MCQ" in ours[0], ours
 
 
 def test_nothing_left_to_run_exits_2_before_the_first_doc(hf_home, tmp_path):

@@ -252,17 +252,27 @@ class NoDataRouteError(SystemExit):
     def __init__(self, line: str):
         super().__init__(2)
         self.line = line
+        self.on_stderr = False
 
     def __str__(self) -> str:
         return self.line
 
+    def say(self) -> None:
+        """The line on stderr, once."""
+        if not self.on_stderr:
+            self.on_stderr = True
+            print(self.line, file=sys.stderr, flush=True)
+
     @classmethod
     def said(cls, line: str) -> NoDataRouteError:
-        """The error, its line said on stderr unless an lmms-eval CLI run leaves the task out and says it
-        (:mod:`.run_status`)."""
-        if not is_cli_run():
-            print(line, file=sys.stderr, flush=True)
-        return cls(line)
+        """The error, its line said on stderr now unless lmms-eval's task loader will deal with it: in an
+        lmms-eval CLI run with our loader wrap (``registration.leave_out_what_cannot_load``), which leaves
+        a task of ours out and says why (:mod:`.run_status`), or says the line of any other task."""
+        err = cls(line)
+        loader = getattr(sys.modules.get("lmms_eval.tasks"), "TaskManager", None)
+        if not (is_cli_run() and getattr(loader, "_earthsci_leaves_out", False)):
+            err.say()
+        return err
 
 
 _WARNED_CACHED: set[str] = set()
