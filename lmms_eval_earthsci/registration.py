@@ -174,9 +174,7 @@ def leave_out_what_cannot_load(task_manager_cls) -> bool:
         before = run_status.failures_seen()
         loaded = every(self, *args, **kwargs)
         if not loaded and run_status.failures_seen() > before:
-            lines, code = run_status.take()
-            run_status.say("\n".join(["lmms_eval_earthsci: none of the requested tasks could load; nothing to run", *lines]))
-            raise SystemExit(code)
+            run_status.stop_nothing_left()
         return loaded
 
     task_manager_cls._load_individual_task_or_group = _load_individual_task_or_group

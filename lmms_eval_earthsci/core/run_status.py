@@ -110,6 +110,13 @@ def take() -> tuple[list[str], int]:
     return lines, code
 
 
+def stop_nothing_left() -> None:
+    """Every requested task was left out: the lines now, and exit 2 before the first doc."""
+    lines, code = take()
+    say("\n".join(["lmms_eval_earthsci: none of the requested tasks could load; nothing to run", *lines]))
+    raise SystemExit(code)
+
+
 def _flush_what_exit_skips() -> None:
     for flush in (_loguru_complete, logging.shutdown, weakref.finalize._exitfunc, _multiprocessing_exit):  # type: ignore[attr-defined]
         try:
