@@ -107,10 +107,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     tasks = args.tasks.split(",") if args.tasks else list(layout_tasks())
     work = tempfile.mkdtemp(prefix="earthsci-check-model-")
     log = args.log or os.path.join(work, "lmms-eval.log")
-    records = os.path.join(work, "capture.jsonl")
     mirror = sample_mirror_root()
     os.environ.update({"EARTHSCI_DATA_MIRROR": mirror, "HF_DATASETS_OFFLINE": "1"})
-    capture.install(records)
+    capture.install()  # lmms-eval runs in this process: what its model got is in capture.RECORDS
     capture.install_expected(limit=LIMIT)
     lmms_args = ["--model", args.model, *(["--model_args", args.model_args] if args.model_args else []), "--tasks", ",".join(tasks), "--limit", str(LIMIT), "--gen_kwargs", "max_new_tokens=1",
                  "--batch_size", "1", "--output_path", os.path.join(work, "out"), "--verbosity", "DEBUG"]
@@ -129,7 +128,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     with open(found[-1]) as f:
         results = json.load(f)
-    rows = analyse(capture.read(records) if os.path.exists(records) else [], results, tasks)
+    rows = analyse(list(capture.RECORDS), results, tasks)
     text, lost = table(rows, args.model + (" --force_simple" if args.force_simple else ""), simple=args.force_simple)
     print(text)
     print("\n" + ("Some layouts do not reach the model as the authors wrote them: numbers from those tasks are not comparable with the papers." if lost else "Every layout reaches the model as written."))

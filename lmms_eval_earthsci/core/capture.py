@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from lmms_eval_earthsci.core.layout import Layout, layout_of, mean_colour
-from lmms_eval_earthsci.core.layout_probe import BEFORE_EVALUATE, eval_docs, install_layout_probe, our_tasks, task_messages
+from lmms_eval_earthsci.core.layout_probe import BEFORE_EVALUATE, install_layout_probe, our_tasks, task_messages
 
 RECORDS: list[dict[str, Any]] = []
 _LOCK = threading.Lock()
@@ -133,7 +133,7 @@ def record_expected(task_dict: Any, limit: int | None = None) -> None:
     """Record the layout each of our tasks wrote for its first ``limit`` docs (system texts, parts, the
     mean colours of its images in message order), for a test to hold against what the model got."""
     for name, task in our_tasks(task_dict):
-        docs = eval_docs(task)
+        docs = task.eval_docs
         for doc_id in range(min(len(docs), limit or len(docs))):
             messages = task_messages(task, docs[doc_id])
             layout = layout_of(messages)

@@ -15,12 +15,12 @@ requests, and runs without the flag, are untouched. ``core.patching.INVENTORY``:
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Callable
 from typing import Any
 
 from lmms_eval_earthsci.core.messages import PLACEHOLDER_RE, referenced_images
+from lmms_eval_earthsci.core.patching import wrap_method
 
 #: lmms-eval's simple classes that read ``<image i>`` when ``interleave_visuals`` is on
 TARGETS = ("Qwen2_5_VL", "Qwen3_VL", "Qwen2_VL")
@@ -42,8 +42,8 @@ def numbered_form(text: str, n_images: Callable[[], int]) -> str:
     return "".join(f"<image {i}>" for i in range(1, n + 1)) + text if n else text
 
 
-def _ours(request: Any) -> tuple[Any, Any] | None:
-    """``(task, doc)`` when ``request`` is a simple-route request of one of our tasks."""
+def _ours(request: Any) -> Any:
+    """The task, when ``request`` is a simple-route request of one of our tasks, else None."""
     args = getattr(request, "arguments", None)
     if not isinstance(args, tuple) or len(args) < 6 or not isinstance(args[0], str):
         return None
@@ -51,22 +51,21 @@ def _ours(request: Any) -> tuple[Any, Any] | None:
     fn = getattr(getattr(task, "config", None), "doc_to_visual", None)
     if task is None or not str(getattr(fn, "__module__", "")).startswith("lmms_eval_earthsci"):
         return None
-    docs = getattr(task, "dataset", None)
-    return task, (docs[args[5]][args[3]] if docs is not None else None)
+    return task
 
 
 def rewrite(requests: list[Any]) -> int:
     """Rewrite our requests' contexts in place; returns how many changed."""
     changed = 0
     for request in requests:
-        found = _ours(request)
-        if found is None:
+        task = _ours(request)
+        if task is None:
             continue
-        task, doc = found
         args = request.arguments
 
-        def count(task: Any = task, doc: Any = doc) -> int:  # decodes the doc's images: only for a text that names none
-            return len(task.doc_to_visual(doc) or []) if doc is not None else 0
+        def count(task: Any = task, args: tuple = args) -> int:  # reads the row and decodes its images: only for a text that names none
+            docs = getattr(task, "dataset", None)
+            return len(task.doc_to_visual(docs[args[5]][args[3]]) or []) if docs is not None else 0
 
         text = numbered_form(args[0], count)
         if text != args[0]:
@@ -86,17 +85,13 @@ def install_interleave_fix(lm: Any) -> bool:
     layout probe, before the first request). Returns whether the rewrite is in place for ``lm``."""
     if not applies(lm):
         return False
-    cls = type(lm)
-    if getattr(cls, "_earthsci_interleave", False):
-        return True
-    original = cls.generate_until
 
-    @functools.wraps(original)
-    def generate_until(self: Any, requests: list[Any], *args: Any, **kwargs: Any) -> Any:
-        if applies(self):
-            rewrite(requests)
-        return original(self, requests, *args, **kwargs)
+    def make(original: Callable[..., Any]) -> Callable[..., Any]:
+        def generate_until(self: Any, requests: list[Any], *args: Any, **kwargs: Any) -> Any:
+            if applies(self):
+                rewrite(requests)
+            return original(self, requests, *args, **kwargs)
 
-    cls.generate_until = generate_until
-    cls._earthsci_interleave = True
-    return True
+        return generate_until
+
+    return wrap_method(type(lm), "generate_until", "_earthsci_interleave", make)

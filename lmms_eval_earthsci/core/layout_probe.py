@@ -22,7 +22,6 @@ prints the traceback and would exit 0).
 
 from __future__ import annotations
 
-import functools
 import logging
 import re
 import sys
@@ -36,7 +35,7 @@ from lmms_eval_earthsci.core.interleave import applies as interleaves
 from lmms_eval_earthsci.core.interleave import install_interleave_fix, numbered_form
 from lmms_eval_earthsci.core.layout import Layout, Verdict, check_prompt, layout_of
 from lmms_eval_earthsci.core.messages import unrecorded
-from lmms_eval_earthsci.core.patching import wrap_task_method
+from lmms_eval_earthsci.core.patching import wrap_method, wrap_task_method
 
 logger = logging.getLogger("lmms_eval_earthsci")
 
@@ -90,13 +89,8 @@ def our_tasks(task_dict: Mapping[Any, Any]) -> Iterator[tuple[str, Any]]:
             yield str(getattr(config, "task", key)), value
 
 
-def eval_docs(task: Any) -> Any:
-    """The docs lmms-eval evaluates for ``task`` (its test split, else its validation split)."""
-    return task.test_docs() if task.has_test_docs() else task.validation_docs()
-
-
 def first_doc(task: Any) -> Any:
-    docs = eval_docs(task)
+    docs = task.eval_docs
     return docs[0] if docs is not None and len(docs) else None
 
 
@@ -172,10 +166,10 @@ def _probe_conversation(image: Any) -> list[dict[str, Any]]:
 _HARD = layout_of(_probe_conversation(None))
 
 
-def _doc_verdict(lm: Any, task: Any, messages: list[dict[str, Any]], doc: Any) -> Verdict | dict[str, Any]:
-    """The verdict for one doc, or a dict with the status where the class cannot be checked this way."""
+def _doc_verdict(lm: Any, task: Any, messages: list[dict[str, Any]], layout: Layout, doc: Any) -> Verdict | dict[str, Any]:
+    """The verdict for one doc (its messages and their layout), or a dict with the status where the class
+    cannot be checked this way."""
     cls = type(lm).__name__
-    layout = layout_of(messages)
     if getattr(lm, "is_simple", False):
         handling = _simple_handling(lm)
         if handling is None:
@@ -227,17 +221,18 @@ def verdict_for(lm: Any, task: Any) -> dict[str, Any]:
         if status == SERVER:
             out["fix"] = "vLLM: interleave_mm_strings=True in --model_args (engine argument); SGLang: a chat template that keeps images in place"
         return out
-    verdict = _doc_verdict(lm, task, messages, doc)
+    verdict = _doc_verdict(lm, task, messages, layout, doc)
     if isinstance(verdict, dict):
         return {**out, **verdict}
     if verdict.ok and _loses_interleaving(lm):
-        docs = eval_docs(task)
+        docs = task.eval_docs
         for i in range(1, min(len(docs), MORE_DOCS)):
             more = task_messages(task, docs[i])
-            other = _doc_verdict(lm, task, more, docs[i])
+            more_layout = layout_of(more)
+            other = _doc_verdict(lm, task, more, more_layout, docs[i])
             if isinstance(other, Verdict) and not other.ok:
                 verdict = other
-                out.update(expected=layout_of(more).shape(), doc_id=i)
+                out.update(expected=more_layout.shape(), doc_id=i)
                 break
     out.update(status=AS_WRITTEN if verdict.ok else LOST, received=verdict.received)
     if not verdict.ok:
@@ -298,29 +293,24 @@ def install_layout_probe() -> bool:
         from lmms_eval import evaluator  # noqa: PLC0415 - lmms-eval's evaluator (torch, seconds), only inside a run
     except Exception:
         return False
-    module: Any = evaluator
-    if getattr(module, "_earthsci_layout", False):
-        return True
-    original = getattr(module, "evaluate", None)
-    if original is None:
-        return False
 
-    def evaluate(lm: Any, task_dict: Any, *args: Any, **kwargs: Any) -> Any:
-        try:
-            install_interleave_fix(lm)
-            probe(lm, task_dict)
-        except Exception:
-            logger.exception("lmms_eval_earthsci: layout probe failed")
-        for step in BEFORE_EVALUATE:
-            step(lm, task_dict)
-        try:
-            return original(lm, task_dict, *args, **kwargs)
-        except Exception as exc:  # lmms-eval prints it and exits 0: our tasks that had no results end the run non-zero
-            ours = [name for name, _ in our_tasks(task_dict)]
-            if ours and is_cli_run():
-                run_status.note_stopped(ours, exc)
-            raise
+    def make(original: Callable[..., Any]) -> Callable[..., Any]:
+        def evaluate(lm: Any, task_dict: Any, *args: Any, **kwargs: Any) -> Any:
+            try:
+                install_interleave_fix(lm)
+                probe(lm, task_dict)
+            except Exception:
+                logger.exception("lmms_eval_earthsci: layout probe failed")
+            for step in BEFORE_EVALUATE:
+                step(lm, task_dict)
+            try:
+                return original(lm, task_dict, *args, **kwargs)
+            except Exception as exc:  # lmms-eval prints it and exits 0: our tasks that had no results end the run non-zero
+                ours = [name for name, _ in our_tasks(task_dict)]
+                if ours and is_cli_run():
+                    run_status.note_stopped(ours, exc)
+                raise
 
-    module.evaluate = functools.wraps(original)(evaluate)
-    module._earthsci_layout = True
-    return True
+        return evaluate
+
+    return wrap_method(evaluator, "evaluate", "_earthsci_layout", make)

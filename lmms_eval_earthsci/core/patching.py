@@ -168,9 +168,10 @@ def warn_missing(name: str, consequence: str) -> None:
     )
 
 
-def wrap_method(cls: type, name: str, marker: str, make_wrapper: Callable[[Any], Any], requires: tuple[str, ...] = ()) -> bool:
-    """Replace ``cls.<name>`` by ``make_wrapper(original)`` once (``marker`` records it on the class).
-    False, changing nothing, if the class no longer has the method or the attributes in ``requires``."""
+def wrap_method(cls: Any, name: str, marker: str, make_wrapper: Callable[[Any], Any], requires: tuple[str, ...] = ()) -> bool:
+    """Replace ``cls.<name>`` by ``make_wrapper(original)`` once (``marker`` records it on the class, or
+    the module for a module's function). False, changing nothing, if the class no longer has the method
+    or the attributes in ``requires``."""
     if getattr(cls, marker, False):
         return True
     original = getattr(cls, name, None)
