@@ -7,6 +7,7 @@ import contextlib
 import os
 import sys
 from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
 from lmms_eval_earthsci.core import run_status
 
@@ -47,6 +48,15 @@ def is_cli_run(argv: Sequence[str] | None = None) -> bool:
     """Whether this process runs lmms-eval's CLI (its argv names ``--tasks``): not a test process, a Python
     caller of ``simple_evaluate`` or a command around a run."""
     return cli_value(sys.argv if argv is None else argv, "--tasks") is not None
+
+
+def leaf_tasks(task_dict: Mapping[Any, Any]) -> Iterator[tuple[str, Any]]:
+    """``(name, task)`` for every task in lmms-eval's (possibly nested: groups hold dicts) task dict."""
+    for key, value in task_dict.items():
+        if isinstance(value, Mapping):
+            yield from leaf_tasks(value)
+        elif value is not None:
+            yield getattr(getattr(value, "config", None), "task", None) or str(key), value
 
 
 def group_leaves(task: str, groups: Mapping[str, Sequence[str]]) -> list[str]:

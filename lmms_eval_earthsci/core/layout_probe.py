@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from lmms_eval_earthsci.core import run_status
-from lmms_eval_earthsci.core.harness import is_cli_run
+from lmms_eval_earthsci.core.harness import is_cli_run, leaf_tasks
 from lmms_eval_earthsci.core.interleave import applies as interleaves
 from lmms_eval_earthsci.core.interleave import install_interleave_fix, numbered_form
 from lmms_eval_earthsci.core.layout import Layout, Verdict, check_prompt, layout_of
@@ -79,14 +79,10 @@ def fix_for(verdict: Verdict | Sequence[str], simple: bool = False) -> str:
 
 def our_tasks(task_dict: Mapping[Any, Any]) -> Iterator[tuple[str, Any]]:
     """``(name, task)`` for every task of ours in lmms-eval's (possibly nested) task dict."""
-    for key, value in task_dict.items():
-        if isinstance(value, Mapping):
-            yield from our_tasks(value)
-            continue
-        config = getattr(value, "config", None)
-        fn = getattr(config, "doc_to_messages", None)
+    for name, task in leaf_tasks(task_dict):
+        fn = getattr(getattr(task, "config", None), "doc_to_messages", None)
         if callable(fn) and str(getattr(fn, "__module__", "")).startswith("lmms_eval_earthsci"):
-            yield str(getattr(config, "task", key)), value
+            yield name, task
 
 
 def first_doc(task: Any) -> Any:

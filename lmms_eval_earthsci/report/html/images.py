@@ -33,6 +33,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, cast
 
 from lmms_eval_earthsci.core.data import data_route, mirror_env, no_route_as_error, undecoded
+from lmms_eval_earthsci.core.harness import leaf_tasks
 from lmms_eval_earthsci.core.settings import cache_dir
 
 if TYPE_CHECKING:
@@ -213,17 +214,6 @@ class ThumbStore:
         os.replace(tmp, path)
 
 
-def _leaf_tasks(task_dict: Mapping[Any, Any]) -> dict:
-    out = {}
-    for key, value in task_dict.items():
-        if isinstance(value, dict):
-            out.update(_leaf_tasks(value))
-        elif value is not None and hasattr(value, "doc_to_visual"):
-            name = getattr(getattr(value, "config", None), "task", None) or str(key)
-            out[name] = value
-    return out
-
-
 def _build_tasks(names: Iterable[str], include_path: str | None) -> dict:
     from lmms_eval.tasks import TaskManager, get_task_dict  # noqa: PLC0415 - lmms-eval's task machinery loads in seconds; only for figures from the data
 
@@ -232,7 +222,7 @@ def _build_tasks(names: Iterable[str], include_path: str | None) -> dict:
 
     tm = TaskManager(include_path=with_our_tasks([p for p in str(include_path or "").split(",") if p]))
     with data_hooks_only():  # the task modules install the mirror hook and record gate, not a run's hooks
-        return _leaf_tasks(get_task_dict(sorted(names), tm))
+        return {name: task for name, task in leaf_tasks(get_task_dict(sorted(names), tm)) if hasattr(task, "doc_to_visual")}
 
 
 def run_images(run: Run, wanted: Mapping[str, Iterable[str]], store: ThumbStore, budget: LargeBudget | None = None) -> tuple[dict[str, dict[str, list[str] | str]], set[tuple[str, str]]]:
