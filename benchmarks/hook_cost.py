@@ -15,7 +15,9 @@ the row read as lmms-eval reads it (``test_docs()[i]``), the hook, and every ima
 (what the model's processor does first), CPU time per doc; beside it, in the same process and the same
 loop, the floor: each distinct image the hook opened, decoded once and made RGB, all held at once. An
 untimed run of the hook before both finds what it opens; which timed run comes second alternates. The images opened and
-decoded per doc are counted. Medians over ``--repeats`` passes. Then the set-up, in fresh processes (a
+decoded per doc are counted, and the page faults of each side (the per-doc run has glibc's mmap threshold
+fixed, so that both sides put every decoded image on fresh pages: with the moving threshold, which side
+reuses freed pages depends on which buffer is alive at the heap's top). Medians over ``--repeats`` passes. Then the set-up, in fresh processes (a
 first load into an empty datasets cache, then a later one): wall and CPU seconds, peak RSS (anonymous and
 file-backed, sampled), and the bytes added to the datasets cache.
 
@@ -148,16 +150,16 @@ def per_doc(n_docs: int, repeats: int) -> list[dict]:
     def images_in(messages):
         return [p["url"] for m in messages for p in (m["content"] if isinstance(m["content"], list) else []) if p.get("type") == "image"]
 
-    def floor(sources) -> float:
+    def floor(sources) -> tuple[float, int]:
         """Each image the hook opened, decoded once and made RGB (the hook opens each distinct image once:
         ``tests/test_decode_floor.py``; the counts below show it)."""
-        t = time.process_time()
+        f, t = _faults(), time.process_time()
         held = []  # all alive at once, as the hook's are (a doc's images reach the model together)
         for src in sources:
             im = Image.open(io.BytesIO(src) if isinstance(src, bytes) else src)
             im.load()
             held.append(im if im.mode == "RGB" else im.convert("RGB"))
-        took = time.process_time() - t
+        took = time.process_time() - t, _faults() - f
         del held
         return took
 
@@ -180,7 +182,7 @@ def per_doc(n_docs: int, repeats: int) -> list[dict]:
             passes = []
             for _ in range(repeats):
                 ours = base = 0.0
-                opened = decoded = 0
+                opened = decoded = ours_faults = base_faults = 0
                 for i in range(n):
                     # an untimed run first finds what the doc opens (counted) and warms the CPU caches for
                     # both timed runs alike; decoded-image caches are emptied before each run
@@ -188,24 +190,35 @@ def per_doc(n_docs: int, repeats: int) -> list[dict]:
                     with counting_decodes() as counts:
                         for im in hook(task, docs[i]):
                             im.load()
+                    del im
                     sources, opened, decoded = list(counts.sources), opened + counts.opened, decoded + counts.decoded
                     clear_decoded()
                     if i % 2:  # which of the two runs second (warmer) alternates
-                        base += floor(sources)
-                    t = time.process_time()
+                        took, faults = floor(sources)
+                        base, base_faults = base + took, base_faults + faults
+                    f, t = _faults(), time.process_time()
                     for im in hook(task, docs[i]):
                         im.load()
-                    ours += time.process_time() - t
+                    ours, ours_faults = ours + time.process_time() - t, ours_faults + _faults() - f
+                    del im
                     if not i % 2:
-                        base += floor(sources)
-                passes.append((ours, base, opened, decoded))
+                        took, faults = floor(sources)
+                        base, base_faults = base + took, base_faults + faults
+                passes.append((ours, base, opened, decoded, ours_faults, base_faults))
             ours, base = statistics.median(p[0] for p in passes), statistics.median(p[1] for p in passes)
             out.append({"task": name, "route": route, "docs": n, "ms_per_doc": 1000 * ours / n, "floor_ms_per_doc": 1000 * base / n,
-                        "ratio": ours / base if base else None, "opened_per_doc": passes[-1][2] / n, "decoded_per_doc": passes[-1][3] / n})
+                        "ratio": ours / base if base else None, "opened_per_doc": passes[-1][2] / n, "decoded_per_doc": passes[-1][3] / n,
+                        "faults_per_doc": passes[-1][4] / n, "floor_faults_per_doc": passes[-1][5] / n})
     return out
 
 
 # --------------------------------------------------------------------------- set-up
+
+
+def _faults() -> int:
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 
 
 def _du(path: str) -> int:
@@ -289,15 +302,20 @@ def main() -> None:
     print(f"{'':8s} {'wall s':>7s} {'CPU s':>7s} {'anon MB':>8s} {'file MB':>8s} {'cache +MB':>9s}  rewrites")
     for label, s in (("first", first), ("later", later)):
         print(f"{label:8s} {s['wall_s']:7.2f} {s['cpu_s']:7.2f} {s['peak_anon_mb']:8.0f} {s['peak_file_mb']:8.0f} {s['cache_added_mb']:9.1f}  {s['rewrites']} ({s['rewrite_bytes'] / 2**20:.1f} MB)")
-    proc = subprocess.run([sys.executable, __file__, "--per-doc", "--docs", str(args.docs), "--repeats", str(args.repeats)], env=env, capture_output=True, text=True, timeout=3600)
+    # glibc moves its mmap threshold as large blocks are freed, so whether a decoded image lands on fresh
+    # pages (a page fault per 4 KB) or on reused ones depends on which buffer happens to be alive at the
+    # heap's top: up to 12 % of a C->F doc either way, for either side. A fixed threshold gives every image
+    # buffer fresh pages on both sides; the page faults are printed beside the times.
+    per_doc_env = dict(env, MALLOC_MMAP_THRESHOLD_="131072")
+    proc = subprocess.run([sys.executable, __file__, "--per-doc", "--docs", str(args.docs), "--repeats", str(args.repeats)], env=per_doc_env, capture_output=True, text=True, timeout=3600)
     if proc.returncode:
         raise SystemExit(proc.stderr[-3000:])
     rows = json.loads(proc.stdout.strip().splitlines()[-1])
     print(f"\nper doc, CPU, medians of {args.repeats} passes over {args.docs} docs")
-    print(f"{'task':22s} {'route':6s} {'ours ms':>8s} {'floor ms':>9s} {'ratio':>6s} {'opened':>7s} {'decoded':>8s}")
+    print(f"{'task':22s} {'route':6s} {'ours ms':>8s} {'floor ms':>9s} {'ratio':>6s} {'opened':>7s} {'decoded':>8s} {'faults':>7s} {'floor':>7s}")
     for r in rows:
         ratio = f"{r['ratio']:.2f}" if r["ratio"] else "-"
-        print(f"{r['task']:22s} {r['route']:6s} {r['ms_per_doc']:8.1f} {r['floor_ms_per_doc']:9.1f} {ratio:>6s} {r['opened_per_doc']:7.2f} {r['decoded_per_doc']:8.2f}")
+        print(f"{r['task']:22s} {r['route']:6s} {r['ms_per_doc']:8.1f} {r['floor_ms_per_doc']:9.1f} {ratio:>6s} {r['opened_per_doc']:7.2f} {r['decoded_per_doc']:8.2f} {r['faults_per_doc']:7.0f} {r['floor_faults_per_doc']:7.0f}")
     worst = max((r["ratio"] for r in rows if r["ratio"] and r["floor_ms_per_doc"] > 1.0), default=0.0)
     print(f"\nRESULT worst_ratio={worst:.2f} first_vs_later_load={first['wall_s'] / later['wall_s']:.2f} cache_bytes_beyond_load_dataset={first['rewrite_bytes'] + later['rewrite_bytes']}")
 
