@@ -47,7 +47,9 @@ def earthsci_files() -> dict[str, str]:
     def group(name, alias, tasks):
         return HEADER + f"group: {name}\n" + f'group_alias: "{alias}"\n' + "task:\n" + "".join(f"  - {t}\n" for t in tasks)
 
+    circular = [t for b in registry.builtin() for t in b.circular]
     return {
+        "earthsci_circular.yaml": group("earthsci_circular", "Earth & science benchmarks, every multiple-choice task asked once per rotation of its options (no cross-benchmark average)", circular),
         "earthsci.yaml": group("earthsci", "Earth & science benchmarks, the headline task of each (no cross-benchmark average)", suite_tasks()),
         "earthsci_nojudge.yaml": group("earthsci_nojudge", "Earth & science benchmarks, headline tasks that need no judge (no cross-benchmark average)", suite_tasks(nojudge=True)),
     }

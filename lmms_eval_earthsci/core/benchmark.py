@@ -303,6 +303,9 @@ class Benchmark:
     suite: tuple[str, ...] = ()
     suite_nojudge: tuple[str, ...] = ()
     demo_tasks: tuple[str, ...] = ()
+    # its circular variants' groups (multiple-choice tasks once per rotation: core.circular), in the
+    # `earthsci_circular` suite
+    circular: tuple[str, ...] = ()
     # the EARTHSCI_* settings its code reads (core.settings.Setting), checked before a run or command
     settings: tuple = ()
     # one task per prompt layout it ships -> the layout in words: what `check-model` and the model-class

@@ -42,11 +42,14 @@ def metric_list(main: str, prefix: str, known: Mapping[str, Sequence[str]], extr
     return "\n".join(lines) + "\n"
 
 
-def group_yaml(name: str, tasks: Sequence[str], metrics: Sequence[str], alias: str | None = None) -> str:
+def group_yaml(name: str, tasks: Sequence[str], metrics: Sequence[str] = (), alias: str | None = None) -> str:
+    """A group of ``tasks``; ``metrics`` pooled over them (size-weighted), none: no score of its own."""
     out = HEADER + f"group: {name}\n"
     if alias:
         out += f'group_alias: "{alias}"\n'
     out += "task:\n" + "".join(f"  - {t}\n" for t in tasks)
+    if not metrics:
+        return out
     out += "aggregate_metric_list:\n"
     for m in metrics:
         out += f"  - metric: {m}\n    aggregation: {GROUP_MEAN}\n    weight_by_size: true\n"

@@ -22,5 +22,6 @@ BENCHMARK = Benchmark(
     suite=("emma_mini",),
     suite_nojudge=("emma_mini",),
     demo_tasks=("emma_mini", "emma_mini_direct", "emma_full", "emma_mini_judge"),
+    circular=("emma_mini_circular",),
     layout_tasks={"emma_full_physics": "<image_k> placeholders out of order, one repeated", "emma_full_chemistry": "option images (<image_k> as options)"},
 )

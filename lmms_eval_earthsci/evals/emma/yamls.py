@@ -3,6 +3,7 @@ the breakdown metrics of each subject's labels, and a group per set and strategy
 
 from __future__ import annotations
 
+from lmms_eval_earthsci.core import circular
 from lmms_eval_earthsci.core.yamls import HEADER, JUDGE_FAILED, JUDGED_MEAN, MEAN_PRESENT, group_yaml, metric_list
 from lmms_eval_earthsci.evals.emma import tasks as emma
 from lmms_eval_earthsci.evals.emma.benchmark import DATASET_FULL, DATASET_MINI
@@ -42,4 +43,10 @@ def emma_files() -> dict[str, str]:
             # `emma_acc` also pools `emma_acc_lenient` (lmms-eval matches group metrics by substring)
             group_metrics = [emma.METRIC, emma.MAJ, emma.PASS] + ([emma.JUDGE_METRIC] if judge else [])
             files[f"{group}.yaml"] = group_yaml(group, tasks, group_metrics, alias=f"EMMA-{size} ({label})")
+        # circular variants of the CoT tasks: the multiple-choice questions, once per rotation
+        ctasks = [f"emma_{size}_{subject.lower()}_circular" for subject in emma.SUBJECTS]
+        for subject, task in zip(emma.SUBJECTS, ctasks):
+            files[f"{task}.yaml"] = circular.task_yaml(official=f"emma_{size}_{subject.lower()}", task=task, alias=f"EMMA-{size} {subject} (CoT, multiple choice, circular)",
+                                                       module="lmms_eval_earthsci.evals.emma.circular", positions="ABCDE", header=HEADER)
+        files[f"emma_{size}_circular.yaml"] = group_yaml(f"emma_{size}_circular", ctasks, alias=f"EMMA-{size} (CoT, multiple choice, circular)")
     return files

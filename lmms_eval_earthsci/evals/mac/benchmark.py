@@ -27,6 +27,7 @@ BENCHMARK = Benchmark(
     suite=("mac2025",),
     suite_nojudge=("mac2025",),
     demo_tasks=("mac2025",),
+    circular=("mac2025_circular",),
     settings=(
         Setting(
             "EARTHSCI_MAC_IMAGE_MAX_SIDE", "an integer >= 1 (pixels of a cover's longer side), or 0 (also none, null) for full size",

@@ -3,7 +3,8 @@ snapshot built by ``lmms-eval-earthsci mac build``."""
 
 from __future__ import annotations
 
-from lmms_eval_earthsci.core.yamls import HEADER, JUDGE_FAILED, MEAN_PRESENT, metric_list
+from lmms_eval_earthsci.core import circular
+from lmms_eval_earthsci.core.yamls import HEADER, JUDGE_FAILED, MEAN_PRESENT, group_yaml, metric_list
 from lmms_eval_earthsci.evals.mac import tasks as mac_tasks
 from lmms_eval_earthsci.evals.mac.benchmark import PUBLISHERS
 
@@ -60,4 +61,9 @@ def mac_files() -> dict[str, str]:
     # each task reports its own numbers (as the paper's Table 1): no group average
     files["mac2025_dad.yaml"] = HEADER + 'group: mac2025_dad\ngroup_alias: "MAC-2025 with DAD (each task reports its own numbers)"\ntask:\n' + "".join(f"  - mac2025_dad_{d}_{m}\n" for d, m in mac_tasks.CSV)
     files["mac2025.yaml"] = HEADER + 'group: mac2025\ngroup_alias: "MAC-2025 (each task reports its own numbers)"\ntask:\n' + "".join(f"  - {t}\n" for t in tasks)
+    for (direction, domain) in mac_tasks.CSV:
+        task = f"mac2025_{direction}_{domain}"
+        files[f"{task}_circular.yaml"] = circular.task_yaml(official=task, task=f"{task}_circular", alias=f"MAC-2025 {MAC_DIRECTIONS[direction]}, {domain} domain (circular)",
+                                                            module="lmms_eval_earthsci.evals.mac.circular", ece=True, header=HEADER)
+    files["mac2025_circular.yaml"] = group_yaml("mac2025_circular", [f"{t}_circular" for t in tasks], alias="MAC-2025 (circular; each task reports its own numbers)")
     return files

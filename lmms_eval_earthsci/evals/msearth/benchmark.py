@@ -24,5 +24,6 @@ BENCHMARK = Benchmark(
     suite=("msearth_mcq", "msearth_open", "msearth_caption"),
     suite_nojudge=("msearth_mcq",),
     demo_tasks=("msearth",),
+    circular=("msearth_circular",),
     layout_tasks={"msearth_mcq": "text, then the figure"},
 )

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from lmms_eval_earthsci.core.yamls import HEADER, JUDGE_FAILED, JUDGED_MEAN, MEAN_PRESENT, metric_list
+from lmms_eval_earthsci.core import circular
+from lmms_eval_earthsci.core.yamls import HEADER, JUDGE_FAILED, JUDGED_MEAN, MEAN_PRESENT, group_yaml, metric_list
 from lmms_eval_earthsci.evals.msearth import tasks as msearth
 from lmms_eval_earthsci.evals.msearth.benchmark import DATASETS
 
@@ -37,5 +38,9 @@ def msearth_files() -> dict[str, str]:
             + (f"generation_kwargs:\n  max_new_tokens: {max_tokens}\n  temperature: 0\n  do_sample: false\n  until: []\n" if max_tokens else "")
             + metric_list(main, msearth.BREAKDOWN_PREFIX, msearth.breakdowns(kind), more, main_agg=JUDGED_MEAN if judged_main else MEAN_PRESENT)
         )
+    ctasks = {"msearth_mcq_circular": ("msearth_mcq", "MSEarth MCQ (with original caption, circular)"), "msearth_mcq_nocap_circular": ("msearth_mcq_nocap", "MSEarth MCQ (w/o original caption, circular)")}
+    for task, (official, alias) in ctasks.items():
+        files[f"{task}.yaml"] = circular.task_yaml(official=official, task=task, alias=alias, module="lmms_eval_earthsci.evals.msearth.circular", header=HEADER)
+    files["msearth_circular.yaml"] = group_yaml("msearth_circular", list(ctasks), alias="MSEarth MCQ (circular)")
     files["msearth.yaml"] = HEADER + "group: msearth\ngroup_alias: \"MSEarth\"\ntask:\n" + "".join(f"  - {t}\n" for t in tasks)
     return files

@@ -26,5 +26,6 @@ BENCHMARK = Benchmark(
     suite=("scifibench",),
     suite_nojudge=("scifibench",),
     demo_tasks=("scifibench", "scifibench_judge", "scifibench_alignment"),
+    circular=("scifibench_circular",),
     layout_tasks={"scifibench_cs_f2c": "the figure, then lettered captions", "scifibench_cs_c2f": "each label directly before its figure (5 figures)"},
 )

@@ -3,6 +3,7 @@ groups."""
 
 from __future__ import annotations
 
+from lmms_eval_earthsci.core import circular
 from lmms_eval_earthsci.core.yamls import HEADER, JUDGE_FAILED, JUDGED_MEAN, MEAN_PRESENT, group_yaml, metric_list
 from lmms_eval_earthsci.evals.scifibench import tasks as scifibench_tasks
 from lmms_eval_earthsci.evals.scifibench.benchmark import SPLITS
@@ -12,7 +13,7 @@ def scifibench_files() -> dict[str, str]:
     no_answer = (scifibench_tasks.NO_ANSWER, MEAN_PRESENT, False)
     failed = ("scifibench_judge_failed", JUDGE_FAILED, False)
     files: dict[str, str] = {}
-    groups: dict[str, list[str]] = {"scifibench_f2c": [], "scifibench_c2f": [], "scifibench_judge": [], "scifibench_alignment": []}
+    groups: dict[str, list[str]] = {"scifibench_f2c": [], "scifibench_c2f": [], "scifibench_judge": [], "scifibench_alignment": [], "scifibench_circular": []}
     names = {"f2c": "Figure->Caption", "c2f": "Caption->Figure"}
 
     def task_yaml(task, alias, subset, direction, split, extra_kwargs="", judge=False):
@@ -40,6 +41,9 @@ def scifibench_files() -> dict[str, str]:
         groups[f"scifibench_{direction}"].append(task)
         files[f"{task}_judge.yaml"] = task_yaml(f"{task}_judge", label + " (+ LLM extractor)", subset, direction, split, judge=True)
         groups["scifibench_judge"].append(f"{task}_judge")
+        files[f"{task}_circular.yaml"] = circular.task_yaml(official=task, task=f"{task}_circular", alias=label + " (circular)", module="lmms_eval_earthsci.evals.scifibench.circular",
+                                                            process_docs=f"process_docs_{subset}_{direction}", positions="ABCDE", header=HEADER)
+        groups["scifibench_circular"].append(f"{task}_circular")
     # alignment variants (spec §1.4): built from CS F->C, <Correct> tag on the right or a wrong option
     for mark in ("correct", "incorrect"):
         for inst in (False, True):
@@ -53,9 +57,10 @@ def scifibench_files() -> dict[str, str]:
         "scifibench_c2f": "SciFIBench Caption->Figure (CS + General = paper's Overall)",
         "scifibench_judge": "SciFIBench with the paper's LLM answer extractor",
         "scifibench_alignment": "SciFIBench alignment variants (CS F->C)",
+        "scifibench_circular": "SciFIBench, the four splits, circular (each task reports its own numbers)",
     }
     for g, tasks in groups.items():
-        metrics = [scifibench_tasks.METRIC, scifibench_tasks.NO_ANSWER] + ([scifibench_tasks.JUDGE_METRIC] if g == "scifibench_judge" else [])
+        metrics = [] if g == "scifibench_circular" else [scifibench_tasks.METRIC, scifibench_tasks.NO_ANSWER] + ([scifibench_tasks.JUDGE_METRIC] if g == "scifibench_judge" else [])
         files[f"{g}.yaml"] = group_yaml(g, tasks, metrics, alias=aliases[g])
     files["scifibench.yaml"] = group_yaml("scifibench", ["scifibench_f2c", "scifibench_c2f"], [scifibench_tasks.METRIC, scifibench_tasks.NO_ANSWER], alias="SciFIBench, all four splits (our pooled number; the paper reports none)")
     return files
