@@ -323,8 +323,9 @@ def _position(letter: str) -> Callable[[Iterable[Any]], float | None]:
     return share
 
 
-position_A, position_B, position_C, position_D = _position("A"), _position("B"), _position("C"), _position("D")
-position_E, position_F, position_G, position_H = _position("E"), _position("F"), _position("G"), _position("H")
+# the positions the task YAMLs report (our tasks have at most five options; more are counted, not shown)
+POSITIONS = "ABCDE"
+position_A, position_B, position_C, position_D, position_E = (_position(x) for x in POSITIONS)
 
 
 def position_test(items: Iterable[Any]) -> tuple[float, int, float] | None:
@@ -438,7 +439,7 @@ def kernels() -> dict[str, tuple[Callable, Callable]]:
         "lmms_eval_earthsci.core.circular.flip_rate": (_per_question(question_flipped, rotating_only=True), mean_stat),
         "lmms_eval_earthsci.core.circular.vanilla_acc": (_vanilla_encode, mean_stat),
     }
-    for x in LETTERS:
+    for x in POSITIONS:
         out[f"lmms_eval_earthsci.core.circular.position_{x}"] = (_share_encode(x), ratio)
     return out
 

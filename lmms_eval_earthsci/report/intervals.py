@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from typing import Any, cast
 
 from lmms_eval_earthsci import registry
-from lmms_eval_earthsci.core import stats
+from lmms_eval_earthsci.core import circular, stats
 from lmms_eval_earthsci.core.harness import group_leaves
 from lmms_eval_earthsci.core.stats import DEFAULT_RESAMPLES, DEFAULT_SEED, Interval
 from lmms_eval_earthsci.report.papers import fmt
@@ -31,6 +31,7 @@ def configure(resamples: int, seed: int) -> None:
 
 @functools.cache
 def _kernels_registered() -> bool:
+    stats.register_kernels(circular.kernels())
     for b in registry.benchmarks():
         stats.register_kernels(b.kernel_table())
     return True
