@@ -123,3 +123,59 @@ def test_rotation_zero_is_the_official_prompt_for_every_circular_task(mirror, hf
             d = later[0]
             assert flat(task_messages(ct, d)) != flat(task_messages(ot, odocs[d[circular.SOURCE]])), name
     assert checked >= len(names)
+
+
+@pytest.mark.e2e
+def test_report_position_bias_section_browser_and_paired_rows(mirror, hf_home, tmp_path):
+    """Two runs (a model that always says A, one that always says B) through the real CLI, then `report`:
+    the Position bias section, its charts, the paired comparison question by question, the browser's
+    rotations on one card, the summary's rows; and `rescore` of a circular run gives the same numbers."""
+    import csv
+    import glob
+
+    from lmms_eval_earthsci.report import write_report
+
+    tasks = "msearth_mcq,msearth_mcq_circular,scifibench_cs_f2c_circular"
+    outs = {}
+    for letter in "AB":
+        outs[letter] = tmp_path / f"always_{letter}"
+        run_cli(["--model", "dummy", "--model_args", f"response={letter}", "--tasks", tasks, "--output_path", str(outs[letter]), "--log_samples"], cli_env(mirror, hf_home), str(tmp_path))
+    res_a, samples_a = read_outputs(str(outs["A"]))
+    questions = len({s["circular_acc"]["source"] for s in samples_a["msearth_mcq_circular"]})
+    rep = tmp_path / "rep"
+    _, text = write_report([str(outs["A"]), str(outs["B"])], str(rep), resamples=200, seed=0, html=True, images=False)
+
+    section = text.split("## Position bias", 1)[1].split("\n## ", 1)[0]
+    rows = [ln for ln in section.splitlines() if ln.startswith("| MSEarth MCQ (with original caption, circular)")]
+    assert len(rows) == 2  # one per run
+    cells = [c.strip() for c in rows[0].strip("|").split("|")]
+    assert cells[2] == f"{res_a['results']['msearth_mcq']['msearth_acc,none']:.2f}"  # official, beside vanilla
+    assert cells[3].startswith(cells[2])
+    assert cells[4].startswith("0.00") and cells[5].startswith("100.00")  # circular 0, every question flipped
+    assert cells[8] == "100.00 / 0.00 / 0.00 / 0.00" and cells[9] == str(questions)
+    assert "100.00 / 0.00 / 0.00 / 0.00 / 0.00" in section  # SciFIBench: five positions
+    assert "## MSEarth" in text and "msearth_mcq_circular" not in text.split("## MSEarth", 1)[1].split("\n## ", 1)[0]
+    for task in ("msearth_mcq_circular", "scifibench_cs_f2c_circular"):
+        assert os.path.getsize(rep / f"positions_{task}.png") > 5000
+
+    # the paired comparison of circular accuracy: one unit per question
+    with open(rep / "summary.csv") as f:
+        summary = list(csv.DictReader(f))
+    paired = [r for r in summary if r["kind"] == "paired" and r["metric"] == "circular_acc" and r["task"] == "msearth_mcq_circular"]
+    assert len(paired) == 1 and int(paired[0]["docs_compared"]) == questions
+    wilson = [r for r in summary if r["kind"] == "metric" and r["metric"] == "circular_acc" and r["task"] == "msearth_mcq_circular"]
+    assert {r["ci_method"] for r in wilson} == {"Wilson"} and {int(r["docs"]) for r in wilson} == {questions}
+
+    # the browser: every rotation's card shows the question's rotations, answers in the original letters
+    data = "".join(open(p).read() for p in glob.glob(str(rep / "browser" / "data" / "*.js")))
+    assert "question 0 (the official task's doc 0): 4 rotations, answers in the original letters" in data
+    assert "flipped: " in data
+
+    # rescore of the circular run: the same numbers
+    out = tmp_path / "rescored"
+    proc = __import__("subprocess").run([os.path.join(os.path.dirname(sys.executable), "lmms-eval-earthsci"), "rescore", str(outs["A"]), "--out", str(out), "--tasks", "msearth_mcq_circular"],
+                                        env=cli_env(mirror, hf_home), capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "msearth_mcq_circular · circular_acc: 0.00" in proc.stdout
+    res_r, _ = read_outputs(str(out))
+    assert _metrics(res_r, "msearth_mcq_circular") == _metrics(res_a, "msearth_mcq_circular")

@@ -244,8 +244,16 @@ def hooks(rotation: Rotation, *, doc_to_visual: Hook, doc_to_text: Hook, doc_to_
 # --------------------------------------------------------------------------- aggregations
 
 
+RECORD_KEYS = frozenset({"source", "k", "n", "gold_position"})
+
+
+def is_record(item: Any) -> bool:
+    """A per-rotation record of :func:`record` (other records may have a ``source`` of their own)."""
+    return isinstance(item, Mapping) and RECORD_KEYS <= item.keys()
+
+
 def _records(items: Iterable[Any]) -> list[Mapping[str, Any]]:
-    return [i for i in items if isinstance(i, Mapping) and "source" in i]
+    return [i for i in items if is_record(i)]
 
 
 def by_question(items: Iterable[Any]) -> dict[Any, list[Mapping[str, Any]]]:
@@ -337,7 +345,7 @@ def position_test(items: Iterable[Any]) -> tuple[float, int, float] | None:
 
     observed, expected, width = position_counts(items)
     q = len(observed)
-    if q < 2 or not width:
+    if q < 2 or not width or not any(sum(c) for c in observed):
         return None
     d = np.asarray(observed) - np.asarray(expected)
     mean = d.mean(axis=0)

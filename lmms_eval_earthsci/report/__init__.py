@@ -46,8 +46,10 @@ from lmms_eval_earthsci.report.comparisons import compare
 from lmms_eval_earthsci.report.html import write_html
 from lmms_eval_earthsci.report.intervals import configure
 from lmms_eval_earthsci.report.papers import DEFAULT_PAPER_MODEL, resolve_paper_model
+from lmms_eval_earthsci.report.position_bias import HEAD as CIRCULAR_HEAD
+from lmms_eval_earthsci.report.position_bias import circular_tasks, position_section
 from lmms_eval_earthsci.report.runs import ReportError, Run
-from lmms_eval_earthsci.report.sections import benchmark_section, changes_section, counts, headline_keys, headline_section, paired_section, paper_table, versions_section
+from lmms_eval_earthsci.report.sections import bench_tasks, benchmark_section, changes_section, counts, headline_keys, headline_section, paired_section, paper_table, versions_section
 from lmms_eval_earthsci.report.summary import write_summary
 from lmms_eval_earthsci.report.sweep import baseline, read_runs
 
@@ -107,12 +109,14 @@ def write_report(
     if intro:
         md += ["## What you are looking at", "", intro.strip(), ""]
     keys = [(b, t, m) for b in benches for t, m in headline_keys(b, runs)]
+    keys += [(b, t, CIRCULAR_HEAD) for b in benches for t in circular_tasks(b, runs)]
     comparisons = compare(runs, base, keys)
     md.append(changes_section(comparisons, base))
     md.append(headline_section(runs, benches, ref, base, out_dir))
     md.append(versions_section(runs, benches))
     md.append(paired_section(comparisons, runs, base))
-    md += [benchmark_section(b, runs, out_dir, ref) for b in benches]
+    md += [benchmark_section(b, runs, out_dir, ref) for b in benches if bench_tasks(b, runs)]
+    md.append(position_section(benches, runs, out_dir, ref))
     papers = [paper_table(b, runs) for b in benches]
     if any(papers):
         md += ["## Paper reference", "", "Every paper model's published number for the headline metrics of the tasks run (one row per model, names normalised across the papers).", ""] + papers

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from lmms_eval_earthsci.core.benchmark import Benchmark
 from lmms_eval_earthsci.core.stats import MCNEMAR, Paired, adjust, paired
 from lmms_eval_earthsci.report.intervals import BOOTSTRAP, aggregation, doc_items
+from lmms_eval_earthsci.report.position_bias import HEAD as CIRCULAR_HEAD
+from lmms_eval_earthsci.report.position_bias import question_items
 from lmms_eval_earthsci.report.runs import Run
 
 ALPHA = 0.05
@@ -83,14 +85,17 @@ def compare(runs: list[Run], base: Run, keys: list[tuple[Benchmark, str, str]]) 
     for b, t, m in keys:
         if not base.value(t, m)[0]:
             continue
-        a_items = doc_items(base, t, m)
+        # circular accuracy is a question's (right at every rotation): compared question by question
+        per_question = m == CIRCULAR_HEAD
+        a_items = question_items(base, t) if per_question else doc_items(base, t, m)
         for r in runs:
             if r is base or not r.value(t, m)[0]:
                 continue
-            b_items = doc_items(r, t, m)
+            b_items = question_items(r, t) if per_question else doc_items(r, t, m)
             res = None
             if a_items is not None and b_items is not None:
-                res = paired(b_items, a_items, aggregation(r, t, m), BOOTSTRAP["resamples"], BOOTSTRAP["seed"])
+                dotted = "lmms_eval_earthsci.core.metrics.mean_present" if per_question else aggregation(r, t, m)
+                res = paired(b_items, a_items, dotted, BOOTSTRAP["resamples"], BOOTSTRAP["seed"])
             vers = {str(v) for v in (base.versions.get(t), r.versions.get(t)) if v is not None}
             rows.append(Comparison(b, t, m, r, base, res, versions_differ=len(vers) > 1))
     for c, q in zip(rows, adjust([c.result.p if c.result else None for c in rows])):

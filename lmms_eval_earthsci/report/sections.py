@@ -18,14 +18,17 @@ from lmms_eval_earthsci.report.intervals import BOOTSTRAP, BOOTSTRAP_NOTE, ci_ce
 from lmms_eval_earthsci.report.layout import MARK, marked, paper_comparable
 from lmms_eval_earthsci.report.layout import notes as layout_notes
 from lmms_eval_earthsci.report.papers import fmt, footnotes, paper_cell, paper_entries, paper_value
+from lmms_eval_earthsci.report.position_bias import is_circular
 from lmms_eval_earthsci.report.runs import MISSING, Run, _number
 
 # --------------------------------------------------------------------------- which numbers go where
 
 
 def bench_tasks(bench: Benchmark, runs: list[Run]) -> list[str]:
+    """The benchmark's tasks some run has, in its spec's order; circular variants have their own section
+    (:mod:`.position_bias`)."""
     spec = bench.report_spec()
-    return sorted({t for r in runs for t in r.results if registry.benchmark_of(t) is bench}, key=spec.order)
+    return sorted({t for r in runs for t in r.results if registry.benchmark_of(t) is bench and not is_circular(t, runs)}, key=spec.order)
 
 
 def _has(runs: list[Run], task: str, metric: str) -> bool:

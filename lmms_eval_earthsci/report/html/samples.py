@@ -29,12 +29,14 @@ gold, prompt, figures, each run's verdict, scored answer and stage) and, per run
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
+from lmms_eval_earthsci.core import circular
 from lmms_eval_earthsci.core.benchmark import Benchmark, ReportSpec
 from lmms_eval_earthsci.report.runs import Run, _number
 from lmms_eval_earthsci.report.sections import _extraction, _judge_record
 
+CIRCULAR = "circular_acc"  # a circular variant's per-rotation record (core.circular)
 VERDICTS = ("right", "wrong", "no_answer", "judge_failed", "no_verdict", "scored")
 NOT_RIGHT = ("wrong", "no_answer", "judge_failed")  # McNemar's "wrong" side, as report.comparisons scores them
 # a run's view, split: what the list and filters read (kept for every run) / what a doc's card opens
@@ -73,8 +75,32 @@ def main_metric(spec: ReportSpec, task: str, sample: Mapping[str, Any]) -> str |
     return None
 
 
+def _circular_view(sample: Mapping[str, Any], rec: Mapping[str, Any]) -> dict:
+    """A rotation of a circular variant (:mod:`lmms_eval_earthsci.core.circular`): right or wrong at this
+    rotation, the option chosen mapped back to its original letter, the position it was at."""
+    option = rec.get("option")
+    return {
+        "verdict": "no_answer" if option is None and not rec.get("correct") else ("right" if rec.get("correct") else "wrong"),
+        "score": 100.0 if rec.get("correct") else 0.0,
+        "metric": CIRCULAR,
+        "answer": option,
+        "detail": f"at position {rec.get('position')} (rotation {rec.get('k')}); original letters" if option else None,
+        "stage": None,
+        "gold": str(rec.get("gold") or ""),
+        "prompt": str(sample.get("input", "")),
+        "responses": _responses(sample),
+        "filtered": _filtered(sample),
+        "judge": None,
+        "record": {k: v for k, v in rec.items() if k != "official"},
+        "fields": {"rotation": str(rec.get("k"))},
+    }
+
+
 def view(spec: ReportSpec, task: str, sample: Mapping[str, Any]) -> dict:
     """One run's view of one doc (see the module docstring)."""
+    circ = sample.get(CIRCULAR)
+    if circular.is_record(circ):
+        return _circular_view(sample, cast(Mapping[str, Any], circ))
     metric = main_metric(spec, task, sample)
     record = sample.get(metric) if metric else None
     rec = record if isinstance(record, Mapping) else {}
@@ -193,7 +219,8 @@ def task_docs(bench: Benchmark, task: str, runs: Sequence[Run], details: Callabl
                 by_doc[d]["runs"][i].update(x)
         del mine
     docs = [by_doc[d] for d in sorted(by_doc, key=_doc_order)]
-    spec.browser_view(task, docs)
+    if not _rotations_view(docs):
+        spec.browser_view(task, docs)
     if details is not None:
         for d in docs:
             for s in d["runs"]:
@@ -208,6 +235,37 @@ def task_docs(bench: Benchmark, task: str, runs: Sequence[Run], details: Callabl
     if views:
         out["views"] = views
     return out
+
+
+def _rotations_view(docs: list[dict]) -> bool:
+    """A circular variant's docs: each question's rotations on every one of its cards (the ``pair``
+    view), each run's choice mapped back to the original letters; False for any other task."""
+    by_source: dict[Any, list[tuple[dict, Mapping[str, Any]]]] = {}
+    for d in docs:
+        rec = next((r["record"] for r in d["runs"] if r and circular.is_record(r.get("record"))), None)
+        if rec is None:
+            return False
+        by_source.setdefault(rec["source"], []).append((d, rec))
+    n = len(docs[0]["runs"]) if docs else 0
+    for source, members in by_source.items():
+        members.sort(key=lambda m: m[1].get("k") or 0)
+        rows = [{"doc": d["id"], "label": f"rotation {rec.get('k')}: gold at {rec.get('gold_position')}", "gold": rec.get("gold"),
+                 "values": [(r["record"].get("option") if r and isinstance(r.get("record"), Mapping) else None) for r in d["runs"]]} for d, rec in members]
+        summary: list[str | None] = []
+        for i in range(n):
+            recs = [d["runs"][i]["record"] for d, _ in members if d["runs"][i]]
+            if len(recs) < len(members):
+                summary.append(None)
+            elif all(r.get("correct") for r in recs):
+                summary.append("right at every rotation")
+            elif len({r.get("option") for r in recs}) > 1:
+                summary.append("flipped: " + " ".join(f"{r.get('option') or '∅'}@{r.get('position') or '∅'}" for r in recs))
+            else:
+                summary.append("the same option at every rotation, wrong")
+        view = {"title": f"question {source} (the official task's doc {source}): {len(members)} rotation{'s' if len(members) > 1 else ''}, answers in the original letters", "rows": rows, "summary": summary}
+        for d, _ in members:
+            d["pair"] = view
+    return bool(by_source)
 
 
 def _share_views(docs: list[dict]) -> list[dict]:
