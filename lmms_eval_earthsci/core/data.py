@@ -44,6 +44,7 @@ from urllib.parse import unquote
 
 from lmms_eval_earthsci.core import hub
 from lmms_eval_earthsci.core.harness import is_cli_run
+from lmms_eval_earthsci.core.passthrough import remember
 from lmms_eval_earthsci.core.patching import wrap_task_method
 from lmms_eval_earthsci.core.settings import read as read_setting
 
@@ -453,7 +454,8 @@ def require_columns(table: Any, columns: Iterable[str], *, dataset: str, where: 
 
 def load_image(value: Any, *, dataset: str, record_id: Any, field: str) -> Image.Image:
     """Decode an image cell as ``datasets`` may hand it over: a PIL image, a ``{"bytes", "path"}``
-    struct (undecoded parquet), raw bytes, or a file path. Returns an RGB PIL image."""
+    struct (undecoded parquet), raw bytes, or a file path. Returns an RGB PIL image (decoded from bytes:
+    noting them, for a server route to send as they are: :mod:`.passthrough`)."""
     from PIL import Image, UnidentifiedImageError  # noqa: PLC0415 - PIL, only when an image is decoded: the tasks' import stays cheap
 
     if value is None:
@@ -463,13 +465,13 @@ def load_image(value: Any, *, dataset: str, record_id: Any, field: str) -> Image
             img = value
         elif isinstance(value, Mapping):
             if value.get("bytes"):
-                img = Image.open(io.BytesIO(value["bytes"]))
+                img = remember(Image.open(io.BytesIO(value["bytes"])), value["bytes"])
             elif value.get("path"):
                 img = Image.open(value["path"])
             else:
                 raise RecordError(dataset, record_id, field, "image struct has neither bytes nor path")
         elif isinstance(value, (bytes, bytearray)):
-            img = Image.open(io.BytesIO(value))
+            img = remember(Image.open(io.BytesIO(value)), value)
         elif isinstance(value, (str, os.PathLike)):
             img = Image.open(value)
         else:

@@ -33,6 +33,7 @@ from typing import Any
 from lmms_eval_earthsci.core.data import MIRROR_ENV, install_mirror_hook, install_record_gate
 from lmms_eval_earthsci.core.judge_pass import install_judge_hook
 from lmms_eval_earthsci.core.layout_probe import install_layout_probe
+from lmms_eval_earthsci.core.passthrough import install_passthrough
 from lmms_eval_earthsci.core.patching import entry, target_problem, warn_missing
 from lmms_eval_earthsci.core.run_status import install_exit_status
 from lmms_eval_earthsci.core.settings import declared, enforce, read_flag
@@ -223,6 +224,8 @@ def install_runtime_hooks() -> None:
         warn_missing("CLT errors of a null metric", "a metric with no value may show a CLT standard error of 0.0")
     if not install_unavailable_hook():
         warn_missing("aggregation", "a metric with no value is null without its reason, and 'score,none: []' shows in the results")
+    if not install_passthrough():
+        warn_missing("image pass-through", "server routes re-encode every image (lmms-eval's encode: slower, the same pixels)")
 
 
 def install_data_hooks() -> None:

@@ -85,6 +85,10 @@ INVENTORY: tuple[Target, ...] = (
     Target("task system turn", "reads", "lmms_eval.models.chat.qwen3_vl:Qwen3_VL.generate_until", "lmms_eval_earthsci.core.messages",
            "qwen3_vl inserts its default system turn at index 0 of doc_to_messages' list, displacing the task's own (its template renders one); our list type ignores "
            "that insert when the task has a system turn (core.messages.Messages); tests/test_model_classes.py sees the system text reach the model", since="0.7.3"),
+    Target("image pass-through", "wraps", "lmms_eval.protocol:ChatMessages.encode_image", "lmms_eval_earthsci.core.passthrough",
+           "server routes re-encode every image as PNG (LMMS_IMAGE_ENCODE_FORMAT) in the event loop that sends the requests; an image of ours decoded from "
+           "a dataset cell and returned unchanged is sent as its stored bytes when they are already in that format (the same pixels, no encode)",
+           params=("image",)),
     Target("interleave_visuals", "wraps", "lmms_eval.models.simple.qwen2_5_vl:Qwen2_5_VL.generate_until", "lmms_eval_earthsci.core.interleave",
            "with interleave_visuals=True the simple Qwen classes place images only where the text says <image i>; our placeholders (<image_k>, <image>) "
            "made them pass zero images. The context of our requests is rewritten before the class reads it (also qwen3_vl's and qwen2_vl's simple classes)", params=("requests",)),
