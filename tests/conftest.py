@@ -64,6 +64,15 @@ def run_cli(args, env, cwd, timeout=600, launcher=None):
     return proc
 
 
+def two_ranks(port):
+    """The launcher prefix of two real CPU ranks (gloo): ``accelerate launch --cpu --num_processes 2`` starts
+    one process. lmms-eval runs through a shim that lets 0.6.x gather over gloo (a no-op on 0.7)."""
+    return [
+        sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1", "--mixed_precision", "no",
+        "--dynamo_backend", "no", "--main_process_port", str(port), os.path.join(os.path.dirname(os.path.abspath(__file__)), "_gloo_allgather_shim.py"),
+    ]
+
+
 def openai_args(base_url, **extra):
     """``--model_args`` of lmms-eval's openai backend serving model ``fake`` from ``base_url``. ``model_version=``
     is the spelling every supported lmms-eval takes (0.7 added the ``model=`` alias; 0.6.1 ignores it)."""

@@ -8,16 +8,13 @@ import os
 import sys
 
 import pytest
-from conftest import cli_env, openai_args, read_outputs, run_cli
+from conftest import cli_env, openai_args, read_outputs, run_cli, two_ranks
 
 from lmms_eval_earthsci.core import circular
 from lmms_eval_earthsci.testing.openai_server import FakeOpenAIServer, text_of
 
 TASKS = {"msearth_mcq": "msearth_acc", "scifibench_cs_c2f": "scifibench_acc", "scifibench_general_f2c": "scifibench_acc", "mac2025_i2t_option": "mac_acc"}
-TWO_RANKS = [
-    sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1", "--mixed_precision", "no",
-    "--dynamo_backend", "no", "--main_process_port", "29543", os.path.join(os.path.dirname(os.path.abspath(__file__)), "_gloo_allgather_shim.py"),
-]
+TWO_RANKS = two_ranks(29543)
 
 
 def _h(text):

@@ -10,7 +10,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import VENV_BIN, cli_env, openai_args, read_outputs
+from conftest import VENV_BIN, cli_env, openai_args, read_outputs, two_ranks
 
 from lmms_eval_earthsci import TASKS_DIR
 from lmms_eval_earthsci.testing.openai_server import FakeOpenAIServer
@@ -126,8 +126,7 @@ def test_two_real_ranks_leave_the_same_tasks_out_and_exit_2(hf_home, tmp_path):
     loads on rank 0 first, then on the others), the rest runs on both ranks and is written once, and both
     ranks exit 2, which the launcher reports."""
     partial = _gap_mirror(tmp_path)
-    launcher = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1", "--mixed_precision", "no",
-                "--dynamo_backend", "no", "--main_process_port", "29545", os.path.join(os.path.dirname(os.path.abspath(__file__)), "_gloo_allgather_shim.py")]
+    launcher = two_ranks(29545)
     with FakeOpenAIServer(responder=lambda body: "The answer is A") as srv:
         proc = subprocess.run([*launcher, "--model", "openai", "--model_args", openai_args(srv.base_url), "--tasks", "msearth_mcq,emma_mini", "--output_path", str(tmp_path / "o"), "--log_samples"],
                               env=cli_env(partial, hf_home), cwd=str(tmp_path), capture_output=True, text=True, timeout=600)

@@ -8,13 +8,11 @@ fails if the launcher ever falls back to one process. lmms-eval is started throu
 
 import hashlib
 import json
-import os
 import re
 import sqlite3
-import sys
 
 import pytest
-from conftest import cli_env, openai_args, read_outputs, run_cli
+from conftest import cli_env, openai_args, read_outputs, run_cli, two_ranks
 
 from lmms_eval_earthsci.core.judge import JudgeConfig, encode_payload, request_key
 from lmms_eval_earthsci.testing.openai_server import FakeOpenAIServer, text_of
@@ -26,10 +24,7 @@ JUDGE_MODEL = "judge-m"
 TASKS = "emma_mini_judge,msearth_open,msearth_caption,scifibench_cs_f2c_judge"
 JUDGED = ["emma_mini_judge_math", "emma_mini_judge_physics", "emma_mini_judge_chemistry", "emma_mini_judge_coding", "msearth_open", "msearth_caption", "scifibench_cs_f2c_judge"]
 
-TWO_RANKS = [
-    sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1", "--mixed_precision", "no",
-    "--dynamo_backend", "no", "--main_process_port", "29541", os.path.join(os.path.dirname(os.path.abspath(__file__)), "_gloo_allgather_shim.py"),
-]
+TWO_RANKS = two_ranks(29541)
 
 
 def _h(text):

@@ -1,6 +1,6 @@
 """Every task of ours, loaded by lmms-eval on the fixture mirror and scored on its fixture docs: the per-doc
 `score` lmms-eval's `--baseline` and `score_key` read is the first field of the doc's results and its
-headline value / 100; MuSciClaims (macro F1, a corpus metric) and a judged task without a judge have
+headline value / 100 (a circular variant's: its rotation right or wrong); MuSciClaims (macro F1, a corpus metric) and a judged task without a judge have
 none; MAC's accuracy record carries its score, its calibration record does not."""
 
 import os
@@ -32,6 +32,10 @@ def check() -> None:
         for doc in docs:
             for resp in RESPONSES:
                 out = task.process_results(doc, [resp])
+                if name.endswith("_circular"):  # a rotation's doc: its score is whether this rotation was right
+                    assert next(iter(out)) == "score" and out["score"] == (1.0 if out["circular_acc"]["correct"] else 0.0), (name, resp)
+                    checked[name] = "score"
+                    continue
                 value = out.get(headline)
                 value = value.get("score") if isinstance(value, dict) else value
                 if registry.benchmark_of(name).name == "musciclaims" or value is None:
@@ -40,7 +44,7 @@ def check() -> None:
                     continue
                 assert next(iter(out)) == "score" and out["score"] == pytest.approx(value / 100), (name, resp)
                 checked[name] = "score"
-        if name.startswith("mac"):
+        if name.startswith("mac") and not name.endswith("_circular"):
             assert "score" in out["mac_acc"] and "score" not in out["mac_ece"]
     judged = {n for n in checked if any(j in registry.benchmark_of(n).report_spec().headline_metrics(n) for j in registry.benchmark_of(n).report_spec().judged_metrics)}
     assert {checked[n] for n in judged} == {"none"}  # no judge here: no verdict, no score
