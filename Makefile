@@ -41,7 +41,8 @@ SMOKE_TESTS = tests/test_registration.py tests/test_cli.py tests/test_layers.py 
 	tests/test_musciclaims_e2e.py::test_two_real_ranks_equal_one_flip_rate_included \
 	tests/test_mac_e2e.py::test_two_real_ranks_equal_one \
 	tests/test_mac_e2e.py::test_dad_two_stages_through_the_judge_engine \
-	tests/test_settings.py tests/test_patch_targets.py
+	tests/test_settings.py tests/test_patch_targets.py tests/test_passthrough.py \
+	tests/test_circular_e2e.py::test_vanilla_is_official_and_two_ranks_match_one
 
 # two pytest workers (pytest-xdist), a module's tests on one worker so that its shared runs are made once
 PARALLEL ?= -n 2 --dist loadscope
