@@ -41,7 +41,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from lmms_eval_earthsci.core.data import RecordError
+from lmms_eval_earthsci.core.data import RecordError, is_image_column
 from lmms_eval_earthsci.core.metrics import calibration, percent, with_paired_score
 
 K, N, SOURCE = "circular_k", "circular_n", "circular_source"
@@ -111,7 +111,7 @@ def _text_view(dataset: Any) -> Any:
     import datasets  # noqa: PLC0415 - heavy (datasets, ~0.5 s): the tasks' import stays cheap
 
     features = getattr(dataset, "features", None) or {}
-    images = [c for c, f in features.items() if isinstance(f, datasets.Image) or isinstance(getattr(f, "feature", None), datasets.Image) or (isinstance(f, list) and f and isinstance(f[0], datasets.Image))]
+    images = [c for c, f in features.items() if is_image_column(f, datasets)]
     return dataset.remove_columns(images) if images else dataset
 
 

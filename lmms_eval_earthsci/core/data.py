@@ -636,7 +636,8 @@ def _image_cells(column: Any) -> list[Any]:
     return [inner[offsets[i] - base : offsets[i + 1] - base] if ok else None for i, ok in enumerate(valid)]
 
 
-def _is_image_column(feature: Any, datasets: Any) -> bool:
+def is_image_column(feature: Any, datasets: Any) -> bool:
+    """An ``Image`` feature, or a list of them (SciFIBench's ``Images``)."""
     return isinstance(feature, datasets.Image) or isinstance(getattr(feature, "feature", None), datasets.Image)
 
 
@@ -652,7 +653,7 @@ def record_rows(dataset: Any, batch_size: int = 64) -> Iterator[Mapping[str, Any
     if not isinstance(dataset, datasets.Dataset) or getattr(dataset, "_indices", None) is not None:
         yield from undecoded(dataset)
         return
-    images = {name for name, feat in dataset.features.items() if _is_image_column(feat, datasets)}
+    images = {name for name, feat in dataset.features.items() if is_image_column(feat, datasets)}
     for batch in dataset.data.table.to_batches(max_chunksize=batch_size):
         columns = {name: (_image_cells(batch.column(name)) if name in images else batch.column(name).to_pylist()) for name in batch.schema.names}
         for i in range(batch.num_rows):
