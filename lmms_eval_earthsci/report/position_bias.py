@@ -107,6 +107,8 @@ def position_section(benches: list[Benchmark], runs: list[Run], out_dir: str, pa
         "",
     ]
     for bench, tasks in per_bench:
+        ece = any(circular.ECE in r.results.get(t, {}) for r in runs for t in tasks)
+        header = ["task", "run", "official", "vanilla", "circular", "flip", "RStd", "p", "positions", "questions"] + (["ECE (all rotations)"] if ece else [])
         rows = []
         for task in tasks:
             alias = next((r.aliases[task] for r in runs if task in r.aliases), task)
@@ -115,16 +117,12 @@ def position_section(benches: list[Benchmark], runs: list[Run], out_dir: str, pa
                     continue
                 rows.append([f"{alias} · `{task}`", r.column, _official(bench, r, task), _with_ci(r, task, "vanilla_acc"), _with_ci(r, task, HEAD), _with_ci(r, task, "flip_rate"),
                              fmt(r.value(task, "position_rstd")[1]), _p(r.value(task, "position_p")[1]), _positions(r, task), _questions(r, task)]
-                             + ([fmt(r.value(task, circular.ECE)[1])] if any(circular.ECE in x.results.get(task, {}) for x in runs) else []))
-        ece = any(circular.ECE in r.results.get(t, {}) for r in runs for t in tasks)
-        header = ["task", "run", "official", "vanilla", "circular", "flip", "RStd", "p", "positions", "questions"] + (["ECE (all rotations)"] if ece else [])
-        rows = [row + ([MISSING] if ece and len(row) < len(header) else []) for row in rows]
+                            + ([_with_ci(r, task, circular.ECE)] if ece else []))
         text += [f"### {bench.title}", "", "| " + " | ".join(header) + " |", "|---|---|" + "---:|" * (len(header) - 2)]
         text += ["| " + " | ".join(row) + " |" for row in rows]
         text.append("")
         charts = []
         for task in tasks:
-            alias = next((r.aliases[task] for r in runs if task in r.aliases), task)
             width = max((len([x for x in circular.POSITIONS if r.value(task, f"position_{x}")[0]]) for r in runs), default=0)
             spec = ChartSpec(f"positions_{task}", f"{task}: answers by position (uniform {100 / width:.0f}%)" if width else task,
                              tuple((x, (("", task, f"position_{x}"),)) for x in circular.POSITIONS[:width]))
