@@ -411,13 +411,14 @@ def _parser() -> argparse.ArgumentParser:
 
 def _summary(results_path: str) -> str:
     """The rescored run's headline numbers, a line per task (as the report's headline picks them)."""
+    from lmms_eval_earthsci.core.circular import HEAD  # noqa: PLC0415 - after the run, with the report's modules
     from lmms_eval_earthsci.report import read_runs  # noqa: PLC0415 - heavy (numpy and the report's modules, ~100 ms): after the run
     from lmms_eval_earthsci.report.papers import fmt  # noqa: PLC0415 - the report's modules, after the run
     from lmms_eval_earthsci.report.sections import headline_values  # noqa: PLC0415 - heavy (numpy and the report's modules, ~100 ms): after the run
 
     (run,) = read_runs([results_path])
     lines = [f"  {t} · {m}: {value}" for _, t, m, value in headline_values(run)]
-    lines += [f"  {t} · {m}: {fmt(run.results[t].get(m))}" for t in sorted(run.results) if "circular_acc" in run.results[t] for m in ("vanilla_acc", "circular_acc", "flip_rate")]
+    lines += [f"  {t} · {m}: {fmt(run.results[t].get(m))}" for t in sorted(run.results) if HEAD in run.results[t] for m in ("vanilla_acc", HEAD, "flip_rate")]
     return "\n".join(lines)
 
 

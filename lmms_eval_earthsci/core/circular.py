@@ -27,7 +27,7 @@ on the rotated doc. The metrics (each named; none replaces an official one):
 - ``circular_ece``: the calibration error over every rotation (benchmarks whose records carry the
   probabilities of the options, MAC).
 
-Intervals (the report; :data:`KERNELS`): Wilson's over questions for ``circular_acc`` and
+Intervals (the report; :func:`kernels`): Wilson's over questions for ``circular_acc`` and
 ``flip_rate``, over rotation-0 docs for ``vanilla_acc``; a bootstrap over source questions for the
 position shares.
 """
@@ -46,7 +46,8 @@ from lmms_eval_earthsci.core.metrics import calibration, percent, with_paired_sc
 
 K, N, SOURCE = "circular_k", "circular_n", "circular_source"
 LETTERS = "ABCDEFGH"
-METRICS = ("circular_acc", "vanilla_acc", "flip_rate", "position_rstd", "position_p")
+HEAD = "circular_acc"  # its per-rotation record also carries the official headline record (the browser's)
+METRICS = (HEAD, "vanilla_acc", "flip_rate", "position_rstd", "position_p")
 ECE = "circular_ece"
 AGG = "!function lmms_eval_earthsci.core.circular."
 
@@ -150,7 +151,7 @@ def expand(dataset: Any, rotation: Rotation) -> Any:
 @dataclass
 class Hooks:
     process_docs: Callable[[Any], Any]
-    doc_to_messages: Callable[..., Any] | None
+    doc_to_messages: Callable[..., Any]
     doc_to_visual: Callable[..., Any]
     doc_to_text: Callable[..., Any]
     doc_to_target: Callable[..., Any]
@@ -202,7 +203,7 @@ def _process_results(official: Callable[..., Any], rotation: Rotation, positions
         rec = record(doc, asked, out, rotation)
         head = out.get(rotation.headline)
         full = {**rec, "official": head} if isinstance(head, Mapping) else rec
-        metrics: dict[str, Any] = {"circular_acc": full}
+        metrics: dict[str, Any] = {HEAD: full}
         for name in (*METRICS[1:], *(f"position_{x}" for x in positions), *((ECE,) if ece else ())):
             metrics[name] = rec
         return with_paired_score(metrics, percent(rec["correct"]))
@@ -225,15 +226,20 @@ def _process_results(official: Callable[..., Any], rotation: Rotation, positions
 Hook = Callable[..., Any]
 
 
-def hooks(rotation: Rotation, *, doc_to_visual: Hook, doc_to_text: Hook, doc_to_target: Hook, process_results: Hook, doc_to_messages: Hook | None = None,
-          process_docs: Hook | None = None, positions: str = "ABCD", ece: bool = False) -> Hooks:
-    """The circular task's hooks from the official ones (``process_docs``: the official one, run first)."""
+def expanding(rotation: Rotation, process_docs: Hook | None = None) -> Hook:
+    """The circular task's ``process_docs``: the official one (if any), then :func:`expand`."""
     def docs(dataset: Any) -> Any:
         return expand(process_docs(dataset) if process_docs else dataset, rotation)
 
+    return docs
+
+
+def hooks(rotation: Rotation, *, doc_to_messages: Hook, doc_to_visual: Hook, doc_to_text: Hook, doc_to_target: Hook, process_results: Hook,
+          process_docs: Hook | None = None, positions: str = "ABCD", ece: bool = False) -> Hooks:
+    """The circular task's hooks from the official ones (``process_docs``: the official one, run first)."""
     return Hooks(
-        process_docs=docs,
-        doc_to_messages=_on_rotated(doc_to_messages, rotation) if doc_to_messages else None,
+        process_docs=expanding(rotation, process_docs),
+        doc_to_messages=_on_rotated(doc_to_messages, rotation),
         doc_to_visual=_on_rotated(doc_to_visual, rotation),
         doc_to_text=_on_rotated(doc_to_text, rotation),
         doc_to_target=_on_rotated(doc_to_target, rotation),
@@ -285,13 +291,14 @@ def vanilla_acc(items: Iterable[Any]) -> float | None:
     return _mean([percent(r["correct"]) for r in _records(items) if r["k"] == 0])
 
 
+def _rotating(items: Iterable[Any]) -> dict[Any, list[Mapping[str, Any]]]:
+    """The questions that rotate (not those asked once), by source."""
+    return {s: recs for s, recs in by_question(items).items() if recs[0]["n"] > 1}
+
+
 def flip_rate(items: Iterable[Any]) -> float | None:
     """Percent of the questions that rotate whose chosen option (mapped back) changes across rotations."""
-    return _mean([percent(question_flipped(recs)) for recs in by_question(items).values() if recs[0]["n"] > 1])
-
-
-def _rotating(items: Iterable[Any]) -> dict[Any, list[Mapping[str, Any]]]:
-    return {s: recs for s, recs in by_question(items).items() if recs[0]["n"] > 1}
+    return _mean([percent(question_flipped(recs)) for recs in _rotating(items).values()])
 
 
 def position_counts(items: Iterable[Any]) -> tuple[list[list[float]], list[list[float]], int]:
@@ -399,7 +406,7 @@ def _per_question(flag: Callable[[Sequence[Mapping[str, Any]]], bool], rotating_
     def encode(items: Sequence[Any]) -> Any:
         import numpy as np  # noqa: PLC0415 - numpy, only for intervals
 
-        groups = [recs for recs in by_question(items).values() if not rotating_only or recs[0]["n"] > 1]
+        groups = list((_rotating if rotating_only else by_question)(items).values())
         if not groups:
             return None
         v = np.array([percent(flag(recs)) for recs in groups], dtype=float)
@@ -455,11 +462,10 @@ def kernels() -> dict[str, tuple[Callable, Callable]]:
 # --------------------------------------------------------------------------- YAML
 
 
-def task_yaml(*, official: str, task: str, alias: str, module: str, process_docs: str = "process_docs", positions: str = "ABCD", ece: bool = False, chat: bool = True, header: str = "") -> str:
+def task_yaml(*, official: str, task: str, alias: str, module: str, process_docs: str = "process_docs", positions: str = "ABCD", ece: bool = False, header: str = "") -> str:
     """A circular variant's YAML: the official task's file included, the hooks and metrics replaced."""
     lines = [f"include: {official}.yaml", f"task: {task}", f'task_alias: "{alias}"', f"process_docs: !function {module}.{process_docs}"]
-    hooks_ = ("doc_to_messages", "doc_to_visual", "doc_to_text", "doc_to_target", "process_results") if chat else ("doc_to_visual", "doc_to_text", "doc_to_target", "process_results")
-    lines += [f"{h}: !function {module}.{h}" for h in hooks_]
+    lines += [f"{h}: !function {module}.{h}" for h in ("doc_to_messages", "doc_to_visual", "doc_to_text", "doc_to_target", "process_results")]
     lines.append("metric_list:")
     for name in (*METRICS, *(f"position_{x}" for x in positions), *((ECE,) if ece else ())):
         lower_better = name in ("flip_rate", "position_rstd", ECE)

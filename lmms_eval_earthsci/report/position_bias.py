@@ -19,7 +19,7 @@ from lmms_eval_earthsci.report.intervals import ci_cell
 from lmms_eval_earthsci.report.papers import fmt
 from lmms_eval_earthsci.report.runs import MISSING, Run
 
-HEAD = "circular_acc"
+HEAD = circular.HEAD
 
 
 def is_circular(task: str, runs: list[Run]) -> bool:
@@ -49,6 +49,12 @@ def question_items(run: Run, task: str) -> dict[tuple[str, Any], float] | None:
     if recs is None:
         return None
     return {(task, source): 100.0 if circular.question_right(rs) else 0.0 for source, rs in circular.by_question(recs).items()}
+
+
+def _answers(run: Run, task: str) -> int | None:
+    """The answers a position share is over: rotations of questions that rotate, with a letter."""
+    recs = _records(run, task)
+    return None if recs is None else sum(1 for x in recs if x.get("position") and x["n"] > 1)
 
 
 def _questions(run: Run, task: str) -> str:
@@ -127,9 +133,9 @@ def position_section(benches: list[Benchmark], runs: list[Run], out_dir: str, pa
             spec = ChartSpec(f"positions_{task}", f"{task}: answers by position (uniform {100 / width:.0f}%)" if width else task,
                              tuple((x, (("", task, f"position_{x}"),)) for x in circular.POSITIONS[:width]))
             chart = build_chart(bench, spec, runs, paper_model)
-            for bar in chart.bars:  # each bar: the answers (rotations with a letter) it is a share of
-                recs = next((_records(r, task) for r in runs if r.column == bar.run), None)
-                bar.docs = None if recs is None else sum(1 for x in recs if x.get("position") and x["n"] > 1)
+            answers = {r.column: _answers(r, task) for r in runs}
+            for bar in chart.bars:  # each bar: the answers it is a share of
+                bar.docs = answers.get(bar.run)
             chart.paper_label = ""
             charts.append(chart)
         for png in plot(bench, charts, out_dir):

@@ -42,17 +42,11 @@ def chosen(record: dict, asked: Any) -> str | None:
 
 
 ROTATION = circular.Rotation(options=options, gold=gold, rotate=rotate, chosen=chosen, headline=tasks.METRIC)
-
-
-def _hooks(process_docs):
-    return circular.hooks(ROTATION, doc_to_messages=tasks.doc_to_messages, doc_to_visual=tasks.doc_to_visual, doc_to_text=tasks.doc_to_text,
-                          doc_to_target=tasks.doc_to_target, process_results=tasks.process_results, process_docs=process_docs, positions="ABCDE")
-
-
-_H = _hooks(None)
+_H = circular.hooks(ROTATION, doc_to_messages=tasks.doc_to_messages, doc_to_visual=tasks.doc_to_visual, doc_to_text=tasks.doc_to_text,
+                    doc_to_target=tasks.doc_to_target, process_results=tasks.process_results, positions="ABCDE")
 doc_to_messages, doc_to_visual, doc_to_text = _H.doc_to_messages, _H.doc_to_visual, _H.doc_to_text
 doc_to_target, process_results = _H.doc_to_target, _H.process_results
-process_docs_cs_f2c = _hooks(tasks.process_docs_cs_f2c).process_docs
-process_docs_cs_c2f = _hooks(tasks.process_docs_cs_c2f).process_docs
-process_docs_general_f2c = _hooks(tasks.process_docs_general_f2c).process_docs
-process_docs_general_c2f = _hooks(tasks.process_docs_general_c2f).process_docs
+process_docs_cs_f2c = circular.expanding(ROTATION, tasks.process_docs_cs_f2c)
+process_docs_cs_c2f = circular.expanding(ROTATION, tasks.process_docs_cs_c2f)
+process_docs_general_f2c = circular.expanding(ROTATION, tasks.process_docs_general_f2c)
+process_docs_general_c2f = circular.expanding(ROTATION, tasks.process_docs_general_c2f)

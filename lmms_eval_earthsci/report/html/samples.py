@@ -36,7 +36,6 @@ from lmms_eval_earthsci.core.benchmark import Benchmark, ReportSpec
 from lmms_eval_earthsci.report.runs import Run, _number
 from lmms_eval_earthsci.report.sections import _extraction, _judge_record
 
-CIRCULAR = "circular_acc"  # a circular variant's per-rotation record (core.circular)
 VERDICTS = ("right", "wrong", "no_answer", "judge_failed", "no_verdict", "scored")
 NOT_RIGHT = ("wrong", "no_answer", "judge_failed")  # McNemar's "wrong" side, as report.comparisons scores them
 # a run's view, split: what the list and filters read (kept for every run) / what a doc's card opens
@@ -82,7 +81,7 @@ def _circular_view(sample: Mapping[str, Any], rec: Mapping[str, Any]) -> dict:
     return {
         "verdict": "no_answer" if option is None and not rec.get("correct") else ("right" if rec.get("correct") else "wrong"),
         "score": 100.0 if rec.get("correct") else 0.0,
-        "metric": CIRCULAR,
+        "metric": circular.HEAD,
         "answer": option,
         "detail": f"at position {rec.get('position')} (rotation {rec.get('k')}); original letters" if option else None,
         "stage": None,
@@ -98,7 +97,7 @@ def _circular_view(sample: Mapping[str, Any], rec: Mapping[str, Any]) -> dict:
 
 def view(spec: ReportSpec, task: str, sample: Mapping[str, Any]) -> dict:
     """One run's view of one doc (see the module docstring)."""
-    circ = sample.get(CIRCULAR)
+    circ = sample.get(circular.HEAD)
     if circular.is_record(circ):
         return _circular_view(sample, cast(Mapping[str, Any], circ))
     metric = main_metric(spec, task, sample)
@@ -256,9 +255,9 @@ def _rotations_view(docs: list[dict]) -> bool:
             recs = [d["runs"][i]["record"] for d, _ in members if d["runs"][i]]
             if len(recs) < len(members):
                 summary.append(None)
-            elif all(r.get("correct") for r in recs):
+            elif circular.question_right(recs):
                 summary.append("right at every rotation")
-            elif len({r.get("option") for r in recs}) > 1:
+            elif circular.question_flipped(recs):
                 summary.append("flipped: " + " ".join(f"{r.get('option') or '∅'}@{r.get('position') or '∅'}" for r in recs))
             else:
                 summary.append("the same option at every rotation, wrong")
