@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 from lmms_eval_earthsci import TASKS_DIR, registry
 from lmms_eval_earthsci.core.benchmark import Benchmark
-from lmms_eval_earthsci.core.yamls import HEADER, versioned, yaml_name
+from lmms_eval_earthsci.core.yamls import group_yaml, versioned, yaml_name
 
 # Comparability versions (inspect_evals' practice): a task's ``metadata.version`` moves whenever a change
 # could move its scores (data handling, prompt, extraction, metric, judge prompt or parsing). Each
@@ -44,14 +44,11 @@ def suite_tasks(nojudge: bool = False) -> tuple[str, ...]:
 
 
 def earthsci_files() -> dict[str, str]:
-    def group(name, alias, tasks):
-        return HEADER + f"group: {name}\n" + f'group_alias: "{alias}"\n' + "task:\n" + "".join(f"  - {t}\n" for t in tasks)
-
     circular = [t for b in registry.builtin() for t in b.circular]
     return {
-        "earthsci_circular.yaml": group("earthsci_circular", "Earth & science benchmarks, every multiple-choice task asked once per rotation of its options (no cross-benchmark average)", circular),
-        "earthsci.yaml": group("earthsci", "Earth & science benchmarks, the headline task of each (no cross-benchmark average)", suite_tasks()),
-        "earthsci_nojudge.yaml": group("earthsci_nojudge", "Earth & science benchmarks, headline tasks that need no judge (no cross-benchmark average)", suite_tasks(nojudge=True)),
+        "earthsci_circular.yaml": group_yaml("earthsci_circular", circular, alias="Earth & science benchmarks, every multiple-choice task asked once per rotation of its options (no cross-benchmark average)"),
+        "earthsci.yaml": group_yaml("earthsci", suite_tasks(), alias="Earth & science benchmarks, the headline task of each (no cross-benchmark average)"),
+        "earthsci_nojudge.yaml": group_yaml("earthsci_nojudge", suite_tasks(nojudge=True), alias="Earth & science benchmarks, headline tasks that need no judge (no cross-benchmark average)"),
     }
 
 

@@ -59,8 +59,8 @@ def mac_files() -> dict[str, str]:
             + metric_list(mac_tasks.METRIC, mac_tasks.BREAKDOWN_PREFIX, {"publisher": PUBLISHERS}, [*extra, ("mac_dad_failed", JUDGE_FAILED, False)], main_agg=MAC_FN + "mac_acc")
         )
     # each task reports its own numbers (as the paper's Table 1): no group average
-    files["mac2025_dad.yaml"] = HEADER + 'group: mac2025_dad\ngroup_alias: "MAC-2025 with DAD (each task reports its own numbers)"\ntask:\n' + "".join(f"  - mac2025_dad_{d}_{m}\n" for d, m in mac_tasks.CSV)
-    files["mac2025.yaml"] = HEADER + 'group: mac2025\ngroup_alias: "MAC-2025 (each task reports its own numbers)"\ntask:\n' + "".join(f"  - {t}\n" for t in tasks)
+    files["mac2025_dad.yaml"] = group_yaml("mac2025_dad", [f"mac2025_dad_{d}_{m}" for d, m in mac_tasks.CSV], alias="MAC-2025 with DAD (each task reports its own numbers)")
+    files["mac2025.yaml"] = group_yaml("mac2025", tasks, alias="MAC-2025 (each task reports its own numbers)")
     for (direction, domain) in mac_tasks.CSV:
         task = f"mac2025_{direction}_{domain}"
         files[f"{task}_circular.yaml"] = circular.task_yaml(official=task, task=f"{task}_circular", alias=f"MAC-2025 {MAC_DIRECTIONS[direction]}, {domain} domain (circular)",

@@ -42,5 +42,5 @@ def msearth_files() -> dict[str, str]:
     for task, (official, alias) in ctasks.items():
         files[f"{task}.yaml"] = circular.task_yaml(official=official, task=task, alias=alias, module="lmms_eval_earthsci.evals.msearth.circular", header=HEADER)
     files["msearth_circular.yaml"] = group_yaml("msearth_circular", list(ctasks), alias="MSEarth MCQ (circular)")
-    files["msearth.yaml"] = HEADER + "group: msearth\ngroup_alias: \"MSEarth\"\ntask:\n" + "".join(f"  - {t}\n" for t in tasks)
+    files["msearth.yaml"] = group_yaml("msearth", list(tasks), alias="MSEarth")
     return files

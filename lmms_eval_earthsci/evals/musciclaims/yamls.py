@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from lmms_eval_earthsci.core.yamls import HEADER
+from lmms_eval_earthsci.core.yamls import HEADER, group_yaml
 from lmms_eval_earthsci.evals.musciclaims import tasks as musciclaims_tasks
 
 
@@ -42,5 +42,5 @@ def musciclaims_files() -> dict[str, str]:
             + metrics(ird)
         )
     # each task reports its own numbers: no cross-task average of F1 (the paper reports none)
-    files["musciclaims.yaml"] = HEADER + 'group: musciclaims\ngroup_alias: "MuSciClaims (D, RD, IRD; each task reports its own F1)"\ntask:\n' + "".join(f"  - {t}\n" for t in ("musciclaims_d", "musciclaims_rd", "musciclaims_ird"))
+    files["musciclaims.yaml"] = group_yaml("musciclaims", ["musciclaims_d", "musciclaims_rd", "musciclaims_ird"], alias="MuSciClaims (D, RD, IRD; each task reports its own F1)")
     return files
