@@ -14,14 +14,10 @@ def options(doc) -> list[str]:
     return tasks.options_of(doc) if tasks.is_multiple_choice(doc) else []
 
 
-def gold(doc) -> int:
-    return ord(str(doc.get("answer") or "?").strip().upper()[:1] or "?") - ord("A")
-
-
 def rotate(doc, k: int, n: int) -> dict:
     out = dict(doc)
     out["options"] = circular.shifted(list(doc.get("options") or []), k)
-    letter = chr(ord("A") + (gold(doc) + k) % n)
+    letter = chr(ord("A") + (tasks.gold_index(doc) + k) % n)
     answer = str(doc.get("answer") or "")
     out["answer"] = letter if answer.strip().isupper() or not answer.strip() else letter.lower()
     return out
@@ -37,7 +33,7 @@ def chosen(record: dict, asked: Any) -> str | None:
     return circular.LETTERS[texts.index(got.lower())] if got and texts.count(got.lower()) == 1 else None
 
 
-ROTATION = circular.Rotation(options=options, gold=gold, rotate=rotate, chosen=chosen, headline=tasks.METRIC)
+ROTATION = circular.Rotation(options=options, gold=tasks.gold_index, rotate=rotate, chosen=chosen, headline=tasks.METRIC)
 _H = circular.hooks(ROTATION, doc_to_messages=tasks.doc_to_messages, doc_to_visual=tasks.doc_to_visual, doc_to_text=tasks.doc_to_text,
                     doc_to_target=tasks.doc_to_target, process_results=tasks.process_results_full, positions="ABCDE")
 process_docs, doc_to_messages, doc_to_visual = _H.process_docs, _H.doc_to_messages, _H.doc_to_visual

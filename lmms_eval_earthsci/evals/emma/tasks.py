@@ -104,6 +104,11 @@ def options_of(doc) -> list[str]:
     return [] if opts is None else [str(o) for o in opts]
 
 
+def gold_index(doc) -> int:
+    """The gold letter's option index (A: 0); out of range when the letter names no option."""
+    return ord(str(doc.get("answer") or "").strip().upper()[:1] or "?") - ord("A")
+
+
 def gold_content(doc) -> str:
     """The official ``gt_content``: the gold option's text (MC) or the answer (open-ended)."""
     answer = str(require(doc, "answer", dataset=_dataset(doc), record_id=_pid(doc), types=str))
@@ -113,7 +118,7 @@ def gold_content(doc) -> str:
     if not raw:
         raise RecordError(_dataset(doc), _pid(doc), "options", "empty list for a multiple-choice question")
     opts = options_of(doc)
-    idx = ord(answer.strip().upper()[:1] or "?") - ord("A")
+    idx = gold_index(doc)
     if not 0 <= idx < len(opts):
         raise RecordError(_dataset(doc), _pid(doc), "answer", f"letter {answer!r} does not name one of {len(opts)} options")
     return opts[idx]
