@@ -1,16 +1,19 @@
 """``lmms-eval-earthsci check-model --model CLASS --model_args ARGS``: does each of our prompt layouts reach
-this model class as written? Two docs per layout task (each benchmark's ``layout_tasks``, on the sample
-mirror the package ships: offline, made-up docs in the upstream schemas; EMMA's second docs carry the
-repeated placeholder and the option images) goes through the user's class and
-processor via lmms-eval's own CLI, in this process, generating one token. Two views per layout:
+this model class as written? Exit 0: every layout as written; 1: a layout is lost; 2: the check could not run or could not observe a layout.
 
-- the run's layout probe (``metadata.earthsci_layout``): the class's chat template rendered on the doc;
-- what the class handed its processor (``core.capture``): the prompt text, one ``image_token`` per
-  image, and the images; where the class loads no processor through ``AutoProcessor`` (server routes),
-  the probe's verdict alone.
+Two docs per layout task (each benchmark's ``layout_tasks``, on the sample mirror the package ships:
+offline, made-up docs in the upstream schemas; EMMA's second docs carry the repeated placeholder and the
+option images) go through the user's class via lmms-eval's own CLI, in this process, generating one
+token. Two views per layout, both read from what the class handed its transformers processor:
 
-Prints a table layout x (as written / what is lost / fix) and exits 1 when a layout of a requested task
-is lost, 0 otherwise (2: the run itself failed).
+- the run's layout probe (``metadata.earthsci_layout``, :mod:`.core.observe`): one probe request per task
+  through the class's own ``generate_until``, stopped at its processor;
+- what the class handed its processor during the run (``core.capture``): the prompt text, its image
+  token once per image, and the images (positional or keyword calls, PIL, data URLs, paths).
+
+A class that holds no transformers processor (API and server classes) is answered by the probe alone.
+Prints a table (layout, as written / what is lost, fix). Whatever raises inside the run ends the check
+with exit 2 and the reason in one line (the table first, when the probe had observed the layouts).
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from lmms_eval_earthsci import registry
-from lmms_eval_earthsci.core import capture
+from lmms_eval_earthsci.core import capture, layout_probe
 from lmms_eval_earthsci.core.harness import output_to, run_lmms_eval
 from lmms_eval_earthsci.core.layout import check_prompt
 from lmms_eval_earthsci.core.layout_probe import fix_for
@@ -115,12 +118,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                  "--batch_size", "1", "--output_path", os.path.join(work, "out"), "--verbosity", "DEBUG"]
     if args.force_simple:
         lmms_args.append("--force_simple")
+    label = args.model + (" --force_simple" if args.force_simple else "")
+    layout_probe.VERDICTS.clear()
     print(f"check-model: {len(tasks)} layouts through --model {args.model}; lmms-eval's log: {log}", flush=True)
     try:
         with output_to(log):
             code = run_lmms_eval(lmms_args)
-    except (Exception, SystemExit) as exc:
-        print(f"check-model: lmms-eval stopped: {type(exc).__name__}: {exc} (see {log})", file=sys.stderr)
+    except (Exception, SystemExit) as exc:  # whatever raised inside the run: the check could not finish (2)
+        reason = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+        if layout_probe.VERDICTS:  # the probe observed the layouts before lmms-eval stopped: show them
+            text, _ = table(analyse([], {"configs": {t: {"metadata": {"earthsci_layout": v}} for t, v in layout_probe.VERDICTS.items()}}, tasks), label, simple=args.force_simple)
+            print(text)
+        print(f"check-model: lmms-eval stopped: {reason} (see {log}); a run with this class and these arguments stops too", file=sys.stderr)
         return 2
     found = sorted(glob.glob(os.path.join(work, "out", "**", "*_results.json"), recursive=True))
     if code or not found:
@@ -129,7 +138,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     with open(found[-1]) as f:
         results = json.load(f)
     rows = analyse(list(capture.RECORDS), results, tasks)
-    text, lost = table(rows, args.model + (" --force_simple" if args.force_simple else ""), simple=args.force_simple)
+    text, lost = table(rows, label, simple=args.force_simple)
     print(text)
-    print("\n" + ("Some layouts do not reach the model as the authors wrote them: numbers from those tasks are not comparable with the papers." if lost else "Every layout reaches the model as written."))
-    return 1 if lost else 0
+    unseen = [r["task"] for r in rows if not lost_of(r) and r["probe"].get("status") not in ("as written", "lost") and r["captured"] != []]
+    if lost:
+        print("\nSome layouts do not reach the model as the authors wrote them: numbers from those tasks are not comparable with the papers.")
+        return 1
+    if unseen:
+        print(f"\ncheck-model: what reaches the model could not be observed for {len(unseen)} layout(s) ({', '.join(unseen)}): see the table", file=sys.stderr)
+        return 2
+    print("\nEvery layout reaches the model as written.")
+    return 0

@@ -26,6 +26,7 @@ LOST = {"status": "lost", "class": "LlavaHf", "expected": "T I T I T I T I T I T
 KEPT = {"status": "as written", "class": "Qwen2_5_VL", "expected": "T I T I", "received": "T I T I"}
 SERVER = {"status": "depends on the server", "class": "VLLM", "expected": "T I T I", "fix": "vLLM: interleave_mm_strings=True in --model_args (engine argument)"}
 NOT_CHECKED = {"status": "not checked", "class": "DummyModel", "why": "no processor"}
+NOT_OBSERVED = {"status": "not observed", "class": "Dummy", "why": "Dummy holds no transformers processor or model: what it sends cannot be observed here"}
 C2F, F2C = "scifibench_cs_c2f_judge", "scifibench_cs_f2c_judge"
 
 
@@ -106,15 +107,31 @@ def test_beside_a_run_that_kept_the_layout_the_paper_stays_and_only_the_lost_run
     assert layouts[("paired", "qwen (qwen)", C2F, "scifibench_acc_judge")] == "as written"  # the run's (the baseline, llava, has its own metric rows)
 
 
-def test_as_written_not_checked_and_older_runs_show_nothing(tmp_path):
-    runs = [scifi_run(tmp_path, "qwen", KEPT), scifi_run(tmp_path, "dummy", NOT_CHECKED, NOT_CHECKED), scifi_run(tmp_path, "old", None, None)]
+def test_as_written_and_older_runs_show_nothing(tmp_path):
+    runs = [scifi_run(tmp_path, "qwen", KEPT), scifi_run(tmp_path, "old", None, None)]
     out = tmp_path / "report"
     _, text = write_report(runs, str(out), resamples=0, html=True, images=False)
-    assert report_layout.MARK not in text and "layout" not in text.lower()
+    assert report_layout.MARK not in text and report_layout.UNOBSERVED_MARK not in text and "layout" not in text.lower()
     assert row(no_ci(text), C2F, "scifibench_acc_judge").endswith("| 72.20 |")
     layouts = summary_layouts(out)
-    assert {layouts[("metric", r, C2F, "scifibench_acc_judge")] for r in ("qwen (qwen)", "dummy (dummy)", "old (old)")} == {"as written", "not checked", ""}
+    assert {layouts[("metric", r, C2F, "scifibench_acc_judge")] for r in ("qwen (qwen)", "old (old)")} == {"as written", ""}
     assert '"layout"' not in (out / "browser" / "index.js").read_text()
+
+
+@pytest.mark.parametrize("record", [NOT_OBSERVED, NOT_CHECKED], ids=["not observed", "not checked (an older run)"])
+def test_a_layout_that_could_not_be_observed_is_marked_everywhere(tmp_path, record):
+    """A class the probe could not observe (and runs that recorded "not checked" before it could): the
+    number is marked, a note names the class, why and check-model, summary and browser say so; the
+    paper's number stays (nothing says the layout differs)."""
+    run = scifi_run(tmp_path, "dummy", record, record)
+    out = tmp_path / "report"
+    _, text = write_report([run], str(out), resamples=0, html=True, images=False)
+    assert row(no_ci(text), C2F, "scifibench_acc_judge") == f"| SciFIBench | {C2F} | scifibench_acc_judge | 40.00 {report_layout.UNOBSERVED_MARK} | 72.20 |"
+    note = (f"{report_layout.UNOBSERVED_MARK} `dummy (dummy)` · `{F2C}`, `{C2F}`: layout not observed: check-model ({record['class']}: {record['why']}); "
+            "`lmms-eval-earthsci check-model --model <its class>` says whether the authors' layout reaches it.  ")
+    assert section(text, "Headline").count(note) == 1
+    assert summary_layouts(out)[("metric", "dummy (dummy)", C2F, "scifibench_acc")] == "layout not observed: check-model"
+    assert '"status":"layout not observed: check-model"' in (out / "browser" / "index.js").read_text()
 
 
 def test_a_server_run_says_what_the_server_must_set(tmp_path):
@@ -165,7 +182,7 @@ def test_a_groups_layout_is_its_worst_tasks():
     run.configs[C2F] = {"metadata": {"earthsci_layout": KEPT}}
     assert report_layout.task_layout(run, "scifibench_judge").status == "as written"
     run.configs.pop(C2F)
-    assert report_layout.task_layout(run, "scifibench_judge").status == "not checked"  # one task recorded nothing
+    assert report_layout.task_layout(run, "scifibench_judge").status == ""  # one task recorded nothing, the other as written
     note = report_layout.lost_notes([Run(label="r", files=[], results={}, subtasks=run.subtasks, configs={C2F: {"metadata": {"earthsci_layout": LOST}}})], ["scifibench_judge"])
     assert note == [f"{report_layout.MARK} `r` · `scifibench_judge` (`{C2F}`): not the authors' layout, not comparable with the paper's number (LlavaHf: images first; labels cut off from their figures). Fix: {FIX}."]
 
@@ -178,7 +195,8 @@ def test_the_browsers_banner_names_the_run_what_is_lost_and_the_fix():
     fn = re.search(r"\n  function layoutBanner\(names\) \{.*?\n  \}\n", app, re.S).group(0)
     lost = {"run": "llava (r)", "status": "lost", "class": "LlavaHf", "lost": ["images first", "labels cut off from their figures"], "fix": "a chat route that interleaves"}
     server = {"run": "vllm (v)", "status": "depends on the server", "class": "VLLM", "lost": [], "fix": SERVER["fix"]}
-    index = {"tasks": [{"name": C2F, "layout": [lost, server]}, {"name": "scifibench_general_c2f_judge", "layout": [lost]}, {"name": F2C}],
+    unseen = {"run": "dummy (d)", "status": "layout not observed: check-model", "class": "Dummy", "lost": [], "fix": "no processor"}
+    index = {"tasks": [{"name": C2F, "layout": [lost, server, unseen]}, {"name": "scifibench_general_c2f_judge", "layout": [lost]}, {"name": F2C}],
              "byName": {C2F: 0, "scifibench_general_c2f_judge": 1, F2C: 2}}
     script = (
         "function el(tag, attrs, ...kids) { return { tag, attrs, kids, appendChild(k) { this.kids.push(k); } }; }\n"
@@ -191,6 +209,7 @@ def test_the_browsers_banner_names_the_run_what_is_lost_and_the_fix():
     assert one == [
         "\u26a0 llava (r): not the authors' layout (LlavaHf: images first; labels cut off from their figures), not comparable with the paper's number. Fix: a chat route that interleaves.",
         f"vllm (v) (VLLM): sent as written; the server decides the layout: {SERVER['fix']}.",
+        "\u2020 dummy (d): layout not observed: check-model (Dummy: no processor); lmms-eval-earthsci check-model says whether the authors' layout reaches this class.",
     ]
-    assert group[0].startswith(f"\u26a0 llava (r) ({C2F}, scifibench_general_c2f_judge): not the authors' layout") and len(group) == 2
+    assert group[0].startswith(f"\u26a0 llava (r) ({C2F}, scifibench_general_c2f_judge): not the authors' layout") and len(group) == 3
     assert none is None

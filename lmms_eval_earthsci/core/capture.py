@@ -1,6 +1,7 @@
 """What a transformers-based model class hands its model, captured without changing the class: every
 processor loaded through ``AutoProcessor.from_pretrained`` records the prompt text and the images it is
-called with, and ``generate`` records the input ids it receives (decoded with the processor's tokenizer,
+called with (whatever the call's shape: positional or keyword, PIL images, data URLs or paths; its image
+token is the one that occurs once per image, :meth:`.observe.Observation.marker`), and ``generate`` records the input ids it receives (decoded with the processor's tokenizer,
 special tokens kept). Records go to a list in this process and, when a path is given, to a JSON-lines
 file (one per call), so that a test can read what a real ``lmms-eval`` process fed its model.
 
@@ -19,6 +20,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from lmms_eval_earthsci.core import observe
 from lmms_eval_earthsci.core.layout import Layout, layout_of, mean_colour
 from lmms_eval_earthsci.core.layout_probe import BEFORE_EVALUATE, install_layout_probe, our_tasks, task_messages
 
@@ -51,16 +53,14 @@ def _wrap_processor_class(cls: type) -> None:
 
     @functools.wraps(original)
     def __call__(self: Any, *args: Any, **kwargs: Any) -> Any:
-        text = kwargs.get("text")
-        images = kwargs.get("images")
-        if text is None and args and isinstance(args[0], (str, list)) and (not args[0] or isinstance(_flatten(args[0])[0], str)):
-            text = args[0]
-        if images is None and len(args) > 1:
-            images = args[1]
-        texts = [text] if isinstance(text, str) else list(text or [])
-        imgs = _flatten(images)
+        if observe.active():  # the layout probe's own request, not one of the run's
+            return original(self, *args, **kwargs)
+        text, images = observe.bind_call(original, args, kwargs)  # keywords or positional, by the processor's signature
+        texts = [text] if isinstance(text, str) else [t for t in (text or []) if isinstance(t, str)]
+        imgs = [observe.load_any_image(i) for i in _flatten(images)]  # PIL, arrays, data URLs, paths
+        seen = observe.Observation(text=texts[0] if texts else None, images=imgs, markers=observe.image_markers(self))
         _STATE["processor"] = self
-        _write({"event": "processor", "text": texts, "images": [list(mean_colour(i)) for i in imgs], "image_token": getattr(self, "image_token", None)})
+        _write({"event": "processor", "text": texts, "images": [list(mean_colour(i)) if i is not None else None for i in imgs], "image_token": seen.marker()})
         return original(self, *args, **kwargs)
 
     cls.__call__ = __call__  # type: ignore[method-assign]
@@ -88,6 +88,8 @@ def install(path: str | None = None) -> None:
 
     @functools.wraps(generate)
     def wrapped(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if observe.active():
+            return generate(self, *args, **kwargs)
         ids = kwargs.get("input_ids", args[0] if args else None)
         processor = _STATE["processor"]
         tokenizer = getattr(processor, "tokenizer", None)

@@ -14,7 +14,8 @@ from lmms_eval_earthsci.core import run_status
 
 def run_lmms_eval(args: Sequence[str]) -> int:
     """lmms-eval's CLI in this process with ``args`` (``sys.argv`` restored afterwards); its exit status, or
-    that of our tasks that did not run (:mod:`.run_status`, their lines printed)."""
+    that of our tasks that did not run (:mod:`.run_status`, their lines printed). What lmms-eval raises is
+    raised, with :mod:`.run_status` cleared: the caller's exit status stands."""
     saved = sys.argv
     sys.argv = ["lmms-eval", *args]
     try:
@@ -24,6 +25,12 @@ def run_lmms_eval(args: Sequence[str]) -> int:
             from lmms_eval.__main__ import cli_evaluate as lmms_main  # noqa: PLC0415 - lmms-eval 0.6.x's flat CLI, only when a run starts
 
         code = lmms_main() or 0
+    except BaseException:
+        # the caller reports what raised and sets the exit status: the exit handler must not replace it
+        lines, _ = run_status.take()
+        if lines:
+            run_status.say("\n" + "\n".join(lines))
+        raise
     finally:
         sys.argv = saved
     lines, status = run_status.take()  # what did not run is reported by the caller's exit status, not at exit

@@ -1,6 +1,8 @@
-"""lmms-eval's simple Qwen classes (``qwen2_5_vl``, ``qwen3_vl``, ``qwen2_vl`` with ``--force_simple``) can
+"""lmms-eval's simple classes that carry its ``interleave_visuals`` code (in 0.7.3: ``qwen2_vl``, ``qwen2_5_vl``,
+``qwen3_vl`` with ``--force_simple``, ``gemma3``, ``gemma4``, ``llava_onevision1_5``, ``huggingface``) can
 interleave images with the text when started with ``interleave_visuals=True``: they place the i-th
 image where the text says ``<image i>`` (one space, 1-based) and pass no image the text does not name.
+Which classes deliver a rewritten prompt as written is observed by the layout probe, not listed here.
 Our simple prompts name images as ``<image_k>`` (EMMA, as the authors write them) or ``<image>`` (SciFIBench
 C->F), or not at all: with the flag, such a prompt reached the model with **zero** images and the run
 exited 0.
@@ -21,9 +23,6 @@ from typing import Any
 
 from lmms_eval_earthsci.core.messages import PLACEHOLDER_RE, referenced_images
 from lmms_eval_earthsci.core.patching import wrap_method
-
-#: lmms-eval's simple classes that read ``<image i>`` when ``interleave_visuals`` is on
-TARGETS = ("Qwen2_5_VL", "Qwen3_VL", "Qwen2_VL")
 
 
 def numbered_form(text: str, n_images: Callable[[], int]) -> str:
@@ -75,8 +74,10 @@ def rewrite(requests: list[Any]) -> int:
 
 
 def applies(lm: Any) -> bool:
-    """Whether ``lm`` is a simple class of :data:`TARGETS` started with ``interleave_visuals=True``."""
-    return bool(getattr(lm, "is_simple", False) and getattr(lm, "interleave_visuals", False) and type(lm).__name__ in TARGETS)
+    """Whether ``lm`` is a simple class started with ``interleave_visuals=True`` (lmms-eval's Qwen, Gemma,
+    LLaVA-OneVision-1.5 and ``huggingface`` simple classes share that code; the layout probe observes
+    whether a class delivers the rewritten prompt as written)."""
+    return bool(getattr(lm, "is_simple", False) and getattr(lm, "interleave_visuals", False) is True)
 
 
 def install_interleave_fix(lm: Any) -> bool:

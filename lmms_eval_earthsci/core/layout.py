@@ -75,6 +75,7 @@ class Verdict:
     lost: list[str] = field(default_factory=list)
     expected: str = ""
     received: str = ""
+    observed: bool = False  # read from what the class handed its processor (not from a model of the class)
 
     @property
     def ok(self) -> bool:

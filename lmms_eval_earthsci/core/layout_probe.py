@@ -29,17 +29,21 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-from lmms_eval_earthsci.core import run_status
+from lmms_eval_earthsci.core import observe, run_status
 from lmms_eval_earthsci.core.harness import is_cli_run, leaf_tasks
 from lmms_eval_earthsci.core.interleave import applies as interleaves
 from lmms_eval_earthsci.core.interleave import install_interleave_fix, numbered_form
-from lmms_eval_earthsci.core.layout import Layout, Verdict, check_prompt, layout_of
+from lmms_eval_earthsci.core.layout import Layout, Verdict, check_prompt, image_order, layout_of, mean_colour
 from lmms_eval_earthsci.core.messages import unrecorded
 from lmms_eval_earthsci.core.patching import wrap_method, wrap_task_method
 
 logger = logging.getLogger("lmms_eval_earthsci")
 
 AS_WRITTEN, LOST, NOT_CHECKED, SERVER = "as written", "lost", "not checked", "depends on the server"
+#: what reached the model could not be observed (and no fallback knew the class): one warning per run
+NOT_OBSERVED = "not observed"
+INTERLEAVE_FIX = ("interleave_visuals=True in --model_args (the class then places each image where the text names it; "
+                  "lmms_eval_earthsci rewrites our placeholders to the <image i> it reads)")
 
 #: simple classes whose handling of images we know (lmms-eval 0.6.1-0.7.3): ``strip``: ``<image>`` is
 #: removed from the text and every image goes before it; ``keep``: ``<image>`` tokens stay where they are
@@ -162,39 +166,106 @@ def _probe_conversation(image: Any) -> list[dict[str, Any]]:
 _HARD = layout_of(_probe_conversation(None))
 
 
-def _doc_verdict(lm: Any, task: Any, messages: list[dict[str, Any]], layout: Layout, doc: Any) -> Verdict | dict[str, Any]:
-    """The verdict for one doc (its messages and their layout), or a dict with the status where the class
-    cannot be checked this way."""
-    cls = type(lm).__name__
+def observed_verdict(lm: Any, task: Any, doc: Any, messages: list[dict[str, Any]], layout: Layout) -> Verdict | dict[str, Any]:
+    """The verdict for one doc from what the class handed its processor (:mod:`.observe`), or a dict with
+    the status where nothing could be observed."""
+    recolour = observe.Recolour()
+    probe_messages, expected = observe.recoloured_messages(messages, recolour)
+    text = str(task.doc_to_text(doc)) if hasattr(task, "doc_to_text") else ""
+    if getattr(lm, "is_simple", False):
+        visuals = [recolour(v) for v in (task.doc_to_visual(doc) or [])]
+        if interleaves(lm):  # what our generate_until wrap does to the run's requests (core.interleave)
+            text = numbered_form(text, lambda: len(visuals))
+        return verdict_of(observe.observe(lm, observe.request_args(True, text, visuals)), layout, expected)
+    return verdict_of(observe.observe(lm, observe.request_args(False, text, probe_messages)), layout, expected)
+
+
+def verdict_of(seen: observe.Observation, layout: Layout, expected: Sequence[Sequence[float]]) -> Verdict | dict[str, Any]:
+    """What an observation says of ``layout`` (``expected``: the probe colours of its images in order)."""
+    if seen.error:
+        return {"status": NOT_OBSERVED, "why": f"the class's processor call raised {seen.error}: the run will fail on its first doc", "broken": True}
+    if not seen.seen:
+        return {"status": NOT_OBSERVED, "why": seen.why or "nothing reached a processor"}
+    marker = seen.marker()
+    if marker is None:
+        return {"status": NOT_OBSERVED, "why": f"no image token of the processor occurs once per image in its text ({len(seen.images)} images)"}
+    verdict = check_prompt(layout, str(seen.text), re.escape(marker), images_passed=len(seen.images))
+    if verdict.ok and expected:
+        images = [observe.load_any_image(i) for i in seen.images]
+        if all(i is not None for i in images):
+            order = image_order(expected, [mean_colour(i) for i in images])
+            if order:
+                verdict.lost.append(order)
+    verdict.observed = True
+    return verdict
+
+
+def _fallback_verdict(lm: Any, task: Any, messages: list[dict[str, Any]], layout: Layout, doc: Any) -> Verdict | None:
+    """Where nothing could be observed: the simple classes' known handling (:data:`SIMPLE_HANDLING`) or
+    the class's processor's chat template rendered as the class does; None when neither applies."""
     if getattr(lm, "is_simple", False):
         handling = _simple_handling(lm)
         if handling is None:
-            return {"status": NOT_CHECKED, "why": f"simple class {cls}: its handling of <image> is not known to us"}
+            return None
         text, n = _simple_inputs(task, doc)
         return simple_verdict(handling, layout, text, n, getattr(lm, "system_prompt", None))
     processor = processor_of(lm)
-    if processor is None:
-        return {"status": NOT_CHECKED, "why": f"chat class {cls} has no processor with a chat template"}
-    return chat_verdict(lm, processor, messages, layout)
+    return chat_verdict(lm, processor, messages, layout) if processor is not None else None
+
+
+def _doc_verdict(lm: Any, task: Any, messages: list[dict[str, Any]], layout: Layout, doc: Any) -> Verdict | dict[str, Any]:
+    """The verdict for one doc (its messages and their layout): observed, else the fallback, else a dict
+    with the status and why."""
+    seen = observed_verdict(lm, task, doc, messages, layout)
+    if isinstance(seen, Verdict) or seen.get("broken"):
+        return seen
+    fallback = _fallback_verdict(lm, task, messages, layout, doc)
+    return fallback if fallback is not None else seen
 
 
 def _loses_interleaving(lm: Any) -> bool:
     """Whether the class loses a probe conversation's interleaving (labels before their figures)."""
     cached = getattr(lm, "_earthsci_loses_interleaving", None)
     if cached is None:
-        from PIL import Image  # noqa: PLC0415 - PIL (~30 ms), only when a run probes
-
+        recolour = observe.Recolour()
+        conversation, expected = observe.recoloured_messages(_probe_conversation(observe.probe_image((0, 0, 0))), recolour)
+        conversation[1]["content"][3] = {"type": "image", "url": observe.probe_image(observe.PALETTE[1])}
+        expected = [expected[0], observe.colour_of(conversation[1]["content"][3]["url"])]
         if getattr(lm, "is_simple", False):
+            images = [conversation[1]["content"][1]["url"], conversation[1]["content"][3]["url"]]
+            text = "S\nA) <image>B) <image>Q"
+            if interleaves(lm):
+                text = numbered_form(text, lambda: 2)
+            arguments = observe.request_args(True, text, images)
+        else:
+            arguments = observe.request_args(False, "S\nA) B) Q", conversation)
+        seen = verdict_of(observe.observe(lm, arguments), _HARD, expected)
+        if isinstance(seen, Verdict):
+            cached = not seen.ok
+        elif getattr(lm, "is_simple", False):
             cached = not simple_verdict(_simple_handling(lm) or "strip", _HARD, "A) <image>B) <image>Q", 2, "S").ok
         else:
             processor = processor_of(lm)
-            blank = Image.new("RGB", (28, 28), (255, 255, 255))
+            blank = observe.probe_image((255, 255, 255))
             cached = processor is not None and not chat_verdict(lm, processor, _probe_conversation(blank), _HARD).ok
         try:
             lm._earthsci_loses_interleaving = cached
         except Exception:
             pass
     return bool(cached)
+
+
+def _interleave_helps(lm: Any, task: Any, doc: Any, messages: list[dict[str, Any]], layout: Layout) -> bool:
+    """Whether a simple class with lmms-eval's ``interleave_visuals`` (off in this run) delivers the doc as
+    written with it on, and our placeholder rewrite (observed with the attribute set for one request)."""
+    if not getattr(lm, "is_simple", False) or getattr(lm, "interleave_visuals", None) is not False:
+        return False
+    lm.interleave_visuals = True
+    try:
+        seen = observed_verdict(lm, task, doc, messages, layout)
+    finally:
+        lm.interleave_visuals = False
+    return isinstance(seen, Verdict) and seen.ok
 
 
 def verdict_for(lm: Any, task: Any) -> dict[str, Any]:
@@ -208,9 +279,8 @@ def verdict_for(lm: Any, task: Any) -> dict[str, Any]:
     messages = task_messages(task, doc)
     layout = layout_of(messages)
     out: dict[str, Any] = {"class": cls, "expected": layout.shape()}
-    broken = BROKEN_CLASSES.get(type(lm).__module__)
-    if broken and not getattr(lm, "is_simple", False):
-        return {**out, "status": NOT_CHECKED, "why": broken}
+    if type(lm).__module__.startswith("lmms_eval_earthsci"):  # rescore's replay of a run's responses: no model
+        return {**out, "status": NOT_CHECKED, "why": "responses replayed from a run's samples"}
     if cls in SERVER_CLASSES and not getattr(lm, "is_simple", False):
         status = SERVER_CLASSES[cls]
         out["status"] = status
@@ -219,6 +289,9 @@ def verdict_for(lm: Any, task: Any) -> dict[str, Any]:
         return out
     verdict = _doc_verdict(lm, task, messages, layout, doc)
     if isinstance(verdict, dict):
+        broken = BROKEN_CLASSES.get(type(lm).__module__)
+        if verdict.get("broken") and broken:
+            verdict = {**verdict, "why": broken}
         return {**out, **verdict}
     if verdict.ok and _loses_interleaving(lm):
         docs = task.eval_docs
@@ -227,18 +300,26 @@ def verdict_for(lm: Any, task: Any) -> dict[str, Any]:
             more_layout = layout_of(more)
             other = _doc_verdict(lm, task, more, more_layout, docs[i])
             if isinstance(other, Verdict) and not other.ok:
-                verdict = other
+                verdict, doc, messages, layout = other, docs[i], more, more_layout
                 out.update(expected=more_layout.shape(), doc_id=i)
                 break
-    out.update(status=AS_WRITTEN if verdict.ok else LOST, received=verdict.received)
+    out.update(status=AS_WRITTEN if verdict.ok else LOST, received=verdict.received, observed=verdict.observed)
     if not verdict.ok:
-        out.update(lost=verdict.lost, fix=fix_for(verdict, simple=bool(getattr(lm, "is_simple", False))))
+        simple = bool(getattr(lm, "is_simple", False))
+        fix = fix_for(verdict, simple=simple)
+        if _interleave_helps(lm, task, doc, messages, layout):
+            fix = INTERLEAVE_FIX
+        out.update(lost=verdict.lost, fix=fix)
     return out
+
+
+#: the verdicts of this process's last probe, by task (``check-model`` reads them when lmms-eval stops later)
+VERDICTS: dict[str, dict[str, Any]] = {}
 
 
 def probe(lm: Any, task_dict: Mapping[Any, Any]) -> dict[str, dict[str, Any]]:
     """Probe every task of ours, record each verdict in its config's metadata and warn once per lost
-    layout. Never raises."""
+    layout (once per run for layouts that could not be observed). Never raises."""
     verdicts: dict[str, dict[str, Any]] = {}
     started = time.perf_counter()
     for name, task in our_tasks(task_dict):
@@ -246,7 +327,7 @@ def probe(lm: Any, task_dict: Mapping[Any, Any]) -> dict[str, dict[str, Any]]:
             verdict = verdict_for(lm, task)
         except Exception as exc:  # a probe must never stop a run
             verdict = {"status": NOT_CHECKED, "class": type(lm).__name__, "why": f"probe failed: {type(exc).__name__}: {exc}"}
-        verdicts[name] = verdict
+        verdicts[name] = VERDICTS[name] = verdict
         try:
             if not isinstance(task.config.metadata, dict):
                 task.config.metadata = {}
@@ -255,12 +336,17 @@ def probe(lm: Any, task_dict: Mapping[Any, Any]) -> dict[str, dict[str, Any]]:
             pass
         if verdict["status"] == LOST:
             logger.warning("lmms_eval_earthsci: %s with %s: not the authors' layout (%s). Fix: %s", name, verdict["class"], "; ".join(verdict["lost"]), verdict["fix"])
-        elif verdict.get("why") in BROKEN_CLASSES.values():
+        elif verdict.get("broken") or verdict.get("why") in BROKEN_CLASSES.values():
             logger.warning("lmms_eval_earthsci: %s with %s: %s", name, verdict["class"], verdict["why"])
         elif verdict["status"] == SERVER:
             logger.warning("lmms_eval_earthsci: %s with %s: sent as written; %s", name, verdict["class"], verdict["fix"])
+    unseen = [name for name, v in verdicts.items() if v["status"] == NOT_OBSERVED and not v.get("broken")]
+    if unseen:
+        first = verdicts[unseen[0]]
+        logger.warning("lmms_eval_earthsci: with %s, what reaches the model could not be observed for %d task(s) (%s): their layouts are not checked; "
+                       "`lmms-eval-earthsci check-model --model <name> --model_args ...` checks them on this class", first["class"], len(unseen), first["why"])
     if verdicts:
-        counts = {status: sum(v["status"] == status for v in verdicts.values()) for status in (AS_WRITTEN, LOST, SERVER, NOT_CHECKED)}
+        counts = {status: sum(v["status"] == status for v in verdicts.values()) for status in (AS_WRITTEN, LOST, SERVER, NOT_OBSERVED, NOT_CHECKED)}
         logger.info("lmms_eval_earthsci: layout probe: %d task(s) in %.2f s: %s", len(verdicts), time.perf_counter() - started, ", ".join(f"{n} {s}" for s, n in counts.items() if n))
     return verdicts
 

@@ -92,6 +92,18 @@ INVENTORY: tuple[Target, ...] = (
     Target("interleave_visuals", "wraps", "lmms_eval.models.simple.qwen2_5_vl:Qwen2_5_VL.generate_until", "lmms_eval_earthsci.core.interleave",
            "with interleave_visuals=True the simple Qwen classes place images only where the text says <image i>; our placeholders (<image_k>, <image>) "
            "made them pass zero images. The context of our requests is rewritten before the class reads it (also qwen3_vl's and qwen2_vl's simple classes)", params=("requests",)),
+    Target("interleave_visuals on gemma3", "wraps", "lmms_eval.models.simple.gemma3:Gemma3.generate_until", "lmms_eval_earthsci.core.interleave",
+           "the same rewrite for every simple class started with interleave_visuals=True (gemma3, gemma4, llava_onevision1_5, huggingface carry the same "
+           "<image i> code); tests/test_model_classes.py observes Gemma 3 deliver C->F and EMMA as written with it", params=("requests",)),
+    Target("observe: processor call", "wraps", "transformers.processing_utils:ProcessorMixin.__call__", "lmms_eval_earthsci.core.observe",
+           "what a model class hands its model is read where it reaches a transformers processor: for one probe request before the first doc, the "
+           "processor classes of the run's model object record their input and stop the request (a BaseException); removed when it stops",
+           params=("images", "text")),
+    Target("observe: generate", "wraps", "transformers.generation.utils:GenerationMixin.generate", "lmms_eval_earthsci.core.observe",
+           "the probe request never generates: a class that reaches generate without a processor call is stopped there (and 'could not be observed'); "
+           "removed when the request stops"),
+    Target("observe: request", "reads", "lmms_eval.api.instance:Instance", "lmms_eval_earthsci.core.observe",
+           "the probe request is lmms-eval's own request type, sent through the class's generate_until with a doc in the class's task_dict"),
     Target("reasoning tags", "reads", "lmms_eval.api.reasoning:parse_reasoning_tags_config", "lmms_eval_earthsci.core.judge_pass",
            "the judge must see a response as process_results will (reasoning blocks stripped); the CLI's default tags are copied (a test compares them)",
            since="0.7.3", params=("cli_value", "task_value")),

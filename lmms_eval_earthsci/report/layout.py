@@ -2,8 +2,10 @@
 ...) reached the model, as each run recorded it before its first doc (``configs.<task>.metadata.earthsci_layout``,
 :mod:`lmms_eval_earthsci.core.layout_probe`). A number made with a *lost* layout is not the paper's
 protocol: its cells carry :data:`MARK` with a note (task, class, what was lost, the fix) and no paper
-number is set beside it; *depends on the server* gets a note of what the server must set; *not checked*
-and runs that recorded nothing (older runs) show nothing."""
+number is set beside it; *depends on the server* gets a note of what the server must set; a layout that
+could not be observed (*not observed*, and *not checked* in runs made before the probe observed any
+class) has its cells marked :data:`UNOBSERVED_MARK` with the note "layout not observed: check-model" (the
+paper's number stays: nothing says it differs); runs that recorded nothing (older runs) show nothing."""
 
 from __future__ import annotations
 
@@ -12,17 +14,20 @@ from dataclasses import dataclass
 from typing import Any
 
 from lmms_eval_earthsci.core.harness import group_leaves
-from lmms_eval_earthsci.core.layout_probe import AS_WRITTEN, LOST, NOT_CHECKED, SERVER
+from lmms_eval_earthsci.core.layout_probe import AS_WRITTEN, LOST, NOT_CHECKED, NOT_OBSERVED, SERVER
 from lmms_eval_earthsci.report.runs import Run
 
 MARK = "⚠"
+#: a number whose layout could not be observed (the class, the route), and what says so everywhere
+UNOBSERVED_MARK = "†"
+UNOBSERVED = "layout not observed: check-model"
 
 
 @dataclass(frozen=True)
 class TaskLayout:
     """A task's layout in a run; a group's is its worst leaf's (lost, then depends on the server; as
     written only when every leaf is)."""
-    status: str  # LOST, SERVER, AS_WRITTEN, NOT_CHECKED, or "" (the run recorded nothing)
+    status: str  # LOST, SERVER, AS_WRITTEN, NOT_OBSERVED (not checked too), or "" (the run recorded nothing)
     cls: str = ""  # the model class the run used
     lost: tuple[str, ...] = ()  # what was lost
     fix: str = ""
@@ -31,8 +36,8 @@ class TaskLayout:
     @property
     def summary(self) -> str:
         """The ``layout`` cell of summary.csv: "as written", "lost: <what>", "depends on the server",
-        "not checked", "" (nothing recorded)."""
-        return f"{LOST}: {'; '.join(self.lost)}" if self.status == LOST else self.status
+        :data:`UNOBSERVED`, "" (nothing recorded)."""
+        return f"{LOST}: {'; '.join(self.lost)}" if self.status == LOST else UNOBSERVED if self.status == NOT_OBSERVED else self.status
 
 
 NONE = TaskLayout("")
@@ -56,8 +61,13 @@ def task_layout(run: Run, task: str) -> TaskLayout:
     got = [r for _, r in recs if r is not None]
     if not got:
         return NONE
-    status = AS_WRITTEN if len(got) == len(recs) and all(r["status"] == AS_WRITTEN for r in got) else NOT_CHECKED
-    return TaskLayout(status, ", ".join(dict.fromkeys(str(r.get("class") or "?") for r in got)), tasks=tuple(leaf for leaf, r in recs if r is not None))
+    if len(got) == len(recs) and all(r["status"] == AS_WRITTEN for r in got):
+        return TaskLayout(AS_WRITTEN, ", ".join(dict.fromkeys(str(r.get("class") or "?") for r in got)), tasks=tuple(leaf for leaf, r in recs if r is not None))
+    unseen = [(leaf, r) for leaf, r in recs if r is not None and r["status"] in (NOT_OBSERVED, NOT_CHECKED)]
+    if not unseen:  # as written where recorded, some leaves recorded nothing: nothing to say
+        return NONE
+    return TaskLayout(NOT_OBSERVED, ", ".join(dict.fromkeys(str(r.get("class") or "?") for _, r in unseen)),
+                      fix="; ".join(dict.fromkeys(str(r["why"]) for _, r in unseen if r.get("why"))), tasks=tuple(leaf for leaf, _ in unseen))
 
 
 def lost(run: Run, task: str) -> bool:
@@ -65,8 +75,10 @@ def lost(run: Run, task: str) -> bool:
 
 
 def marked(cell: str, run: Run, task: str) -> str:
-    """A run's cell, with :data:`MARK` when the run lost the task's layout."""
-    return f"{cell} {MARK}" if lost(run, task) else cell
+    """A run's cell, with :data:`MARK` when the run lost the task's layout, :data:`UNOBSERVED_MARK` when
+    it could not be observed."""
+    status = task_layout(run, task).status
+    return f"{cell} {MARK}" if status == LOST else f"{cell} {UNOBSERVED_MARK}" if status == NOT_OBSERVED and cell.strip() not in ("", "-", "n/a") else cell
 
 
 def paper_comparable(runs: Iterable[Run], task: str, metric: str) -> bool:
@@ -112,6 +124,23 @@ def server_notes(runs: Iterable[Run], tasks: Iterable[str]) -> list[str]:
     return out
 
 
+def unobserved_notes(runs: Iterable[Run], tasks: Iterable[str]) -> list[str]:
+    """One line per run whose layouts could not be observed: the class, the tasks, why, and check-model."""
+    out = []
+    tasks = list(dict.fromkeys(tasks))
+    for r in runs:
+        by_class: dict[tuple[str, str], list[str]] = {}
+        for t in tasks:
+            lay = task_layout(r, t)
+            if lay.status == NOT_OBSERVED:
+                by_class.setdefault((lay.cls, lay.fix), []).append(t)
+        for (cls, why), ts in by_class.items():
+            which = ", ".join(f"`{t}`" for t in ts) if len(ts) <= 3 else f"{len(ts)} tasks"
+            out.append(f"{UNOBSERVED_MARK} `{r.column}` · {which}: {UNOBSERVED} ({cls}{': ' + why if why else ''}); "
+                       f"`lmms-eval-earthsci check-model --model <its class>` says whether the authors' layout reaches it.")
+    return out
+
+
 def notes(runs: Iterable[Run], tasks: Iterable[str], server: bool = True) -> list[str]:
     runs, tasks = list(runs), list(tasks)
-    return lost_notes(runs, tasks) + (server_notes(runs, tasks) if server else [])
+    return lost_notes(runs, tasks) + unobserved_notes(runs, tasks) + (server_notes(runs, tasks) if server else [])

@@ -34,7 +34,7 @@ from lmms_eval_earthsci.core.harness import group_leaves
 from lmms_eval_earthsci.report.html.images import DEFAULT_FIGURE_BUDGET_MB, LargeBudget, ThumbStore, run_images
 from lmms_eval_earthsci.report.html.markdown import to_html
 from lmms_eval_earthsci.report.html.samples import NOT_RIGHT, leaf_tasks, task_docs, view
-from lmms_eval_earthsci.report.layout import LOST, SERVER, task_layout
+from lmms_eval_earthsci.report.layout import LOST, NOT_OBSERVED, SERVER, UNOBSERVED, task_layout
 from lmms_eval_earthsci.report.runs import Run
 
 ASSETS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "assets")
@@ -103,6 +103,8 @@ def _layouts(runs: Sequence[Run], task: str) -> list[dict[str, Any]]:
         lay = task_layout(r, task)
         if lay.status in (LOST, SERVER):
             out.append({"run": r.column, "status": lay.status, "class": lay.cls, "lost": list(lay.lost), "fix": lay.fix})
+        elif lay.status == NOT_OBSERVED:
+            out.append({"run": r.column, "status": UNOBSERVED, "class": lay.cls, "lost": [], "fix": lay.fix})
     return out
 
 

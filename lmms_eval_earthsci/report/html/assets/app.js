@@ -397,7 +397,7 @@
   }
 
   // the runs whose prompts of these tasks did not reach the model as the authors laid them out (the run's
-  // own check, metadata.earthsci_layout): lost (not comparable with the paper), or decided by a server
+  // own check, metadata.earthsci_layout): lost (not comparable with the paper), not observed, or decided by a server
   function layoutBanner(names) {
     const seen = new Map();  // one line per run and verdict, naming its tasks when a group is shown
     for (const t of names) for (const x of S.index.tasks[S.index.byName[t]].layout || []) {
@@ -411,6 +411,8 @@
       const where = names.length > 1 ? " (" + tasks.join(", ") + ")" : "";
       box.appendChild(el("p", { text: x.status === "lost"
         ? "\u26a0 " + x.run + where + ": not the authors' layout (" + x["class"] + ": " + (x.lost.join("; ") || "lost") + "), not comparable with the paper's number. Fix: " + (x.fix || "see lmms-eval-earthsci check-model") + "."
+        : x.status === "layout not observed: check-model"
+        ? "\u2020 " + x.run + where + ": layout not observed: check-model (" + x["class"] + (x.fix ? ": " + x.fix : "") + "); lmms-eval-earthsci check-model says whether the authors' layout reaches this class."
         : x.run + where + " (" + x["class"] + "): sent as written; the server decides the layout: " + (x.fix || "check its chat template") + "." }));
     }
     return box;

@@ -1,0 +1,359 @@
+"""What a model class hands its model, observed for any class rather than looked up in a table of the
+classes we know: one probe request goes through the class's own ``generate_until`` (its simple route or
+its message building, its chat template, its handling of ``<image>`` and ``interleave_visuals``) and is
+stopped where it reaches a transformers processor, before the model generates.
+
+- **The request** is the task's own for a doc (its text and visuals, or its chat messages) with each
+  image replaced by a small image of one solid colour (distinct images, distinct colours; a repeat of
+  an image keeps its colour), so that the processor's work is tiny and the images' order can be read.
+- **The observation** is what the processor's ``__call__`` was given: its text (whatever the call's shape:
+  keywords or positional, bound by the processor's signature) and its images (PIL, arrays, data URLs,
+  paths). The processor runs once on it (so a class that breaks its processor is seen to break), then a
+  :class:`Observed` stops the request. A class that reaches ``generate`` without a processor call is
+  stopped there and "could not be observed".
+- **Nothing is left behind**: the wraps (the processor class's ``__call__``, ``GenerationMixin.generate``
+  and the class's model objects' ``generate``) are removed when the request stops; :class:`Observed` is
+  a ``BaseException`` so that a class that catches ``Exception`` around its processor or ``generate``
+  neither swallows nor logs it; what the class prints (its progress bar) goes nowhere; the probe's doc
+  is removed from the class's ``task_dict``. ``core.patching.INVENTORY``: "observe: processor call",
+  "observe: generate".
+
+A class with no transformers processor or model among its attributes (API and server classes) is never
+sent a probe request: it "could not be observed". Names no benchmark and no model class.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import io
+import re
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+#: the probe's doc in the class's ``task_dict`` (removed after the request); its id is not 0, where
+#: classes log the prompt of every hundredth doc
+PROBE_TASK, PROBE_SPLIT, PROBE_DOC = "__earthsci_probe__", "probe", 1
+#: solid colours of the probe images, far apart in every channel pair (a processor's resize keeps a mean)
+PALETTE = ((230, 25, 75), (60, 180, 75), (255, 225, 25), (0, 130, 200), (245, 130, 48), (145, 30, 180), (70, 240, 240), (240, 50, 230),
+           (128, 128, 0), (0, 0, 128), (170, 110, 40), (128, 0, 0))
+#: the probe images' size: above every processor's minimum we know of (Qwen's 28/32 px factors), tiny otherwise
+SIDE = 64
+#: generation kwargs of the probe request (it stops before generation; if a class generates anyway, one token)
+GEN_KWARGS = {"max_new_tokens": 1, "temperature": 0, "do_sample": False, "until": []}
+
+
+_ACTIVE: list[bool] = []  # non-empty while a probe request is under way
+
+
+def active() -> bool:
+    """Whether a probe request is under way in this process (``core.capture`` does not record it)."""
+    return bool(_ACTIVE)
+
+
+class Observed(BaseException):  # noqa: N818 - a stop signal, not an error
+    """Stops a probe request once its processor input is recorded. A ``BaseException``: a class's
+    ``except Exception`` around its processor or ``generate`` does not catch it (nor log it)."""
+
+
+@dataclass
+class Observation:
+    """What reached the class's processor: ``text`` (the first sample's), ``images`` (flattened, as
+    given), ``markers`` (strings that may stand for an image in the text: the processor's and its
+    tokenizer's image tokens, then its special tokens), ``error`` (the processor call raised), ``why``
+    (when nothing was observed: the reason)."""
+
+    text: str | None = None
+    images: list[Any] = field(default_factory=list)
+    markers: list[str] = field(default_factory=list)
+    error: str | None = None
+    why: str | None = None
+
+    @property
+    def seen(self) -> bool:
+        return self.text is not None and self.error is None
+
+    def marker(self) -> str | None:
+        """The string that stands for one image in :attr:`text`: the first candidate that occurs once per
+        image passed (none when no image was passed: then any image token will do, it does not occur)."""
+        text = self.text or ""
+        n = len(self.images)
+        for m in self.markers:
+            if n and text.count(m) == n:
+                return m
+        if not n:
+            return self.markers[0] if self.markers else "\x03IMAGE\x03"
+        return None
+
+
+def probe_image(colour: tuple[int, int, int]) -> Any:
+    from PIL import Image  # noqa: PLC0415 - PIL (~30 ms), only when a run probes
+
+    return Image.new("RGB", (SIDE, SIDE), colour)
+
+
+def _fingerprint(image: Any) -> Any:
+    """The same key for the same picture decoded twice (a task's messages and its visuals are separate
+    calls): its size and a 16 x 16 box reduction; identity for what is not a PIL image."""
+    try:
+        return (image.size, image.convert("RGB").resize((16, 16), 4).tobytes())  # 4: Image.BOX, O(pixels)
+    except Exception:
+        return id(image)
+
+
+class Recolour:
+    """Replaces each distinct image with a solid probe image of the next colour of :data:`PALETTE` (the
+    same picture, the same colour)."""
+
+    def __init__(self) -> None:
+        self._by_id: dict[int, Any] = {}
+        self._by_key: dict[Any, Any] = {}
+        self._kept: list[Any] = []  # the originals, alive while their ids are keys
+
+    def __call__(self, image: Any) -> Any:
+        if id(image) in self._by_id:
+            return self._by_id[id(image)]
+        if any(image is p for p in self._by_key.values()):
+            return image
+        key = _fingerprint(image)
+        if key not in self._by_key:
+            self._by_key[key] = probe_image(PALETTE[len(self._by_key) % len(PALETTE)])
+        self._kept.append(image)
+        self._by_id[id(image)] = self._by_key[key]
+        return self._by_key[key]
+
+
+def colour_of(probe: Any) -> tuple[float, float, float]:
+    c = probe.getpixel((0, 0))
+    return float(c[0]), float(c[1]), float(c[2])
+
+
+def recoloured_messages(messages: Sequence[Any], recolour: Recolour) -> tuple[Any, list[tuple[float, float, float]]]:
+    """``messages`` (kept as their own list type: a task's may carry behaviour) with every image part's
+    ``url`` replaced, and the colours of the user-side images in message order."""
+    out = type(messages)() if isinstance(messages, list) else []
+    colours: list[tuple[float, float, float]] = []
+    for message in messages:
+        content = message.get("content")
+        if isinstance(content, list):
+            parts = []
+            for part in content:
+                if isinstance(part, dict) and part.get("type") == "image":
+                    image = recolour(part.get("url"))
+                    part = {**part, "url": image}
+                    if message.get("role") != "system":
+                        colours.append(colour_of(image))
+                parts.append(part)
+            message = {**message, "content": parts}
+        out.append(message)
+    return out, colours
+
+
+def _flatten(images: Any) -> list[Any]:
+    if images is None:
+        return []
+    if isinstance(images, (list, tuple)):
+        return [x for item in images for x in _flatten(item)]
+    return [images]
+
+
+def _first_text(text: Any) -> str | None:
+    if isinstance(text, str):
+        return text
+    if isinstance(text, (list, tuple)) and text and isinstance(text[0], str):
+        return text[0]
+    return None
+
+
+def bind_call(function: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any]) -> tuple[Any, Any]:
+    """``(text, images)`` of a processor call, whatever its shape: positional arguments are bound to the
+    processor's own parameter names (``processor(images, prompt)`` and ``processor(text=..., images=...)``
+    alike); a signature that does not bind falls back to the types (strings are text)."""
+    import inspect  # noqa: PLC0415 - only when a call is read
+
+    try:
+        bound = inspect.signature(function).bind(None, *args, **kwargs).arguments
+        extra = bound.get("kwargs") or {}
+        text = bound.get("text", extra.get("text"))
+        images = bound.get("images", extra.get("images"))
+        if text is not None or images is not None:
+            return text, images
+    except (TypeError, ValueError):
+        pass
+    text, images = kwargs.get("text"), kwargs.get("images")
+    for arg in args:
+        if text is None and _first_text(arg) is not None:
+            text = arg
+        elif images is None:
+            images = arg
+    return text, images
+
+
+def load_any_image(image: Any) -> Any:
+    """A PIL image (or an array) from what a class handed its processor: PIL, an array or tensor, a
+    ``data:`` URL, a file path (``file://`` included); None when it cannot be read here (a remote URL)."""
+    if hasattr(image, "convert") or hasattr(image, "shape"):
+        return image.detach().cpu().numpy() if hasattr(image, "detach") else image
+    if isinstance(image, dict):
+        for key in ("image", "url", "path", "base64"):
+            if key in image:
+                return load_any_image(image[key])
+        return None
+    if isinstance(image, bytes):
+        from PIL import Image  # noqa: PLC0415 - PIL, only when an image is read
+
+        return Image.open(io.BytesIO(image))
+    if isinstance(image, str):
+        from PIL import Image  # noqa: PLC0415 - as above
+
+        if image.startswith("data:"):
+            return Image.open(io.BytesIO(base64.b64decode(image.split(",", 1)[1])))
+        path = image[len("file://"):] if image.startswith("file://") else image
+        try:
+            return Image.open(path)
+        except OSError:
+            return None
+    return None
+
+
+def image_markers(processor: Any) -> list[str]:
+    """Strings that may stand for an image in a processor's text: the processor's and its tokenizer's
+    string attributes named for images (``image_token``, ``boi_token``, ...) first, then the tokenizer's
+    special tokens that name an image or vision, then its other special tokens."""
+    tokenizer = getattr(processor, "tokenizer", None)
+    named: list[str] = []
+    for obj in (processor, tokenizer):
+        for name, value in sorted(vars(obj).items()) if obj is not None else ():
+            if isinstance(value, str) and value and re.search(r"image|img|boi|vision", name, re.I) and "<" in value:
+                named.append(value)
+    specials: list[str] = []
+    for attr in ("all_special_tokens", "additional_special_tokens"):
+        try:
+            specials += [str(t) for t in getattr(tokenizer, attr, None) or []]
+        except Exception:
+            pass
+    visual = [t for t in specials if re.search(r"image|img|vision", t, re.I)]
+    return list(dict.fromkeys([*named, *visual, *specials]))
+
+
+def _components(lm: Any) -> Iterator[Any]:
+    """The objects of ``lm`` (its attributes and the usual properties) and the modules they wrap."""
+    seen: set[int] = set()
+    values = list(vars(lm).values())
+    for name in ("model", "processor", "tokenizer"):
+        try:
+            values.append(getattr(lm, name, None))
+        except Exception:
+            pass
+    for value in values:
+        for obj in (value, getattr(value, "module", None)):  # DDP / FSDP wrappers
+            if obj is not None and id(obj) not in seen:
+                seen.add(id(obj))
+                yield obj
+
+
+def observable(lm: Any) -> tuple[list[Any], list[Any]]:
+    """``(processors, models)``: the transformers processors and generating models among ``lm``'s
+    attributes. Neither: the class could not be observed (no request is sent to it)."""
+    if "transformers" not in sys.modules:  # a class that never imported transformers uses none of its objects
+        return [], []
+    from transformers import ProcessorMixin  # noqa: PLC0415 - already imported by the class (checked above)
+
+    processors, models = [], []
+    for obj in _components(lm):
+        if isinstance(obj, ProcessorMixin):
+            processors.append(obj)
+        elif callable(getattr(obj, "generate", None)) and hasattr(obj, "parameters"):
+            models.append(obj)
+    return processors, models
+
+
+@contextlib.contextmanager
+def _watching(processors: list[Any], models: list[Any], record: dict[str, Any]) -> Iterator[None]:
+    """The processor classes' ``__call__`` and the models' ``generate`` wrapped for one request, then
+    restored exactly (an inherited method is removed again, not left as an override)."""
+    from transformers.generation.utils import GenerationMixin  # noqa: PLC0415 - already imported (observable)
+
+    undo: list[Callable[[], None]] = []
+
+    def replace(owner: Any, name: str, value: Any) -> None:
+        had = name in vars(owner)
+        old = vars(owner).get(name)
+        setattr(owner, name, value)
+        undo.append((lambda: setattr(owner, name, old)) if had else (lambda: delattr(owner, name)))
+
+    for cls in dict.fromkeys(type(p) for p in processors):
+        original = cls.__call__
+
+        def call(self: Any, *args: Any, _original: Callable[..., Any] = original, **kwargs: Any) -> Any:
+            if "text" not in record:
+                text, images = bind_call(_original, args, kwargs)
+                record.update(text=_first_text(text), images=_flatten(images), markers=image_markers(self))
+                try:
+                    _original(self, *args, **kwargs)
+                except Exception as exc:  # the class breaks its own processor: the run would too
+                    record["error"] = f"{type(exc).__name__}: {exc}"
+            raise Observed
+
+        replace(cls, "__call__", call)
+
+    def stop(*args: Any, **kwargs: Any) -> Any:
+        record.setdefault("generate", True)
+        raise Observed
+
+    replace(GenerationMixin, "generate", lambda self, *a, **k: stop())
+    for model in models:
+        replace(model, "generate", stop)
+    try:
+        yield
+    finally:
+        for step in reversed(undo):
+            step()
+
+
+def request_args(simple: bool, text: str, visuals_or_messages: Any) -> tuple[Any, ...]:
+    """lmms-eval's request tuple for the probe: ``(ctx, gen_kwargs, doc_to_visual, doc_id, task, split)`` on
+    the simple route, ``(ctx, doc_to_messages, gen_kwargs, doc_id, task, split)`` on the chat route."""
+    def give(_doc: Any) -> Any:
+        return visuals_or_messages
+
+    if simple:
+        return (text, dict(GEN_KWARGS), give, PROBE_DOC, PROBE_TASK, PROBE_SPLIT)
+    return (text, give, dict(GEN_KWARGS), PROBE_DOC, PROBE_TASK, PROBE_SPLIT)
+
+
+def observe(lm: Any, arguments: tuple[Any, ...], doc: Any = None) -> Observation:
+    """Send one request with ``arguments`` (lmms-eval's request tuple, naming :data:`PROBE_TASK`,
+    :data:`PROBE_SPLIT` and :data:`PROBE_DOC`: :func:`request_args`) through ``lm.generate_until`` and return what reached its processor."""
+    processors, models = observable(lm)
+    if not processors and not models:
+        return Observation(why=f"{type(lm).__name__} holds no transformers processor or model: what it sends cannot be observed here")
+    from lmms_eval.api.instance import Instance  # noqa: PLC0415 - lmms-eval's request type, only when a run probes
+
+    request = Instance(request_type="generate_until", arguments=arguments, idx=0, metadata={"task": PROBE_TASK, "doc_id": PROBE_DOC, "repeats": 1})
+    record: dict[str, Any] = {}
+    task_dict = getattr(lm, "task_dict", None)
+    if not isinstance(task_dict, dict):
+        task_dict = {}
+        lm.task_dict = task_dict
+    task_dict[PROBE_TASK] = {PROBE_SPLIT: [doc if doc is not None else {}] * (PROBE_DOC + 1)}
+    sink = io.StringIO()
+    _ACTIVE.append(True)
+    try:
+        with _watching(processors, models, record), contextlib.redirect_stderr(sink), contextlib.redirect_stdout(sink):
+            lm.generate_until([request])
+    except Observed:
+        pass
+    except Exception as exc:  # the class failed on the request before its processor: say so, never raise
+        return Observation(why=f"{type(lm).__name__}.generate_until raised {type(exc).__name__}: {exc}")
+    finally:
+        task_dict.pop(PROBE_TASK, None)
+        _ACTIVE.pop()
+    if "text" in record:
+        return Observation(text=record["text"], images=record["images"], markers=record["markers"], error=record.get("error"),
+                           why=None if record["text"] is not None else "the processor call had no text")
+    if record.get("generate"):
+        return Observation(why=f"{type(lm).__name__} reached generate without a transformers processor call: its input cannot be read here")
+    return Observation(why=f"{type(lm).__name__} answered the probe request without a transformers processor call or generate")
