@@ -22,8 +22,13 @@ def _acc(results, task):
 
 def test_simple_backend_scores_fixture_docs(mirror, hf_home, tmp_path):
     out = tmp_path / "out"
-    run_cli(["--model", "dummy", "--model_args", "response=\\boxed{B}", "--tasks", "emma_mini", "--output_path", str(out), "--log_samples"], cli_env(mirror, hf_home), str(tmp_path))
+    proc = run_cli(["--model", "dummy", "--model_args", "response=\\boxed{B}", "--tasks", "emma_mini", "--output_path", str(out), "--log_samples"], cli_env(mirror, hf_home), str(tmp_path))
     res, samples = read_outputs(str(out))
+    # lmms-eval's dummy sends nothing to a model: the layout probe says so once for the run (not per task),
+    # names check-model, and records "not observed" for each task (never a silent "not checked")
+    log = proc.stdout + proc.stderr
+    assert log.count("could not be observed") == 1 and "could not be observed for 4 task(s)" in log and "check-model" in log
+    assert {res["configs"][t]["metadata"]["earthsci_layout"]["status"] for t in EXPECTED_BOXED_B} == {"not observed"}
     for task, acc in EXPECTED_BOXED_B.items():
         assert _acc(res, task) == pytest.approx(acc)
     assert res["results"]["emma_mini"]["emma_acc,none"] == pytest.approx(200 / 9)  # micro-average, 2 of 9 docs

@@ -34,7 +34,7 @@ from tiny_models import FAMILIES  # noqa: E402
 from lmms_eval_earthsci.core import capture  # noqa: E402
 from lmms_eval_earthsci.core.layout import check_prompt, image_order  # noqa: E402
 
-for _module in ("tiny_models.qwen_internvl", "tiny_models.llava_smolvlm"):
+for _module in ("tiny_models.qwen_internvl", "tiny_models.llava_smolvlm", "tiny_models.gemma_mllama"):
     try:
         __import__(_module)
     except ImportError:  # pragma: no cover - a family file not there yet
@@ -65,12 +65,18 @@ RUNS = {
     "qwen3_vl-simple": ("qwen3_vl", "", ["--force_simple"]),
     # interleave_visuals=True: zero images before our rewrite (core.interleave)
     "qwen2_5_vl-interleave": ("qwen2_5_vl", "interleave_visuals=True", ["--force_simple"]),
+    # classes no table of ours knows: what reached the model is observed by the probe
+    "gemma3": ("gemma3", "", []),
+    "gemma3-interleave": ("gemma3", "interleave_visuals=True", []),
+    "llama_vision": ("llama_3_2_vision", "", []),
 }
 
 IMAGES_AFTER_TEXT = {"scifibench_cs_c2f", "msearth_mcq", "emma_full_physics", "emma_full_chemistry", "mac2025_t2i_option"}
 ONEVISION = "the LLaVA-OneVision chat template renders every image of a turn before its text"
 SIMPLE = "lmms-eval's simple Qwen classes drop <image> and put every image before the text (no interleaving without interleave_visuals)"
 INTERLEAVE = "with interleave_visuals a prompt that names no image gets its images first (where the simple classes put them)"
+GEMMA = "lmms-eval's gemma3 class puts every image before the text (<image> dropped, <image_k> left as text, a repeat lost) unless interleave_visuals=True"
+LLAMA = "lmms-eval's llama_vision class puts every image before the text and leaves <image> and <image_k> in it as text"
 # (run, task) -> why the layout is lost: strict expected failures
 LLAVA15 = "the LLaVA-1.5 chat template (llava-hf) renders every image of a turn before its text"
 HF_CLASS = ("lmms-eval 0.7.3's huggingface chat class crashes for every model: it passes audios= and videos=[] to the processor "
@@ -81,7 +87,12 @@ BROKEN = {
     **{("llava_hf-1.5", t): LLAVA15 for t in IMAGES_AFTER_TEXT},
     **{(run, t): SIMPLE for run in ("qwen2_5_vl-simple", "qwen3_vl-simple") for t in IMAGES_AFTER_TEXT},
     **{("qwen2_5_vl-interleave", t): INTERLEAVE for t in ("msearth_mcq", "mac2025_t2i_option")},
+    **{("gemma3", t): GEMMA for t in IMAGES_AFTER_TEXT},
+    **{("gemma3-interleave", t): INTERLEAVE for t in ("msearth_mcq", "mac2025_t2i_option")},
+    **{("llama_vision", t): LLAMA for t in IMAGES_AFTER_TEXT},
 }
+#: runs whose lost layouts interleave_visuals=True (with our rewrite) delivers as written: their verdicts' fix says so
+INTERLEAVE_HELPS = {(run, t) for run in ("gemma3", "qwen2_5_vl-simple", "qwen3_vl-simple") for t in ("scifibench_cs_c2f", "emma_full_physics", "emma_full_chemistry")}
 
 
 @pytest.fixture(scope="session")
@@ -156,6 +167,29 @@ def distinguishable(sigs, gap=4.0):
     """Whether a doc's distinct images differ in mean colour by more than twice the drift a processor's
     resizing gives a mean (well under 1 on 0-255 here): then the nearest match is the right image."""
     return all(a == b or max(abs(x - y) for x, y in zip(a, b)) > gap for i, a in enumerate(sigs) for b in sigs[:i])
+
+
+RUN_PARAMS = [pytest.param(run, id=run, marks=pytest.mark.xdist_group(run)) for run in RUNS if run != "huggingface"]
+
+
+@pytest.mark.parametrize("run_id", RUN_PARAMS)
+def test_the_run_observed_what_its_model_received_and_warned_where_lost(run_id, models_root, mirror, hf_home, tmp_path_factory):
+    """Every verdict of the run comes from what the class handed its processor (``observed``), not from a
+    table of classes; each lost layout is one warning line naming the fix, and nothing else warns about
+    layouts. Where interleave_visuals=True would deliver the layout, the fix says so (observed too)."""
+    from lmms_eval_earthsci.core.layout_probe import INTERLEAVE_FIX
+
+    proc, _, res, _ = run_class(run_id, models_root, mirror, hf_home, tmp_path_factory)
+    assert proc.returncode == 0, proc.stderr[-6000:]
+    log = proc.stdout + proc.stderr
+    assert "could not be observed" not in log
+    for task in TASKS:
+        verdict = res["configs"][task]["metadata"]["earthsci_layout"]
+        assert verdict.get("observed") is True, (task, verdict)
+        warned = f"lmms_eval_earthsci: {task} with {verdict['class']}: not the authors' layout" in log
+        assert warned == (verdict["status"] == "lost"), (task, verdict)
+        if verdict["status"] == "lost":
+            assert (verdict["fix"] == INTERLEAVE_FIX) == ((run_id, task) in INTERLEAVE_HELPS), (task, verdict["fix"])
 
 
 @pytest.mark.xdist_group("qwen2_5_vl")
@@ -255,7 +289,7 @@ def test_server_routes_send_every_layout_as_written(model, mirror, hf_home, tmp_
 # --------------------------------------------------------------------------- check-model
 
 
-@pytest.mark.parametrize("family,lost", [("qwen2_5_vl", set()), ("llava_onevision", {"emma_full_physics", "emma_full_chemistry", "msearth_mcq", "scifibench_cs_c2f", "mac2025_t2i_option"})])
+@pytest.mark.parametrize("family,lost", [("qwen2_5_vl", set()), ("llava_onevision", IMAGES_AFTER_TEXT), ("gemma3", IMAGES_AFTER_TEXT), ("llama_3_2_vision", IMAGES_AFTER_TEXT)])
 def test_check_model_prints_each_layout_and_exits_1_when_one_is_lost(family, lost, models_root, hf_home, tmp_path):
     """`lmms-eval-earthsci check-model` on a user's class and weights (the shipped sample mirror, offline):
     one row per layout task, LOST where the family's template puts images first, exit 1 then, 0 otherwise."""
@@ -270,3 +304,17 @@ def test_check_model_prints_each_layout_and_exits_1_when_one_is_lost(family, los
     assert set(rows) == set(TASKS)  # every layout we ship, one row each
     assert {t for t, says in rows.items() if says.startswith("LOST")} == lost
     assert all(says == "as written" for t, says in rows.items() if t not in lost)
+
+
+def test_check_model_says_in_one_line_when_the_run_itself_stops(models_root, hf_home, tmp_path):
+    """lmms-eval's llama_vision with its default device_map="" stops before the first doc under transformers
+    5: check-model exits 2 (not 1, "a layout is lost") with the reason in one line."""
+    path = tiny_models.build("llama_3_2_vision", models_root)
+    env = {**os.environ, "HF_HOME": hf_home, "HF_HUB_OFFLINE": "1", "EARTHSCI_CACHE_DIR": str(tmp_path / "cache")}
+    env.pop("EARTHSCI_DATA_MIRROR", None)
+    cli = os.path.join(os.path.dirname(sys.executable), "lmms-eval-earthsci")
+    proc = subprocess.run([cli, "check-model", "--model", "llama_vision", "--model_args", f"pretrained={path},device=cpu", "--tasks", "msearth_mcq"],
+                          env=env, cwd=str(tmp_path), capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 2, proc.stdout + proc.stderr[-3000:]
+    last = [ln for ln in proc.stderr.splitlines() if ln.startswith("check-model: lmms-eval stopped: ")]
+    assert len(last) == 1 and "device_map" in last[0], proc.stderr[-3000:]

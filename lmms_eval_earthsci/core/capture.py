@@ -38,14 +38,6 @@ def _write(record: dict[str, Any]) -> None:
                 f.write(json.dumps(record) + "\n")
 
 
-def _flatten(images: Any) -> list[Any]:
-    if images is None:
-        return []
-    if isinstance(images, (list, tuple)):
-        return [x for item in images for x in _flatten(item)]
-    return [images]
-
-
 def _wrap_processor_class(cls: type) -> None:
     if getattr(cls, "_earthsci_capture", False):
         return
@@ -57,7 +49,7 @@ def _wrap_processor_class(cls: type) -> None:
             return original(self, *args, **kwargs)
         text, images = observe.bind_call(original, args, kwargs)  # keywords or positional, by the processor's signature
         texts = [text] if isinstance(text, str) else [t for t in (text or []) if isinstance(t, str)]
-        imgs = [observe.load_any_image(i) for i in _flatten(images)]  # PIL, arrays, data URLs, paths
+        imgs = [observe.load_any_image(i) for i in observe.flatten(images)]  # PIL, arrays, data URLs, paths
         seen = observe.Observation(text=texts[0] if texts else None, images=imgs, markers=observe.image_markers(self))
         _STATE["processor"] = self
         _write({"event": "processor", "text": texts, "images": [list(mean_colour(i)) if i is not None else None for i in imgs], "image_token": seen.marker()})

@@ -151,11 +151,12 @@ def recoloured_messages(messages: Sequence[Any], recolour: Recolour) -> tuple[An
     return out, colours
 
 
-def _flatten(images: Any) -> list[Any]:
+def flatten(images: Any) -> list[Any]:
+    """A processor's images argument (one image, a list, or a batch of lists) as one flat list."""
     if images is None:
         return []
     if isinstance(images, (list, tuple)):
-        return [x for item in images for x in _flatten(item)]
+        return [x for item in images for x in flatten(item)]
     return [images]
 
 
@@ -290,7 +291,7 @@ def _watching(processors: list[Any], models: list[Any], record: dict[str, Any]) 
         def call(self: Any, *args: Any, _original: Callable[..., Any] = original, **kwargs: Any) -> Any:
             if "text" not in record:
                 text, images = bind_call(_original, args, kwargs)
-                record.update(text=_first_text(text), images=_flatten(images), markers=image_markers(self))
+                record.update(text=_first_text(text), images=flatten(images), markers=image_markers(self))
                 try:
                     _original(self, *args, **kwargs)
                 except Exception as exc:  # the class breaks its own processor: the run would too

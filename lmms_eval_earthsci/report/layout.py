@@ -9,7 +9,7 @@ paper's number stays: nothing says it differs); runs that recorded nothing (olde
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -107,38 +107,32 @@ def lost_notes(runs: Iterable[Run], tasks: Iterable[str]) -> list[str]:
     return list(out)
 
 
-def server_notes(runs: Iterable[Run], tasks: Iterable[str]) -> list[str]:
-    """One line per run whose tasks were sent as written to a server that decides their layout: what
-    the server must set."""
-    out = []
+def _grouped(runs: Iterable[Run], tasks: Iterable[str], status: str) -> Iterator[tuple[Run, str, str, str]]:
+    """``(run, class, fix or why, the tasks in words)`` for each run's tasks with ``status``, grouped by
+    class and fix."""
     tasks = list(dict.fromkeys(tasks))
     for r in runs:
         by_fix: dict[tuple[str, str], list[str]] = {}
         for t in tasks:
             lay = task_layout(r, t)
-            if lay.status == SERVER:
+            if lay.status == status:
                 by_fix.setdefault((lay.cls, lay.fix), []).append(t)
         for (cls, fix), ts in by_fix.items():
-            which = ", ".join(f"`{t}`" for t in ts) if len(ts) <= 3 else f"{len(ts)} tasks"
-            out.append(f"Layout: `{r.column}` ({cls}) sent {which} as written; the server decides whether figures stay between their labels: {fix or 'check its chat template'}.")
-    return out
+            yield r, cls, fix, ", ".join(f"`{t}`" for t in ts) if len(ts) <= 3 else f"{len(ts)} tasks"
+
+
+def server_notes(runs: Iterable[Run], tasks: Iterable[str]) -> list[str]:
+    """One line per run whose tasks were sent as written to a server that decides their layout: what
+    the server must set."""
+    return [f"Layout: `{r.column}` ({cls}) sent {which} as written; the server decides whether figures stay between their labels: {fix or 'check its chat template'}."
+            for r, cls, fix, which in _grouped(runs, tasks, SERVER)]
 
 
 def unobserved_notes(runs: Iterable[Run], tasks: Iterable[str]) -> list[str]:
     """One line per run whose layouts could not be observed: the class, the tasks, why, and check-model."""
-    out = []
-    tasks = list(dict.fromkeys(tasks))
-    for r in runs:
-        by_class: dict[tuple[str, str], list[str]] = {}
-        for t in tasks:
-            lay = task_layout(r, t)
-            if lay.status == NOT_OBSERVED:
-                by_class.setdefault((lay.cls, lay.fix), []).append(t)
-        for (cls, why), ts in by_class.items():
-            which = ", ".join(f"`{t}`" for t in ts) if len(ts) <= 3 else f"{len(ts)} tasks"
-            out.append(f"{UNOBSERVED_MARK} `{r.column}` · {which}: {UNOBSERVED} ({cls}{': ' + why if why else ''}); "
-                       f"`lmms-eval-earthsci check-model --model <its class>` says whether the authors' layout reaches it.")
-    return out
+    return [f"{UNOBSERVED_MARK} `{r.column}` · {which}: {UNOBSERVED} ({cls}{': ' + why if why else ''}); "
+            f"`lmms-eval-earthsci check-model --model <its class>` says whether the authors' layout reaches it."
+            for r, cls, why, which in _grouped(runs, tasks, NOT_OBSERVED)]
 
 
 def notes(runs: Iterable[Run], tasks: Iterable[str], server: bool = True) -> list[str]:
