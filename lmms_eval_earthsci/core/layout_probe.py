@@ -1,20 +1,20 @@
 """A run knows the layout it delivered: before the first doc, for the model class in use, whether each of
 our tasks' prompts reaches the model as written (:mod:`.layout` names what is lost).
 
-- Chat classes with a processor (``qwen2_5_vl``, ``qwen3_vl``, ``internvl_hf``, ``llava_hf``,
-  ``huggingface``, ...): the task's first doc is rendered through the model's own processor and chat
-  template, as the class renders it (lmms-eval's message conversion; a default system turn where the
-  class inserts one), and compared with the task's messages.
-- Simple classes (``--force_simple``, or a class with no chat route): from the class's known handling of
-  ``<image>`` (:data:`SIMPLE_HANDLING`): most put every image before the text and drop ``<image>``.
-- Server classes: ``openai`` / ``async_openai`` send the messages as written; ``vllm`` / ``sglang`` send
-  them as written but the engine decides (vLLM puts images before the text unless
-  ``interleave_mm_strings`` is on).
-- Any other class: "not checked", never "as written".
+- Any class that holds a transformers processor or model, or an in-process vLLM engine: observed
+  (:mod:`.observe`): one probe request per task through the class's own ``generate_until``, stopped where
+  it reaches the processor (or, for vLLM, rendered by the engine's own code), compared with the task's
+  messages. Where a simple class lost a layout that ``interleave_visuals=True`` would deliver, or a vLLM
+  engine one that ``interleave_mm_strings=True`` would, the fix says so (observed with the setting on).
+- Where nothing can be observed: the fallbacks (the simple classes we know, :data:`SIMPLE_HANDLING`; a
+  processor's chat template rendered as the class does), else "not observed" with one warning line per
+  run naming ``check-model``.
+- Server classes (``openai``, ``async_openai``, ``sglang``): the messages are sent as written and the
+  server's template decides; one info line per run says what the server must be told.
 
 Where a layout is lost, one warning line names the class, the task, what is lost and the fix; the
 task's ``metadata.earthsci_layout`` in the results JSON records the verdict (``report`` reads it). The
-probe costs one chat-template render per task (milliseconds) and never stops a run.
+probe costs milliseconds per task and never stops a run.
 
 The same wrap of ``evaluate`` notes an evaluation of our tasks that raised (:mod:`.run_status`: lmms-eval
 prints the traceback and would exit 0).
@@ -58,7 +58,14 @@ BROKEN_CLASSES = {
     "and compares model types with config classes, loading a model without generate (models/chat/huggingface.py); use the family's own class "
     "(qwen2_5_vl, qwen3_vl, internvl_hf, llava_hf) or vllm",
 }
-SERVER_CLASSES = {"OpenAICompatible": AS_WRITTEN, "AsyncOpenAIChat": AS_WRITTEN, "VLLM": SERVER, "Sglang": SERVER, "SGLang": SERVER}
+#: classes that send the messages to a server as written (the in-process vLLM classes are observed: their
+#: engine renders the probe request); the server's template decides the layout: one info line per run
+SERVER_CLASSES = {"OpenAICompatible": AS_WRITTEN, "AsyncOpenAIChat": AS_WRITTEN, "Sglang": SERVER, "SGLang": SERVER}
+SERVER_NOTE = ("the messages are sent as written; the server's chat template decides where images go: vLLM keeps them in place with a template that iterates "
+               "the content parts (Qwen's, InternVL's), and with a string-format template only when started with --interleave-mm-strings; SGLang: a chat "
+               "template that keeps images in place. `lmms-eval-earthsci check-model --model vllm --model_args model=<the served model>` shows what the engine builds")
+VLLM_FIX = ("interleave_mm_strings=True in --model_args (a vLLM engine argument: with a chat template that renders the content as one string, the engine "
+            "keeps each image where the messages put it instead of before the text)")
 
 #: the fix for each kind of loss: on a simple route, and through a chat class
 FIXES = {
@@ -268,6 +275,28 @@ def _interleave_helps(lm: Any, task: Any, doc: Any, messages: list[dict[str, Any
     return isinstance(seen, Verdict) and seen.ok
 
 
+def _engine_multimodal_config(lm: Any) -> Any:
+    """The multimodal config of the vLLM engine ``lm`` holds (None when it holds none)."""
+    for obj in observe.observable(lm)[1]:
+        if observe.is_engine(obj):
+            return getattr(getattr(obj, "model_config", None), "multimodal_config", None)
+    return None
+
+
+def _interleave_mm_strings_helps(lm: Any, task: Any, doc: Any, messages: list[dict[str, Any]], layout: Layout) -> bool:
+    """Whether the class's vLLM engine delivers the doc as written with ``interleave_mm_strings`` (off in this
+    engine): the probe request rendered again with the engine's setting on for it, then restored."""
+    config = _engine_multimodal_config(lm)
+    if config is None or getattr(config, "interleave_mm_strings", None) is not False:
+        return False
+    config.interleave_mm_strings = True
+    try:
+        seen = observed_verdict(lm, task, doc, messages, layout)
+    finally:
+        config.interleave_mm_strings = False
+    return isinstance(seen, Verdict) and seen.ok
+
+
 def verdict_for(lm: Any, task: Any) -> dict[str, Any]:
     """The layout verdict of ``task`` under the model class ``lm`` (a dict for the results JSON): its
     first doc's, or where that arrives as written but the class loses interleaving, the first of its
@@ -283,9 +312,9 @@ def verdict_for(lm: Any, task: Any) -> dict[str, Any]:
         return {**out, "status": NOT_CHECKED, "why": "responses replayed from a run's samples"}
     if cls in SERVER_CLASSES and not getattr(lm, "is_simple", False):
         status = SERVER_CLASSES[cls]
-        out["status"] = status
+        out.update(status=status, sent=SERVER_NOTE)
         if status == SERVER:
-            out["fix"] = "vLLM: interleave_mm_strings=True in --model_args (engine argument); SGLang: a chat template that keeps images in place"
+            out["fix"] = SERVER_NOTE
         return out
     verdict = _doc_verdict(lm, task, messages, layout, doc)
     if isinstance(verdict, dict):
@@ -309,6 +338,8 @@ def verdict_for(lm: Any, task: Any) -> dict[str, Any]:
         fix = fix_for(verdict, simple=simple)
         if _interleave_helps(lm, task, doc, messages, layout):
             fix = INTERLEAVE_FIX
+        elif _interleave_mm_strings_helps(lm, task, doc, messages, layout):
+            fix = VLLM_FIX
         out.update(lost=verdict.lost, fix=fix)
     return out
 
@@ -338,8 +369,9 @@ def probe(lm: Any, task_dict: Mapping[Any, Any]) -> dict[str, dict[str, Any]]:
             logger.warning("lmms_eval_earthsci: %s with %s: not the authors' layout (%s). Fix: %s", name, verdict["class"], "; ".join(verdict["lost"]), verdict["fix"])
         elif verdict.get("broken") or verdict.get("why") in BROKEN_CLASSES.values():
             logger.warning("lmms_eval_earthsci: %s with %s: %s", name, verdict["class"], verdict["why"])
-        elif verdict["status"] == SERVER:
-            logger.warning("lmms_eval_earthsci: %s with %s: sent as written; %s", name, verdict["class"], verdict["fix"])
+    served = [name for name, v in verdicts.items() if v.get("sent")]
+    if served:  # a server decides: what is sent and what it must be told, once per run (nothing can be lost on our side)
+        logger.info("lmms_eval_earthsci: with %s (%d task(s)): %s", verdicts[served[0]]["class"], len(served), verdicts[served[0]]["sent"])
     unseen = [name for name, v in verdicts.items() if v["status"] == NOT_OBSERVED and not v.get("broken")]
     if unseen:
         first = verdicts[unseen[0]]

@@ -222,21 +222,26 @@ def load_any_image(image: Any) -> Any:
 def image_markers(processor: Any) -> list[str]:
     """Strings that may stand for an image in a processor's text: the processor's and its tokenizer's
     string attributes named for images (``image_token``, ``boi_token``, ...) first, then the tokenizer's
-    special tokens that name an image or vision, then its other special tokens."""
+    special and added tokens that name an image or vision (``<|vision_start|>``, ``<IMG_CONTEXT>``). Only
+    such tokens: a chat token that happens to occur once per image is never taken for one."""
     tokenizer = getattr(processor, "tokenizer", None)
     named: list[str] = []
     for obj in (processor, tokenizer):
         for name, value in sorted(vars(obj).items()) if obj is not None else ():
             if isinstance(value, str) and value and re.search(r"image|img|boi|vision", name, re.I) and "<" in value:
                 named.append(value)
-    specials: list[str] = []
+    tokens: list[str] = []
     for attr in ("all_special_tokens", "additional_special_tokens"):
         try:
-            specials += [str(t) for t in getattr(tokenizer, attr, None) or []]
+            tokens += [str(t) for t in getattr(tokenizer, attr, None) or []]
         except Exception:
             pass
-    visual = [t for t in specials if re.search(r"image|img|vision", t, re.I)]
-    return list(dict.fromkeys([*named, *visual, *specials]))
+    try:
+        tokens += [str(getattr(t, "content", t)) for t in (getattr(tokenizer, "added_tokens_decoder", None) or {}).values()]
+    except Exception:
+        pass
+    visual = [t for t in tokens if re.search(r"image|img|vision|boi", t, re.I)]
+    return list(dict.fromkeys([*named, *visual]))
 
 
 def _components(lm: Any) -> Iterator[Any]:
@@ -255,9 +260,14 @@ def _components(lm: Any) -> Iterator[Any]:
                 yield obj
 
 
+def is_engine(obj: Any) -> bool:
+    """Whether ``obj`` is an in-process vLLM engine (``vllm.LLM``), by its type, without importing vLLM."""
+    return any(t.__name__ == "LLM" and t.__module__.startswith("vllm.") for t in type(obj).__mro__)
+
+
 def observable(lm: Any) -> tuple[list[Any], list[Any]]:
-    """``(processors, models)``: the transformers processors and generating models among ``lm``'s
-    attributes. Neither: the class could not be observed (no request is sent to it)."""
+    """``(processors, models)``: the transformers processors, and the generating models or vLLM engines,
+    among ``lm``'s attributes. Neither: the class could not be observed (no request is sent to it)."""
     if "transformers" not in sys.modules:  # a class that never imported transformers uses none of its objects
         return [], []
     from transformers import ProcessorMixin  # noqa: PLC0415 - already imported by the class (checked above)
@@ -266,7 +276,7 @@ def observable(lm: Any) -> tuple[list[Any], list[Any]]:
     for obj in _components(lm):
         if isinstance(obj, ProcessorMixin):
             processors.append(obj)
-        elif callable(getattr(obj, "generate", None)) and hasattr(obj, "parameters"):
+        elif is_engine(obj) or (callable(getattr(obj, "generate", None)) and hasattr(obj, "parameters")):
             models.append(obj)
     return processors, models
 
@@ -304,14 +314,77 @@ def _watching(processors: list[Any], models: list[Any], record: dict[str, Any]) 
         record.setdefault("generate", True)
         raise Observed
 
+    def engine_stop(engine: Any, method: str) -> Callable[..., Any]:
+        def stop_engine(*args: Any, **kwargs: Any) -> Any:  # vLLM's LLM.chat / LLM.generate: what the engine is asked to render
+            record.setdefault("engine", (engine, method, args, kwargs))
+            raise Observed
+
+        return stop_engine
+
     replace(GenerationMixin, "generate", lambda self, *a, **k: stop())
     for model in models:
-        replace(model, "generate", stop)
+        if is_engine(model):
+            replace(model, "chat", engine_stop(model, "chat"))
+            replace(model, "generate", engine_stop(model, "generate"))
+        else:
+            replace(model, "generate", stop)
     try:
         yield
     finally:
         for step in reversed(undo):
             step()
+
+
+def _message_images(messages: Any) -> list[Any]:
+    """The images of OpenAI-style messages in order (``image_url`` data URLs, ``image_pil``, ``image``)."""
+    out = []
+    for message in messages or []:
+        content = message.get("content") if isinstance(message, dict) else None
+        for part in content if isinstance(content, list) else []:
+            if not isinstance(part, dict):
+                continue
+            kind = part.get("type")
+            if kind == "image_url":
+                url = part.get("image_url")
+                out.append(url.get("url") if isinstance(url, dict) else url)
+            elif kind in ("image_pil", "image"):
+                out.append(part.get(kind) or part.get("url"))
+    return out
+
+
+def engine_observation(engine: Any, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Observation:
+    """What a vLLM engine makes of the request a class asked it for: ``LLM.chat``'s messages rendered by the
+    engine's own code (``LLM._preprocess_chat``: its tokenizer, the chat template the class passes or the
+    model's, the content format it detects, ``interleave_mm_strings``), nothing generated; ``LLM.generate``'s
+    prompt as the class built it. The image token is the engine tokenizer's."""
+    tokenizer = engine.get_tokenizer()
+    markers = image_markers(_HasTokenizer(tokenizer))
+    if method == "chat":
+        messages = kwargs.get("messages", args[0] if args else None)
+        conversation = messages[0] if messages and isinstance(messages[0], list) else messages
+        keys = ("chat_template", "chat_template_content_format", "chat_template_kwargs", "add_generation_prompt", "continue_final_message", "mm_processor_kwargs")
+        try:
+            rendered = engine._preprocess_chat([conversation], **{k: kwargs[k] for k in keys if k in kwargs})[0]
+        except Exception as exc:  # the engine refuses the request: a run would fail the same way
+            return Observation(error=f"{type(exc).__name__}: {exc}".splitlines()[0][:300])
+        text = rendered.get("prompt") if isinstance(rendered, dict) else None
+        if text is None and isinstance(rendered, dict) and rendered.get("prompt_token_ids"):
+            text = tokenizer.decode(rendered["prompt_token_ids"])
+        placeholders = (rendered.get("mm_placeholders") or {}).get("image", []) if isinstance(rendered, dict) else []
+        images = _message_images(conversation)
+        return Observation(text=text, images=images[: len(placeholders)] if len(placeholders) <= len(images) else [None] * len(placeholders), markers=markers,
+                           why=None if text is not None else "the engine rendered no prompt text")
+    prompts = kwargs.get("prompts", args[0] if args else None)
+    prompt = prompts[0] if isinstance(prompts, list) and prompts else prompts
+    if isinstance(prompt, dict) and isinstance(prompt.get("prompt"), str):
+        data = (prompt.get("multi_modal_data") or {}).get("image")
+        return Observation(text=prompt["prompt"], images=flatten(data), markers=markers)
+    return Observation(why=f"{type(engine).__name__}.generate was given no text prompt the engine would render here")
+
+
+class _HasTokenizer:
+    def __init__(self, tokenizer: Any) -> None:
+        self.tokenizer = tokenizer
 
 
 def request_args(simple: bool, text: str, visuals_or_messages: Any) -> tuple[Any, ...]:
@@ -352,6 +425,8 @@ def observe(lm: Any, arguments: tuple[Any, ...], doc: Any = None) -> Observation
     finally:
         task_dict.pop(PROBE_TASK, None)
         _ACTIVE.pop()
+    if "engine" in record:
+        return engine_observation(*record["engine"])
     if "text" in record:
         return Observation(text=record["text"], images=record["images"], markers=record["markers"], error=record.get("error"),
                            why=None if record["text"] is not None else "the processor call had no text")
