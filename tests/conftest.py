@@ -129,6 +129,7 @@ def pytest_addoption(parser):
     parser.addoption("--run-install", action="store_true", help="run the tests marked `install` (each installs a full venv; `make test-install`)")
     parser.addoption("--run-browser", action="store_true", help="run the tests marked `browser` (Debian's chromium + Playwright; `make test-browser`)")
     parser.addoption("--run-models", action="store_true", help="run the tests marked `models` (lmms-eval's model classes on tiny models; `make test-models`, the vision venv)")
+    parser.addoption("--run-vllm", action="store_true", help="run the tests marked `vllm` (the real vLLM engine on CPU; `make test-vllm`, its own venv)")
 
 
 # markers whose tests run only when asked for, each by its own make target
@@ -136,6 +137,7 @@ OPT_IN = {
     "install": ("--run-install", "installs a full venv: `make test-install`"),
     "browser": ("--run-browser", "needs Chromium and Playwright: `make test-browser`"),
     "models": ("--run-models", "lmms-eval's model classes on tiny models, in the vision venv: `make test-models`"),
+    "vllm": ("--run-vllm", "the real vLLM engine on CPU, in its own venv: `make test-vllm`"),
 }
 
 

@@ -419,14 +419,13 @@ def observe(lm: Any, arguments: tuple[Any, ...], doc: Any = None) -> Observation
         with _watching(processors, models, record), contextlib.redirect_stderr(sink), contextlib.redirect_stdout(sink):
             lm.generate_until([request])
     except Observed:
-        pass
+        if "engine" in record:  # rendered by the engine's own code while the probe is still under way
+            return engine_observation(*record["engine"])
     except Exception as exc:  # the class failed on the request before its processor: say so, never raise
         return Observation(why=f"{type(lm).__name__}.generate_until raised {type(exc).__name__}: {exc}")
     finally:
         task_dict.pop(PROBE_TASK, None)
         _ACTIVE.pop()
-    if "engine" in record:
-        return engine_observation(*record["engine"])
     if "text" in record:
         return Observation(text=record["text"], images=record["images"], markers=record["markers"], error=record.get("error"),
                            why=None if record["text"] is not None else "the processor call had no text")

@@ -21,9 +21,10 @@ QWEN_SPECIALS = [
 # InternVL3 (Qwen2.5 tokenizer + InternVL's image tokens)
 INTERNVL_SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<img>", "</img>", "<IMG_CONTEXT>", "<quad>", "</quad>", "<ref>", "</ref>", "<box>", "</box>", "<video>"]
 
-# text model: 2 layers, hidden 64, 4 heads of 16 (2 KV heads); M-RoPE sections sum to head_dim / 2
-TEXT = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096)
-MROPE = [2, 3, 3]
+# text model: 2 layers, hidden 64, 2 heads of 32 (vLLM's CPU attention has no kernel for heads of 16 on AVX2
+# machines: the vLLM tier runs these models too); M-RoPE sections sum to head_dim / 2
+TEXT = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=4096)
+MROPE = [4, 6, 6]
 
 # Qwen image budget: 4..16 merged tokens (28 x 28 px each for Qwen2.5-VL, 32 x 32 px for Qwen3-VL)
 QWEN25_MIN_PIXELS, QWEN25_MAX_PIXELS = 4 * 28 * 28, 16 * 28 * 28
@@ -124,7 +125,7 @@ def build_qwen3_vl(out_dir: str) -> None:
     ids = {t: tok.convert_tokens_to_ids(t) for t in QWEN_SPECIALS}
     config = Qwen3VLConfig(
         text_config=dict(
-            vocab_size=len(tok), **TEXT, head_dim=16,
+            vocab_size=len(tok), **TEXT, head_dim=32,
             rope_parameters={"rope_type": "default", "rope_theta": 5000000.0, "mrope_section": MROPE, "mrope_interleaved": True},
             bos_token_id=ids["<|endoftext|>"], eos_token_id=ids["<|im_end|>"], pad_token_id=ids["<|endoftext|>"],
         ),
