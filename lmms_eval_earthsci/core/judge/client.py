@@ -185,9 +185,31 @@ def _usage(raw: Any) -> dict:
 BUILD_THREADS = 2
 BUILD_AHEAD = 8
 
+# a 400 that names what the judge server refused (vLLM's and SGLang's OpenAI-compatible errors): the doc's
+# own failure, counted under a cause that names the server setting to change
+OVER_CONTEXT = "HTTP 400: over the judge's context length (the server's --max-model-len)"
+TOO_MANY_IMAGES = "HTTP 400: more images than the judge accepts (the server's --limit-mm-per-prompt)"
+NO_SUCH_MODEL = "HTTP 404: the server has no such model (EARTHSCI_JUDGE_MODEL)"
+_REFUSALS = ((re.compile(r"maximum context length|context length|input_tokens|too long", re.I), OVER_CONTEXT),
+             (re.compile(r"image\(s\) may be provided|at most \d+ image|param\W+image|exceeds? the (?:mm|multimodal) limit", re.I), TOO_MANY_IMAGES))
+
+
+def refusal_cause(status: int, raw: bytes) -> str:
+    """The cause of a 4xx reply: ``HTTP <status>``, or for a 400 that says why (the prompt over the server's
+    context length, more images than it accepts) and a 404 that names the model, a cause that says so."""
+    text = raw[:2000].decode("utf-8", "replace")
+    if status == 400:
+        for pattern, cause in _REFUSALS:
+            if pattern.search(text):
+                return cause
+    if status == 404 and re.search(r"model\W.*does not exist|param\W+model", text, re.I):
+        return NO_SUCH_MODEL
+    return f"HTTP {status}"
+
+
 # replies that no retry and no other doc can fix: the endpoint, model or key is wrong
 _FATAL_STATUS = (401, 403, 404)
-_FATAL_CAUSES = {f"HTTP {c}" for c in _FATAL_STATUS} | {"TLS certificate not trusted"}
+_FATAL_CAUSES = {f"HTTP {c}" for c in _FATAL_STATUS} | {"TLS certificate not trusted", NO_SUCH_MODEL}
 # a doc that ran out of retries on these says nothing about the endpoint being dead (rate limiting; a
 # reply without content): such docs neither count towards the breaker nor reset it
 _NEUTRAL_CAUSES = ("HTTP 429",)
@@ -323,7 +345,7 @@ class JudgeClient:
             raise Retryable(f"HTTP {status}", retry_after)
         if status >= 400:
             # 4xx other than 429: the request itself is wrong; retrying cannot help
-            return JudgeResult(None, error=f"HTTP {status}: {raw[:200].decode('utf-8', 'replace')}", cause=f"HTTP {status}")
+            return JudgeResult(None, error=f"HTTP {status}: {raw[:300].decode('utf-8', 'replace')}", cause=refusal_cause(status, raw))
         try:
             reply = json.loads(raw)
             message = reply["choices"][0]["message"]
