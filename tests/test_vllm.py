@@ -174,3 +174,86 @@ def test_the_torchvision_shim_is_still_needed():
                              env={**env, "PYTHONPATH": os.path.join(ROOT, "tests", "vllm_shim")}, capture_output=True, text=True, timeout=120)
     assert shimmed.returncode == 0, shimmed.stderr[-2000:]
 
+
+
+# --------------------------------------------------------------------------- the judge on a real vLLM server
+
+
+def _metric(base_url, name):
+    """A counter of the server's Prometheus /metrics, summed over its labels."""
+    import re
+    import urllib.request
+
+    with urllib.request.urlopen(base_url.rsplit("/v1", 1)[0] + "/metrics", timeout=10) as r:
+        text = r.read().decode()
+    return sum(float(v) for v in re.findall(rf"^{re.escape(name)}(?:{{[^}}]*}})? ([0-9.e+]+)$", text, re.M))
+
+
+class VllmServer:
+    """`python -m vllm.entrypoints.openai.api_server` of a tiny model on 127.0.0.1, served as ``judge``; stopped
+    with SIGINT (its engine processes with it), SIGKILL after a bounded wait."""
+
+    def __init__(self, model, port, log):
+        self.cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", model, "--served-model-name", "judge", "--host", "127.0.0.1",
+                    "--port", str(port), "--max-model-len", "4096", "--limit-mm-per-prompt", '{"image":1}', "--enforce-eager"]
+        self.base_url, self.log = f"http://127.0.0.1:{port}/v1", log
+
+    def __enter__(self):
+        import time
+        import urllib.request
+
+        env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1"}
+        self.proc = subprocess.Popen(self.cmd, env=env, stdout=open(self.log, "w"), stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.time() + 300
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise AssertionError("vllm serve exited:\n" + open(self.log).read()[-4000:])
+            try:
+                urllib.request.urlopen(self.base_url + "/models", timeout=2).read()
+                return self
+            except OSError:
+                time.sleep(1)
+        self.__exit__(None, None, None)
+        raise AssertionError("vllm serve did not come up in 300 s:\n" + open(self.log).read()[-4000:])
+
+    def __exit__(self, *exc):
+        import signal
+
+        try:
+            os.killpg(self.proc.pid, signal.SIGINT)
+            self.proc.wait(timeout=60)
+        except Exception:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(timeout=30)
+
+
+def test_the_judge_on_a_real_vllm_server(models_root, mirror, hf_home, tmp_path):
+    """msearth_open end to end, the model a loopback OpenAI server, the judge a real `vllm serve` of a tiny
+    model (its answers are noise: what is asserted is requests, failures, cache and exit codes): one judge
+    request per doc, counted by the server; a rerun is all cache hits; a judge model the server does not have
+    stops the pass at its first reply with the cause naming EARTHSCI_JUDGE_MODEL, every doc counted failed."""
+    from conftest import openai_args, run_cli
+
+    from lmms_eval_earthsci.core.judge.client import NO_SUCH_MODEL
+    from lmms_eval_earthsci.testing.openai_server import FakeOpenAIServer
+
+    path = tiny_models.build("qwen2_5_vl", models_root)
+    with VllmServer(path, 18000 + os.getpid() % 1000, str(tmp_path / "vllm.log")) as judge, FakeOpenAIServer(responder=lambda body: "A glacier.") as model:
+
+        def run(name, judge_model, cache):
+            env = cli_env(mirror, hf_home, EARTHSCI_JUDGE_BASE_URL=judge.base_url, EARTHSCI_JUDGE_MODEL=judge_model, EARTHSCI_JUDGE_CACHE=str(tmp_path / cache),
+                          EARTHSCI_JUDGE_CONCURRENCY="1")
+            out = tmp_path / name
+            proc = run_cli(["--model", "openai", "--model_args", openai_args(model.base_url), "--tasks", "msearth_open", "--output_path", str(out), "--log_samples"], env, str(tmp_path))
+            return proc, read_outputs(str(out))
+
+        before = _metric(judge.base_url, "vllm:request_success_total")
+        proc, (res, samples) = run("first", "judge", "cache")
+        docs = len(samples["msearth_open"])
+        assert docs == 4 and _metric(judge.base_url, "vllm:request_success_total") - before == docs  # one request per doc, each answered
+        proc, _ = run("again", "judge", "cache")
+        assert _metric(judge.base_url, "vllm:request_success_total") - before == docs  # the rerun: every verdict from the cache
+        proc, (res, _) = run("nomodel", "not-served", "cache2")
+        log = proc.stdout + proc.stderr
+        assert res["results"]["msearth_open"]["msearth_oe_judge_failed,none"] == 4 and NO_SUCH_MODEL in log, log[-3000:]
+        assert _metric(judge.base_url, "vllm:request_success_total") - before == docs
