@@ -73,6 +73,7 @@ def test_every_benchmark_mirrored_at_its_pins_with_the_files_its_tasks_read(mirr
         assert again.returncode == 0 and hub.downloaded_files() == [], again.stdout
 
 
+@pytest.mark.slow  # two fresh interpreters (the mirror command): 4-6 s on 2 cores, over the fast tier's limit under load
 @pytest.mark.parametrize("status", ["401", "404"])
 def test_a_refused_repo_is_one_line_and_the_others_are_fetched(status, mirror, tmp_path):
     with FakeHubServer(served(mirror)) as hub:
@@ -128,6 +129,7 @@ def test_a_run_on_the_made_mirror_without_the_hub_equals_the_fixture_mirrors(mir
         assert [{k: v for k, v in r.items() if k != "doc_hash"} for r in made[task]] == [{k: v for k, v in r.items() if k != "doc_hash"} for r in rows], task
 
 
+@pytest.mark.slow  # two fresh interpreters, as above
 def test_hf_token_is_honoured_and_never_written(mirror, tmp_path):
     """A private Hub (every request needs the token): without HF_TOKEN a 401 line; with it the mirror is
     made, every request carrying it, and the token is in no file of the mirror."""
