@@ -231,14 +231,16 @@ def test_the_judge_on_a_real_vllm_server(models_root, mirror, hf_home, tmp_path)
     """msearth_open end to end, the model a loopback OpenAI server, the judge a real `vllm serve` of a tiny
     model (its answers are noise: what is asserted is requests, failures, cache and exit codes): one judge
     request per doc, counted by the server; a rerun is all cache hits; a judge model the server does not have
-    stops the pass at its first reply with the cause naming EARTHSCI_JUDGE_MODEL, every doc counted failed."""
+    stops the pass at its first reply with the cause naming EARTHSCI_JUDGE_MODEL, every doc counted failed;
+    judge prompts over the server's context length fail each doc under the cause naming --max-model-len."""
     from conftest import openai_args, run_cli
 
-    from lmms_eval_earthsci.core.judge.client import NO_SUCH_MODEL
+    from lmms_eval_earthsci.core.judge.client import NO_SUCH_MODEL, OVER_CONTEXT
     from lmms_eval_earthsci.testing.openai_server import FakeOpenAIServer
 
     path = tiny_models.build("qwen2_5_vl", models_root)
-    with VllmServer(path, 18000 + os.getpid() % 1000, str(tmp_path / "vllm.log")) as judge, FakeOpenAIServer(responder=lambda body: "A glacier.") as model:
+    answer = {"text": "A glacier."}
+    with VllmServer(path, 18000 + os.getpid() % 1000, str(tmp_path / "vllm.log")) as judge, FakeOpenAIServer(responder=lambda body: answer["text"]) as model:
 
         def run(name, judge_model, cache):
             env = cli_env(mirror, hf_home, EARTHSCI_JUDGE_BASE_URL=judge.base_url, EARTHSCI_JUDGE_MODEL=judge_model, EARTHSCI_JUDGE_CACHE=str(tmp_path / cache),
@@ -257,3 +259,9 @@ def test_the_judge_on_a_real_vllm_server(models_root, mirror, hf_home, tmp_path)
         log = proc.stdout + proc.stderr
         assert res["results"]["msearth_open"]["msearth_oe_judge_failed,none"] == 4 and NO_SUCH_MODEL in log, log[-3000:]
         assert _metric(judge.base_url, "vllm:request_success_total") - before == docs
+        # answers so long that every judge prompt is over the server's --max-model-len (4096): each doc fails
+        # under the cause naming that setting, the run still ends 0 with the counts
+        answer["text"] = "The glacier retreats because the summer melt exceeds the winter accumulation. " * 400
+        proc, (res, _) = run("long", "judge", "cache3")
+        log = proc.stdout + proc.stderr
+        assert res["results"]["msearth_open"]["msearth_oe_judge_failed,none"] == 4 and f"{OVER_CONTEXT} x 4" in log, log[-3000:]
