@@ -129,7 +129,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if layout_probe.VERDICTS:  # the probe observed the layouts before lmms-eval stopped: show them
             text, _ = table(analyse([], {"configs": {t: {"metadata": {"earthsci_layout": v}} for t, v in layout_probe.VERDICTS.items()}}, tasks), label, simple=args.force_simple)
             print(text)
-        print(f"check-model: lmms-eval stopped: {reason} (see {log}); a run with this class and these arguments stops too", file=sys.stderr)
+        hint = " (this class's default device_map=\"\" is refused by transformers 5: add device_map=auto on a GPU, device_map=cpu on CPU, to --model_args)" if "device_map" in reason else ""
+        print(f"check-model: lmms-eval stopped: {reason}{hint} (see {log}); a run with this class and these arguments stops too", file=sys.stderr)
         return 2
     found = sorted(glob.glob(os.path.join(work, "out", "**", "*_results.json"), recursive=True))
     if code or not found:

@@ -325,4 +325,4 @@ def test_check_model_says_in_one_line_when_the_run_itself_stops(models_root, hf_
                           env=env, cwd=str(tmp_path), capture_output=True, text=True, timeout=600)
     assert proc.returncode == 2, proc.stdout + proc.stderr[-3000:]
     last = [ln for ln in proc.stderr.splitlines() if ln.startswith("check-model: lmms-eval stopped: ")]
-    assert len(last) == 1 and "device_map" in last[0], proc.stderr[-3000:]
+    assert len(last) == 1 and "device_map=auto on a GPU, device_map=cpu on CPU" in last[0], proc.stderr[-3000:]
