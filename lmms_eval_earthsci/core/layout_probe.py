@@ -262,16 +262,16 @@ def _loses_interleaving(lm: Any) -> bool:
     return bool(cached)
 
 
-def _interleave_helps(lm: Any, task: Any, doc: Any, messages: list[dict[str, Any]], layout: Layout) -> bool:
-    """Whether a simple class with lmms-eval's ``interleave_visuals`` (off in this run) delivers the doc as
-    written with it on, and our placeholder rewrite (observed with the attribute set for one request)."""
-    if not getattr(lm, "is_simple", False) or getattr(lm, "interleave_visuals", None) is not False:
+def _helps(owner: Any, setting: str, lm: Any, task: Any, doc: Any, messages: list[dict[str, Any]], layout: Layout) -> bool:
+    """Whether the doc arrives as written with ``owner.<setting>`` (off in this run) switched on: observed with
+    it set for one probe request, then switched off again."""
+    if owner is None or getattr(owner, setting, None) is not False:
         return False
-    lm.interleave_visuals = True
+    setattr(owner, setting, True)
     try:
         seen = observed_verdict(lm, task, doc, messages, layout)
     finally:
-        lm.interleave_visuals = False
+        setattr(owner, setting, False)
     return isinstance(seen, Verdict) and seen.ok
 
 
@@ -283,18 +283,14 @@ def _engine_multimodal_config(lm: Any) -> Any:
     return None
 
 
-def _interleave_mm_strings_helps(lm: Any, task: Any, doc: Any, messages: list[dict[str, Any]], layout: Layout) -> bool:
-    """Whether the class's vLLM engine delivers the doc as written with ``interleave_mm_strings`` (off in this
-    engine): the probe request rendered again with the engine's setting on for it, then restored."""
-    config = _engine_multimodal_config(lm)
-    if config is None or getattr(config, "interleave_mm_strings", None) is not False:
-        return False
-    config.interleave_mm_strings = True
-    try:
-        seen = observed_verdict(lm, task, doc, messages, layout)
-    finally:
-        config.interleave_mm_strings = False
-    return isinstance(seen, Verdict) and seen.ok
+def _better_fix(lm: Any, task: Any, doc: Any, messages: list[dict[str, Any]], layout: Layout) -> str | None:
+    """The setting that delivers a lost doc as written, where one does: a simple class's lmms-eval
+    ``interleave_visuals`` (with our placeholder rewrite), a vLLM engine's ``interleave_mm_strings``."""
+    if getattr(lm, "is_simple", False) and _helps(lm, "interleave_visuals", lm, task, doc, messages, layout):
+        return INTERLEAVE_FIX
+    if _helps(_engine_multimodal_config(lm), "interleave_mm_strings", lm, task, doc, messages, layout):
+        return VLLM_FIX
+    return None
 
 
 def verdict_for(lm: Any, task: Any) -> dict[str, Any]:
@@ -335,11 +331,7 @@ def verdict_for(lm: Any, task: Any) -> dict[str, Any]:
     out.update(status=AS_WRITTEN if verdict.ok else LOST, received=verdict.received, observed=verdict.observed)
     if not verdict.ok:
         simple = bool(getattr(lm, "is_simple", False))
-        fix = fix_for(verdict, simple=simple)
-        if _interleave_helps(lm, task, doc, messages, layout):
-            fix = INTERLEAVE_FIX
-        elif _interleave_mm_strings_helps(lm, task, doc, messages, layout):
-            fix = VLLM_FIX
+        fix = _better_fix(lm, task, doc, messages, layout) or fix_for(verdict, simple=simple)
         out.update(lost=verdict.lost, fix=fix)
     return out
 
