@@ -134,6 +134,8 @@ def plan_from_run(run: str, tasks: Sequence[str] | None = None) -> dict:
         "repeats": cli.get("repeats") or 1,
         "include_path": cli.get("include_path"),
         "data": {t: (configs[t].get("metadata") or {}).get("earthsci_data") for t in leaf},
+        # what the run's model received (its layout probe): the rescored run records the same verdict
+        "layout": {t: (configs[t].get("metadata") or {}).get("earthsci_layout") for t in leaf},
         # a --predict_only run logs no per-doc records: the backend says how every doc was prompted
         "route": "chat" if "(chat)" in str(cfg.get("model_backend") or "") else "simple",
         "model": {"model": cfg.get("model"), "model_args": cfg.get("model_args"), "model_name": results.get("model_name") or "rescored"},
@@ -278,6 +280,10 @@ def _make_replay():
 
         def generate_until_multi_round(self, requests) -> list[str]:
             return self.generate_until(requests)
+
+        def earthsci_layout(self, task: str) -> dict | None:
+            """The layout verdict the replayed run recorded for ``task`` (None: it recorded none)."""
+            return (self.plan.get("layout") or {}).get(task)
 
         def loglikelihood(self, requests):
             raise RescoreError("rescore replays generated responses; loglikelihood tasks are not ours")

@@ -106,6 +106,10 @@ def test_predict_only_then_rescore_equals_the_direct_run(runs):
         r = rescored["results"][task]
         assert d == r, task
     assert direct["results"]["emma_mini_judge_math"]["emma_judge_acc,none"] is not None  # judged for real
+    # what the model received is the replayed run's: its layout verdict carried over (the replay has no model to observe)
+    for task in leaf:
+        layout = pred["configs"][task]["metadata"]["earthsci_layout"]
+        assert layout["status"] == "as written" and rescored["configs"][task]["metadata"]["earthsci_layout"] == layout, task
     assert direct["results"]["msearth_open"]["msearth_oe_acc,none"] is not None
     # samples: doc for doc, every metric's per-doc record (verdicts, extraction, route) the same
     for task in leaf:

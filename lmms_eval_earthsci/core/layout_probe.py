@@ -293,10 +293,11 @@ def _better_fix(lm: Any, task: Any, doc: Any, messages: list[dict[str, Any]], la
     return None
 
 
-def verdict_for(lm: Any, task: Any) -> dict[str, Any]:
+def verdict_for(lm: Any, task: Any) -> dict[str, Any] | None:
     """The layout verdict of ``task`` under the model class ``lm`` (a dict for the results JSON): its
     first doc's, or where that arrives as written but the class loses interleaving, the first of its
-    next docs that does not (up to :data:`MORE_DOCS`)."""
+    next docs that does not (up to :data:`MORE_DOCS`). A class with an ``earthsci_layout(task)`` method
+    (rescore's replay) answers for itself: the replayed run's verdict, or None (nothing is recorded)."""
     cls = type(lm).__name__
     doc = first_doc(task)
     if doc is None:
@@ -304,8 +305,9 @@ def verdict_for(lm: Any, task: Any) -> dict[str, Any]:
     messages = task_messages(task, doc)
     layout = layout_of(messages)
     out: dict[str, Any] = {"class": cls, "expected": layout.shape()}
-    if type(lm).__module__.startswith("lmms_eval_earthsci"):  # rescore's replay of a run's responses: no model
-        return {**out, "status": NOT_CHECKED, "why": "responses replayed from a run's samples"}
+    recorded = getattr(lm, "earthsci_layout", None)
+    if callable(recorded):  # a class that replays a run's responses (rescore): that run's verdict, or none
+        return recorded(task.config.task)
     if cls in SERVER_CLASSES and not getattr(lm, "is_simple", False):
         status = SERVER_CLASSES[cls]
         out.update(status=status, sent=SERVER_NOTE)
@@ -350,6 +352,8 @@ def probe(lm: Any, task_dict: Mapping[Any, Any]) -> dict[str, dict[str, Any]]:
             verdict = verdict_for(lm, task)
         except Exception as exc:  # a probe must never stop a run
             verdict = {"status": NOT_CHECKED, "class": type(lm).__name__, "why": f"probe failed: {type(exc).__name__}: {exc}"}
+        if verdict is None:
+            continue
         verdicts[name] = VERDICTS[name] = verdict
         try:
             if not isinstance(task.config.metadata, dict):
