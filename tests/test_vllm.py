@@ -68,7 +68,7 @@ def _preprocess_chat(self, conversations, *args, **kwargs):
     if not observe.active():  # the run's requests, not the layout probe's
         tokenizer = self.get_tokenizer()
         for conversation, e in zip(conversations, out):
-            images = [observe.load_any_image(i) for i in observe._message_images(conversation)]
+            images = [observe.load_any_image(i) for i in observe.message_images(conversation)]
             capture._write({"event": "engine", "prompt": e.get("prompt"), "decoded": tokenizer.decode(e["prompt_token_ids"]),
                             "placeholders": len((e.get("mm_placeholders") or {}).get("image", [])),
                             "images": [list(mean_colour(i)) for i in images if i is not None]})

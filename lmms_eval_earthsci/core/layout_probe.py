@@ -164,13 +164,13 @@ def _simple_handling(lm: Any) -> str | None:
     return "interleave" if interleaves(lm) else SIMPLE_HANDLING.get(type(lm).__name__)
 
 
-def _probe_conversation(image: Any) -> list[dict[str, Any]]:
+def _probe_conversation(first: Any, second: Any) -> list[dict[str, Any]]:
     """A system turn and two labelled figures: what a class that interleaves keeps and one that does not loses."""
     return [{"role": "system", "content": [{"type": "text", "text": "S"}]},
-            {"role": "user", "content": [{"type": "text", "text": "A) "}, {"type": "image", "url": image}, {"type": "text", "text": "B) "}, {"type": "image", "url": image}, {"type": "text", "text": "Q"}]}]
+            {"role": "user", "content": [{"type": "text", "text": "A) "}, {"type": "image", "url": first}, {"type": "text", "text": "B) "}, {"type": "image", "url": second}, {"type": "text", "text": "Q"}]}]
 
 
-_HARD = layout_of(_probe_conversation(None))
+_HARD = layout_of(_probe_conversation(None, None))
 
 
 def observed_verdict(lm: Any, task: Any, doc: Any, messages: list[dict[str, Any]], layout: Layout) -> Verdict | dict[str, Any]:
@@ -234,12 +234,10 @@ def _loses_interleaving(lm: Any) -> bool:
     """Whether the class loses a probe conversation's interleaving (labels before their figures)."""
     cached = getattr(lm, "_earthsci_loses_interleaving", None)
     if cached is None:
-        recolour = observe.Recolour()
-        conversation, expected = observe.recoloured_messages(_probe_conversation(observe.probe_image((0, 0, 0))), recolour)
-        conversation[1]["content"][3] = {"type": "image", "url": observe.probe_image(observe.PALETTE[1])}
-        expected = [expected[0], observe.colour_of(conversation[1]["content"][3]["url"])]
+        images = [observe.probe_image(c) for c in observe.PALETTE[:2]]
+        conversation = _probe_conversation(*images)
+        expected = [observe.colour_of(i) for i in images]
         if getattr(lm, "is_simple", False):
-            images = [conversation[1]["content"][1]["url"], conversation[1]["content"][3]["url"]]
             text = "S\nA) <image>B) <image>Q"
             if interleaves(lm):
                 text = numbered_form(text, lambda: 2)
@@ -253,8 +251,7 @@ def _loses_interleaving(lm: Any) -> bool:
             cached = not simple_verdict(_simple_handling(lm) or "strip", _HARD, "A) <image>B) <image>Q", 2, "S").ok
         else:
             processor = processor_of(lm)
-            blank = observe.probe_image((255, 255, 255))
-            cached = processor is not None and not chat_verdict(lm, processor, _probe_conversation(blank), _HARD).ok
+            cached = processor is not None and not chat_verdict(lm, processor, conversation, _HARD).ok
         try:
             lm._earthsci_loses_interleaving = cached
         except Exception:

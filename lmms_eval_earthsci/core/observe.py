@@ -335,7 +335,7 @@ def _watching(processors: list[Any], models: list[Any], record: dict[str, Any]) 
             step()
 
 
-def _message_images(messages: Any) -> list[Any]:
+def message_images(messages: Any) -> list[Any]:
     """The images of OpenAI-style messages in order (``image_url`` data URLs, ``image_pil``, ``image``)."""
     out = []
     for message in messages or []:
@@ -371,7 +371,7 @@ def engine_observation(engine: Any, method: str, args: tuple[Any, ...], kwargs: 
         if text is None and isinstance(rendered, dict) and rendered.get("prompt_token_ids"):
             text = tokenizer.decode(rendered["prompt_token_ids"])
         placeholders = (rendered.get("mm_placeholders") or {}).get("image", []) if isinstance(rendered, dict) else []
-        images = _message_images(conversation)
+        images = message_images(conversation)
         return Observation(text=text, images=images[: len(placeholders)] if len(placeholders) <= len(images) else [None] * len(placeholders), markers=markers,
                            why=None if text is not None else "the engine rendered no prompt text")
     prompts = kwargs.get("prompts", args[0] if args else None)
@@ -398,7 +398,7 @@ def request_args(simple: bool, text: str, visuals_or_messages: Any) -> tuple[Any
     return (text, give, dict(GEN_KWARGS), PROBE_DOC, PROBE_TASK, PROBE_SPLIT)
 
 
-def observe(lm: Any, arguments: tuple[Any, ...], doc: Any = None) -> Observation:
+def observe(lm: Any, arguments: tuple[Any, ...]) -> Observation:
     """Send one request with ``arguments`` (lmms-eval's request tuple, naming :data:`PROBE_TASK`,
     :data:`PROBE_SPLIT` and :data:`PROBE_DOC`: :func:`request_args`) through ``lm.generate_until`` and return what reached its processor."""
     processors, models = observable(lm)
@@ -412,7 +412,7 @@ def observe(lm: Any, arguments: tuple[Any, ...], doc: Any = None) -> Observation
     if not isinstance(task_dict, dict):
         task_dict = {}
         lm.task_dict = task_dict
-    task_dict[PROBE_TASK] = {PROBE_SPLIT: [doc if doc is not None else {}] * (PROBE_DOC + 1)}
+    task_dict[PROBE_TASK] = {PROBE_SPLIT: [{}] * (PROBE_DOC + 1)}  # the request's functions ignore the doc
     sink = io.StringIO()
     _ACTIVE.append(True)
     try:
