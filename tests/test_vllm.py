@@ -13,9 +13,14 @@ renders its probe request with the same engine code) must agree: ``as written`` 
 with one line naming the fix that works (``interleave_mm_strings``, seen to work by the last run).
 """
 
+import json
 import os
+import re
+import signal
+import sqlite3
 import subprocess
 import sys
+import time
 
 import pytest
 from conftest import ROOT, cli_env, read_outputs
@@ -191,19 +196,18 @@ def _metric(base_url, name):
 
 class VllmServer:
     """`python -m vllm.entrypoints.openai.api_server` of a tiny model on 127.0.0.1, served as ``judge``; stopped
-    with SIGINT (its engine processes with it), SIGKILL after a bounded wait."""
+    with SIGINT (its engine processes with it), SIGKILL after a bounded wait; ``kill()``: SIGKILL at once."""
 
-    def __init__(self, model, port, log):
+    def __init__(self, model, port, log, images=1):
         self.cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", model, "--served-model-name", "judge", "--host", "127.0.0.1",
-                    "--port", str(port), "--max-model-len", "4096", "--limit-mm-per-prompt", '{"image":1}', "--enforce-eager"]
+                    "--port", str(port), "--max-model-len", "4096", "--limit-mm-per-prompt", json.dumps({"image": images}), "--enforce-eager"]
         self.base_url, self.log = f"http://127.0.0.1:{port}/v1", log
 
     def __enter__(self):
-        import time
         import urllib.request
 
         env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1"}
-        self.proc = subprocess.Popen(self.cmd, env=env, stdout=open(self.log, "w"), stderr=subprocess.STDOUT, start_new_session=True)
+        self.proc = subprocess.Popen(self.cmd, env=env, stdout=open(self.log, "a"), stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.time() + 300
         while time.time() < deadline:
             if self.proc.poll() is not None:
@@ -216,52 +220,118 @@ class VllmServer:
         self.__exit__(None, None, None)
         raise AssertionError("vllm serve did not come up in 300 s:\n" + open(self.log).read()[-4000:])
 
-    def __exit__(self, *exc):
-        import signal
+    def kill(self):
+        os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(timeout=30)
 
+    def __exit__(self, *exc):
+        if self.proc.poll() is not None:
+            return
         try:
             os.killpg(self.proc.pid, signal.SIGINT)
             self.proc.wait(timeout=60)
         except Exception:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(timeout=30)
+            self.kill()
 
 
 def test_the_judge_on_a_real_vllm_server(models_root, mirror, hf_home, tmp_path):
-    """msearth_open end to end, the model a loopback OpenAI server, the judge a real `vllm serve` of a tiny
-    model (its answers are noise: what is asserted is requests, failures, cache and exit codes): one judge
-    request per doc, counted by the server; a rerun is all cache hits; a judge model the server does not have
-    stops the pass at its first reply with the cause naming EARTHSCI_JUDGE_MODEL, every doc counted failed;
-    judge prompts over the server's context length fail each doc under the cause naming --max-model-len."""
+    """The judge a real `vllm serve` of a tiny model (its answers are noise: what is asserted is requests counted
+    by the server, failures by cause, the cache and exit codes), the model a loopback OpenAI server:
+    - msearth_open (the judge gets the figure) end to end: one judge request per doc;
+    - a judge model the server does not have stops the pass at its first reply, the cause naming
+      EARTHSCI_JUDGE_MODEL, every doc counted failed;
+    - EMMA's judged tasks (text-only judge prompts): the server is killed mid-pass (the premise: some verdicts
+      cached, not all), restarted on the same address, and `rescore` sends one request per doc not judged
+      before the kill, the rest cache hits;
+    - the restarted server accepts no image (--limit-mm-per-prompt image 0) and EMMA's answers are longer than
+      its --max-model-len: each doc fails under the cause naming the setting to change."""
     from conftest import openai_args, run_cli
+    from test_judge_e2e import _cached_keys
+    from test_rescore_e2e import rescore
 
-    from lmms_eval_earthsci.core.judge.client import NO_SUCH_MODEL, OVER_CONTEXT
-    from lmms_eval_earthsci.testing.openai_server import FakeOpenAIServer
+    from lmms_eval_earthsci.core.judge.client import NO_SUCH_MODEL, OVER_CONTEXT, TOO_MANY_IMAGES
+    from lmms_eval_earthsci.testing.openai_server import FakeOpenAIServer, text_of
 
     path = tiny_models.build("qwen2_5_vl", models_root)
-    answer = {"text": "A glacier."}
-    with VllmServer(path, 18000 + os.getpid() % 1000, str(tmp_path / "vllm.log")) as judge, FakeOpenAIServer(responder=lambda body: answer["text"]) as model:
+    port, log = 18000 + os.getpid() % 1000, str(tmp_path / "vllm.log")
+    long_emma = {"on": False}
 
-        def run(name, judge_model, cache):
-            env = cli_env(mirror, hf_home, EARTHSCI_JUDGE_BASE_URL=judge.base_url, EARTHSCI_JUDGE_MODEL=judge_model, EARTHSCI_JUDGE_CACHE=str(tmp_path / cache),
-                          EARTHSCI_JUDGE_CONCURRENCY="1")
+    def answer(body):
+        """A distinct answer per doc (identical judge prompts would share one verdict); EMMA's over the
+        judge's context length when ``long_emma``."""
+        text = text_of(body)
+        if "open-ended question" in text:
+            return "A glacier."
+        tail = " The melt exceeds the accumulation." * 600 if long_emma["on"] else ""
+        return f"So the answer is \\boxed{{{'ABCD'[len(text) % 4]}}} (doc {hash(text) % 10**6}).{tail}"
+
+    def env(judge, judge_model="judge", cache="cache"):
+        return cli_env(mirror, hf_home, EARTHSCI_JUDGE_BASE_URL=judge.base_url, EARTHSCI_JUDGE_MODEL=judge_model, EARTHSCI_JUDGE_CACHE=str(tmp_path / cache),
+                       EARTHSCI_JUDGE_CONCURRENCY="1", EARTHSCI_JUDGE_MAX_RETRIES="1")
+
+    def failed(res, task):
+        return res["results"][task][next(k for k in res["results"][task] if k.endswith("judge_failed,none"))]
+
+    def summaries(text, causes=("unparseable reply",)):
+        """Each task's `judge summary` line (requests, cache hits, failures by cause); a tiny random judge's
+        replies are noise, so "unparseable reply" is its one expected cause."""
+        found = {m.group(1): json.loads(m.group(2)) for m in re.finditer(r"judge summary (\S+): (\{.*\})", text)}
+        assert found and all(set(s["failures_by_cause"]) <= set(causes) for s in found.values()), found
+        return found
+
+    def verdicts(cache_dir):
+        try:
+            return len(_cached_keys(cache_dir)) if os.path.exists(os.path.join(cache_dir, "verdicts.sqlite3")) else 0
+        except sqlite3.OperationalError:  # the table is being created
+            return 0
+
+    with FakeOpenAIServer(responder=answer) as model:
+
+        def run(name, judge, tasks="msearth_open", **kw):
             out = tmp_path / name
-            proc = run_cli(["--model", "openai", "--model_args", openai_args(model.base_url), "--tasks", "msearth_open", "--output_path", str(out), "--log_samples"], env, str(tmp_path))
-            return proc, read_outputs(str(out))
+            cmd = ["--model", "openai", "--model_args", openai_args(model.base_url), "--tasks", tasks, "--output_path", str(out), "--log_samples"]
+            return run_cli(cmd, env(judge, **kw), str(tmp_path)), out
 
-        before = _metric(judge.base_url, "vllm:request_success_total")
-        proc, (res, samples) = run("first", "judge", "cache")
-        docs = len(samples["msearth_open"])
-        assert docs == 4 and _metric(judge.base_url, "vllm:request_success_total") - before == docs  # one request per doc, each answered
-        proc, _ = run("again", "judge", "cache")
-        assert _metric(judge.base_url, "vllm:request_success_total") - before == docs  # the rerun: every verdict from the cache
-        proc, (res, _) = run("nomodel", "not-served", "cache2")
-        log = proc.stdout + proc.stderr
-        assert res["results"]["msearth_open"]["msearth_oe_judge_failed,none"] == 4 and NO_SUCH_MODEL in log, log[-3000:]
-        assert _metric(judge.base_url, "vllm:request_success_total") - before == docs
-        # answers so long that every judge prompt is over the server's --max-model-len (4096): each doc fails
-        # under the cause naming that setting, the run still ends 0 with the counts
-        answer["text"] = "The glacier retreats because the summer melt exceeds the winter accumulation. " * 400
-        proc, (res, _) = run("long", "judge", "cache3")
-        log = proc.stdout + proc.stderr
-        assert res["results"]["msearth_open"]["msearth_oe_judge_failed,none"] == 4 and f"{OVER_CONTEXT} x 4" in log, log[-3000:]
+        with VllmServer(path, port, log) as judge:
+            proc, out = run("first", judge)
+            res, samples = read_outputs(str(out))
+            summary = summaries(proc.stdout + proc.stderr)["msearth_open"]
+            assert len(samples["msearth_open"]) == 4 and summary["requests"] == 4 and summary["cache_hits"] == 0, summary
+            assert _metric(judge.base_url, "vllm:request_success_total") == 4  # one request per doc, each answered
+            proc, out = run("nomodel", judge, judge_model="not-served", cache="cache2")
+            log_text = proc.stdout + proc.stderr
+            assert failed(read_outputs(str(out))[0], "msearth_open") == 4 and NO_SUCH_MODEL in log_text, log_text[-3000:]
+            assert _metric(judge.base_url, "vllm:request_success_total") == 4  # the pass stopped at the 404
+
+            # EMMA's judged tasks, the server killed once it has answered one judge request
+            killed = subprocess.Popen([sys.executable, "-m", "lmms_eval", "--model", "openai", "--model_args", openai_args(model.base_url), "--tasks", "emma_mini_judge",
+                                       "--output_path", str(tmp_path / "emma"), "--log_samples"],
+                                      env=env(judge, cache="cache_emma"), cwd=str(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            deadline, cache_emma = time.time() + 300, str(tmp_path / "cache_emma")
+            while not verdicts(cache_emma):  # a verdict is in the cache within 20 ms of its reply
+                assert killed.poll() is None and time.time() < deadline, "the run ended before the server answered one EMMA judge request"
+                time.sleep(0.005)
+            judge.kill()
+        out, _ = killed.communicate(timeout=600)
+        assert killed.returncode == 0, out[-3000:]
+        emma_samples = read_outputs(str(tmp_path / "emma"))[1]
+        docs = sum(len(v) for v in emma_samples.values())
+        cached = len(_cached_keys(str(tmp_path / "cache_emma")))
+        assert docs >= 6 and 0 < cached < docs, (cached, docs, out[-3000:])  # the premise: the kill landed mid-pass
+
+        with VllmServer(path, port, log, images=0) as judge:  # restarted on the same address; accepts no image
+            proc = rescore([str(tmp_path / "emma"), "--out", str(tmp_path / "re")], env(judge, cache="cache_emma"), str(tmp_path))
+            assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+            found = summaries(open(tmp_path / "re" / "rescore.log").read())
+            assert set(found) == set(emma_samples) and sum(s["cache_hits"] for s in found.values()) == cached, found
+            # one request per doc not judged before the kill, the rest cache hits
+            assert _metric(judge.base_url, "vllm:request_success_total") == sum(s["requests"] for s in found.values()) == docs - cached, found
+            assert len(_cached_keys(str(tmp_path / "cache_emma"))) == docs
+
+            long_emma["on"] = True
+            proc, out = run("refused", judge, tasks="msearth_open,emma_mini_judge_math", cache="cache3")
+            log_text = proc.stdout + proc.stderr
+            res = read_outputs(str(out))[0]
+            emma_math = len(emma_samples["emma_mini_judge_math"])
+            assert failed(res, "msearth_open") == 4 and f"{TOO_MANY_IMAGES} x 4" in log_text, log_text[-3000:]
+            assert failed(res, "emma_mini_judge_math") == emma_math and f"{OVER_CONTEXT} x {emma_math}" in log_text, log_text[-3000:]
