@@ -148,10 +148,14 @@ def test_report_position_bias_section_browser_and_paired_rows(mirror, hf_home, t
     cells = [c.strip() for c in rows[0].strip("|").split("|")]
     assert cells[2] == f"{res_a['results']['msearth_mcq']['msearth_acc,none']:.2f}"  # official, beside vanilla
     assert cells[3].startswith(cells[2])
-    assert cells[4].startswith("0.00") and cells[5].startswith("100.00")  # circular 0, every question flipped
-    assert cells[8] == "100.00 / 0.00 / 0.00 / 0.00" and cells[9] == str(questions)
+    assert cells[4].startswith("0.00") and cells[5].startswith("0.00")  # circular 0, every rotation answered
+    assert cells[6].startswith("100.00") and cells[7].startswith("100.00")  # every question flipped, over its answered rotations too
+    assert cells[10] == "100.00 / 0.00 / 0.00 / 0.00" and cells[11] == str(questions)
     assert "100.00 / 0.00 / 0.00 / 0.00 / 0.00" in section  # SciFIBench: five positions
-    assert "## MSEarth" in text and "msearth_mcq_circular" not in text.split("## MSEarth", 1)[1].split("\n## ", 1)[0]
+    # the MSEarth section: the circular variant only in its counts (rotations, none without an answer)
+    msearth = text.split("## MSEarth", 1)[1].split("\n## ", 1)[0]
+    assert "msearth_mcq_circular" not in msearth.split("### Counts", 1)[0]
+    assert any(ln.startswith("| msearth_mcq_circular |") and "| 0 (0.00%) |" in ln for ln in msearth.split("### Counts", 1)[1].splitlines())
     for task in ("msearth_mcq_circular", "scifibench_cs_f2c_circular"):
         assert os.path.getsize(rep / f"positions_{task}.png") > 5000
 
@@ -173,6 +177,7 @@ def test_report_position_bias_section_browser_and_paired_rows(mirror, hf_home, t
     proc = __import__("subprocess").run([os.path.join(os.path.dirname(sys.executable), "lmms-eval-earthsci"), "rescore", str(outs["A"]), "--out", str(out), "--tasks", "msearth_mcq_circular"],
                                         env=cli_env(mirror, hf_home), capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "msearth_mcq_circular · circular_acc: 0.00" in proc.stdout
+    assert proc.stdout.count("msearth_mcq_circular · circular_acc: 0.00") == 1  # the headline of a circular run alone, said once
+    assert "msearth_mcq_circular · circular_no_answer: 0.00" in proc.stdout
     res_r, _ = read_outputs(str(out))
     assert _metrics(res_r, "msearth_mcq_circular") == _metrics(res_a, "msearth_mcq_circular")

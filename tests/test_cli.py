@@ -31,6 +31,20 @@ def test_subcommand_help_writes_nothing(command, capsys, tmp_path, monkeypatch):
     assert list(tmp_path.iterdir()) == []  # `write-fixtures --help` no longer writes a folder named --help
 
 
+@pytest.mark.parametrize("command", [c for c in cli.COMMANDS if c != "run"] + ["mac build"])
+def test_every_help_text_is_whole(command, capsys, tmp_path, monkeypatch):
+    """No command's description stops mid-sentence (`check-model --help` once ended on "Two views per
+    layout:": its docstring's first paragraph, cut before the list it announced)."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as e:
+        cli.main([*command.split(), "--help"])
+    assert e.value.code == 0
+    out = capsys.readouterr().out
+    description = out.split("\n\n")[1]  # after the usage block, before the arguments
+    assert not description.startswith(("options:", "positional arguments:")), out
+    assert not description.rstrip().endswith((":", ",", ";", "-")), f"{command} --help stops mid-sentence: {description!r}"
+
+
 @pytest.mark.parametrize("flag", ["--help", "-h"])
 def test_demo_run_and_mac_build_help_exit_zero(flag, capsys, tmp_path, monkeypatch):
     """`demo`, `run` and `mac build` take their arguments verbatim, yet their help is help (exit 0)."""

@@ -298,3 +298,23 @@ def test_a_claims_view_is_written_once_and_a_sweeps_copies_keep_claims_apart(tmp
     assert data["views"][2]["title"] == "claim c1~1: its variants"
     # a benchmark without shared views writes none
     assert "views" not in task_docs(registry.get("emma"), "emma_mini_math", read_runs([_write_run(tmp_path, "e", "emma_mini_math", [{"doc_id": 0, "input": "p", "resps": [["r"]], "target": "3", "emma_acc": {"score": 0.0}}])]))
+
+
+def test_heading_ids_are_unique_and_in_page_links_find_them(tmp_path):
+    """Every benchmark's "Counts", a benchmark under Position bias and under its own section: one id
+    each (the page's own ids left alone), and every in-page link has its target."""
+    import re
+
+    from test_circular_report import circular_run, never
+
+    md = "## EMMA\n\n### Counts\n\n## MSEarth\n\n### Counts\n\n## Position bias\n\n### EMMA\n\n## Paper reference\n\n### EMMA\n\n## Samples\n\n## EMMA\n"
+    ids = re.findall(r' id="([^"]+)"', to_html(md, reserved=("samples",)))
+    assert ids == ["emma", "emma-counts", "msearth", "msearth-counts", "position-bias", "position-bias-emma", "paper-reference", "paper-reference-emma", "samples-2", "emma-2"]
+
+    path = circular_run(tmp_path, "silent", never)
+    write_report([path], str(tmp_path / "rep"), resamples=0, html=True, images=False)
+    page = (tmp_path / "rep" / "report.html").read_text()
+    ids = re.findall(r' id="([^"]+)"', page)
+    assert len(ids) == len(set(ids)) and {"msearth-counts", "scifibench-counts", "position-bias-msearth", "position-bias-scifibench"} <= set(ids)
+    links = set(re.findall(r'href="#([^"?]+)"', page))
+    assert links and links <= set(ids), links - set(ids)

@@ -100,3 +100,28 @@ def test_bertscore_is_unavailable_in_seconds_when_the_hub_is_not_there(hub_is, m
     finally:
         core_textmetrics._bertscorer.cache_clear()
         hub._probe.cache_clear()
+
+
+@pytest.mark.slow  # a fresh interpreter (~3 s)
+def test_a_judge_failure_warning_prints_once_after_rouge(tmp_path):
+    """ROUGE's scorer used to announce its default tokenizer through absl's logging, whose first call runs
+    logging.basicConfig() in a process that configured no logging: a stderr handler on the root logger,
+    so every warning of ours was printed twice (loguru's line, then "WARNING:lmms_eval_earthsci:...").
+    A fresh interpreter, as a run is: the warning once, and no handler left on the root logger."""
+    import subprocess
+    import sys
+
+    script = (
+        "import logging\n"
+        "from lmms_eval_earthsci.core.hooks import forward_logs\n"
+        "forward_logs()\n"
+        "from lmms_eval_earthsci.core import textmetrics\n"
+        "assert textmetrics.rouge('Han and Tang dynasties', 'Tang dynasty')['rouge1'] > 0\n"
+        "from lmms_eval_earthsci.core.judge_pass import judge_failed\n"
+        "judge_failed([{'task': 'msearth_open', 'score': 1, 'cause': 'ConnectionRefusedError'}, {'task': 'msearth_open', 'score': 0}])\n"
+        "print(len(logging.getLogger().handlers))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, cwd=str(tmp_path))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stderr.count("msearth_open: 1 of 2 judged docs failed (ConnectionRefusedError x 1); scored wrong") == 1, proc.stderr
+    assert "WARNING:lmms_eval_earthsci" not in proc.stderr and proc.stdout.strip() == "0"

@@ -26,10 +26,14 @@ on the rotated doc. The metrics (each named; none replaces an official one):
   2024), in points.
 - ``circular_ece``: the calibration error over every rotation (benchmarks whose records carry the
   probabilities of the options, MAC).
+- ``circular_no_answer``: the share of rotations (every doc of the task) with no option chosen; where it
+  is 100 the position figures above measured nothing (:func:`unmeasured` says why), whatever they read.
+- ``flip_rate_answered``: ``flip_rate`` over the answered rotations only (no answer left out), over the
+  questions that rotate and were answered at two rotations or more.
 
-Intervals (the report; :func:`kernels`): Wilson's over questions for ``circular_acc`` and
-``flip_rate``, over rotation-0 docs for ``vanilla_acc``; a bootstrap over source questions for the
-position shares.
+Intervals (the report; :func:`kernels`): Wilson's over questions for ``circular_acc``, ``flip_rate``
+and ``flip_rate_answered``, over rotation-0 docs for ``vanilla_acc``; a bootstrap over source questions
+for the position shares and ``circular_no_answer``.
 """
 
 from __future__ import annotations
@@ -47,8 +51,10 @@ from lmms_eval_earthsci.core.metrics import calibration, percent, with_paired_sc
 K, N, SOURCE = "circular_k", "circular_n", "circular_source"
 LETTERS = "ABCDEFGH"
 HEAD = "circular_acc"  # its per-rotation record also carries the official headline record (the browser's)
-METRICS = (HEAD, "vanilla_acc", "flip_rate", "position_rstd", "position_p")
+METRICS = (HEAD, "vanilla_acc", "flip_rate", "position_rstd", "position_p", "circular_no_answer", "flip_rate_answered")
 ECE = "circular_ece"
+#: the metrics that read better lower (the YAMLs' ``higher_is_better: false``)
+LOWER_IS_BETTER = frozenset({"flip_rate", "position_rstd", "circular_no_answer", "flip_rate_answered", ECE})
 AGG = "!function lmms_eval_earthsci.core.circular."
 
 
@@ -281,6 +287,16 @@ def question_flipped(recs: Sequence[Mapping[str, Any]]) -> bool:
     return len({r.get("option") for r in recs}) > 1
 
 
+def answered(rec: Mapping[str, Any]) -> bool:
+    """The rotation chose one of the question's options (a letter within them)."""
+    return bool(rec.get("position"))
+
+
+def question_flipped_answered(recs: Sequence[Mapping[str, Any]]) -> bool:
+    """The chosen option, mapped back, changes across the rotations that were answered."""
+    return len({r.get("option") for r in recs if answered(r)}) > 1
+
+
 def circular_acc(items: Iterable[Any]) -> float | None:
     """Percent of questions right at every rotation (a question asked once: right at it)."""
     return _mean([percent(question_right(recs)) for recs in by_question(items).values()])
@@ -299,6 +315,35 @@ def _rotating(items: Iterable[Any]) -> dict[Any, list[Mapping[str, Any]]]:
 def flip_rate(items: Iterable[Any]) -> float | None:
     """Percent of the questions that rotate whose chosen option (mapped back) changes across rotations."""
     return _mean([percent(question_flipped(recs)) for recs in _rotating(items).values()])
+
+
+def _answered_twice(items: Iterable[Any]) -> dict[Any, list[Mapping[str, Any]]]:
+    """The questions that rotate and were answered at two rotations or more, by source."""
+    return {s: recs for s, recs in _rotating(items).items() if sum(answered(r) for r in recs) >= 2}
+
+
+def flip_rate_answered(items: Iterable[Any]) -> float | None:
+    """``flip_rate`` over the answered rotations: percent of the questions that rotate and were answered
+    at two rotations or more whose chosen option (mapped back) changes across those rotations; None when
+    no such question."""
+    return _mean([percent(question_flipped_answered(recs)) for recs in _answered_twice(items).values()])
+
+
+def circular_no_answer(items: Iterable[Any]) -> float | None:
+    """Percent of the rotations (every doc of the task) with no option chosen."""
+    return _mean([percent(not answered(r)) for r in _records(items)])
+
+
+def unmeasured(items: Iterable[Any]) -> str | None:
+    """Why the position figures (flip rates, RStd, the position test and shares) measure nothing here:
+    ``"no question rotates"``, ``"no answer"`` (no rotation of a question that rotates chose an
+    option: ``flip_rate`` then reads 0, RStd 0); None when they measure something."""
+    questions = _rotating(items)
+    if not questions:
+        return "no question rotates"
+    if not any(answered(r) for recs in questions.values() for r in recs):
+        return "no answer"
+    return None
 
 
 def position_counts(items: Iterable[Any]) -> tuple[list[list[float]], list[list[float]], int]:
@@ -402,11 +447,14 @@ def circular_ece(items: Iterable[Any]) -> float | None:
 # --------------------------------------------------------------------------- intervals (report)
 
 
-def _per_question(flag: Callable[[Sequence[Mapping[str, Any]]], bool], rotating_only: bool = False) -> Callable[[Sequence[Any]], Any]:
+Questions = Callable[[Iterable[Any]], Mapping[Any, Sequence[Mapping[str, Any]]]]
+
+
+def _per_question(flag: Callable[[Sequence[Mapping[str, Any]]], bool], questions: Questions = by_question) -> Callable[[Sequence[Any]], Any]:
     def encode(items: Sequence[Any]) -> Any:
         import numpy as np  # noqa: PLC0415 - numpy, only for intervals
 
-        groups = list((_rotating if rotating_only else by_question)(items).values())
+        groups = list(questions(items).values())
         if not groups:
             return None
         v = np.array([percent(flag(recs)) for recs in groups], dtype=float)
@@ -436,6 +484,17 @@ def _share_encode(letter: str) -> Callable[[Sequence[Any]], Any]:
     return encode
 
 
+def _no_answer_encode(items: Sequence[Any]) -> Any:
+    """Per question: 100 x its rotations with no answer, and its rotations (a share of rotations,
+    resampled by question)."""
+    import numpy as np  # noqa: PLC0415 - numpy, only for intervals
+
+    groups = list(by_question(items).values())
+    if not groups:
+        return None
+    return np.array([100.0 * sum(not answered(r) for r in recs) for recs in groups]), np.array([float(len(recs)) for recs in groups])
+
+
 def ratio(v: Any, m: Any, axis: int = -1) -> Any:
     """sum(v) / sum(m) over the clusters (a share whose units are questions, not right/wrong docs)."""
     import numpy as np  # noqa: PLC0415 - numpy, only for intervals
@@ -446,13 +505,15 @@ def ratio(v: Any, m: Any, axis: int = -1) -> Any:
 
 def kernels() -> dict[str, tuple[Callable, Callable]]:
     """Vectorised interval kernels (``core.stats``): right/wrong per question (Wilson's), the position
-    shares resampled by question."""
+    shares and the no-answer share resampled by question."""
     from lmms_eval_earthsci.core.stats import mean_stat  # noqa: PLC0415 - numpy; stats imports nothing of ours back
 
     out: dict[str, tuple[Callable, Callable]] = {
         "lmms_eval_earthsci.core.circular.circular_acc": (_per_question(question_right), mean_stat),
-        "lmms_eval_earthsci.core.circular.flip_rate": (_per_question(question_flipped, rotating_only=True), mean_stat),
+        "lmms_eval_earthsci.core.circular.flip_rate": (_per_question(question_flipped, _rotating), mean_stat),
+        "lmms_eval_earthsci.core.circular.flip_rate_answered": (_per_question(question_flipped_answered, _answered_twice), mean_stat),
         "lmms_eval_earthsci.core.circular.vanilla_acc": (_vanilla_encode, mean_stat),
+        "lmms_eval_earthsci.core.circular.circular_no_answer": (_no_answer_encode, ratio),
     }
     for x in POSITIONS:
         out[f"lmms_eval_earthsci.core.circular.position_{x}"] = (_share_encode(x), ratio)
@@ -468,6 +529,6 @@ def task_yaml(*, official: str, task: str, alias: str, module: str, process_docs
     lines += [f"{h}: !function {module}.{h}" for h in ("doc_to_messages", "doc_to_visual", "doc_to_text", "doc_to_target", "process_results")]
     lines.append("metric_list:")
     for name in (*METRICS, *(f"position_{x}" for x in positions), *((ECE,) if ece else ())):
-        lower_better = name in ("flip_rate", "position_rstd", ECE)
+        lower_better = name in LOWER_IS_BETTER
         lines += [f"  - metric: {name}", f"    aggregation: {AGG}{name}", f"    higher_is_better: {'false' if lower_better else 'true'}"]
     return header + "\n".join(lines) + "\n"

@@ -108,9 +108,13 @@ def bleu(reference: str, candidate: str, max_order: int = 4, smooth: bool = Fals
 
 @functools.lru_cache(maxsize=1)
 def _rouge_scorer() -> RougeScorer:
-    from rouge_score import rouge_scorer  # noqa: PLC0415 - heavy (rouge_score loads nltk, ~1 s), only when ROUGE is computed
+    from rouge_score import rouge_scorer, tokenizers  # noqa: PLC0415 - heavy (rouge_score loads nltk, ~1 s), only when ROUGE is computed
 
-    return rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL", "rougeLsum"], use_stemmer=False)
+    # its default tokenizer, passed in: built by RougeScorer itself it is announced through absl's
+    # logging.info, whose first call runs logging.basicConfig() (a stderr handler on the root logger) in a
+    # process that configured none, and from then on every warning of ours printed twice (loguru's line,
+    # then the root handler's "WARNING:lmms_eval_earthsci:...")
+    return rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL", "rougeLsum"], use_stemmer=False, tokenizer=tokenizers.DefaultTokenizer(use_stemmer=False))
 
 
 def rouge(reference: str, candidate: str) -> dict[str, float]:

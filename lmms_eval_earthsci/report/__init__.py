@@ -49,7 +49,7 @@ from lmms_eval_earthsci.report.papers import DEFAULT_PAPER_MODEL, resolve_paper_
 from lmms_eval_earthsci.report.position_bias import HEAD as CIRCULAR_HEAD
 from lmms_eval_earthsci.report.position_bias import circular_tasks, position_section
 from lmms_eval_earthsci.report.runs import ReportError, Run
-from lmms_eval_earthsci.report.sections import bench_tasks, benchmark_section, changes_section, counts, headline_keys, headline_section, paired_section, paper_table, versions_section
+from lmms_eval_earthsci.report.sections import benchmark_section, changes_section, counts, headline_keys, headline_section, paired_section, paper_table, versions_section
 from lmms_eval_earthsci.report.summary import write_summary
 from lmms_eval_earthsci.report.sweep import baseline, read_runs
 
@@ -109,13 +109,13 @@ def write_report(
     if intro:
         md += ["## What you are looking at", "", intro.strip(), ""]
     keys = [(b, t, m) for b in benches for t, m in headline_keys(b, runs)]
-    keys += [(b, t, CIRCULAR_HEAD) for b in benches for t in circular_tasks(b, runs)]
+    keys += [(b, t, CIRCULAR_HEAD) for b in benches for t in circular_tasks(b, runs) if (b, t, CIRCULAR_HEAD) not in keys]  # (a headline already when run alone)
     comparisons = compare(runs, base, keys)
     md.append(changes_section(comparisons, base))
     md.append(headline_section(runs, benches, ref, base, out_dir))
     md.append(versions_section(runs, benches))
     md.append(paired_section(comparisons, runs, base))
-    md += [benchmark_section(b, runs, out_dir, ref) for b in benches if bench_tasks(b, runs)]
+    md += [benchmark_section(b, runs, out_dir, ref) for b in benches]
     md.append(position_section(benches, runs, out_dir, ref))
     papers = [paper_table(b, runs) for b in benches]
     if any(papers):

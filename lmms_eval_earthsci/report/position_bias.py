@@ -1,9 +1,12 @@
 """The report's "Position bias" section: the circular variants of the multiple-choice tasks
 (:mod:`lmms_eval_earthsci.core.circular`), per benchmark and run: the official accuracy (the official
-task, when the run has it), ``vanilla_acc`` (rotation 0), ``circular_acc``, the flip rate, RStd, the test
-of uniform positions and the share of answers at each position; a chart of the positions per task; the
-questions asked and those asked once. The paired comparison of ``circular_acc`` across runs is one row
-per question (:func:`question_items`) in the report's paired comparisons."""
+task, when the run has it), ``vanilla_acc`` (rotation 0), ``circular_acc``, the share of rotations with no
+answer, the flip rates (no answer as a choice; answered rotations only), RStd, the test of uniform
+positions and the share of answers at each position; a chart of the positions per task; the questions
+asked and those asked once. Where the position figures measured nothing (no rotation answered, no
+question rotates) they read ``n/a (why)``, with a note, never a 0 that reads "no bias". The paired
+comparison of ``circular_acc`` across runs is one row per question (:func:`question_items`) in the
+report's paired comparisons."""
 
 from __future__ import annotations
 
@@ -17,7 +20,7 @@ from lmms_eval_earthsci.core.benchmark import Benchmark, ChartSpec
 from lmms_eval_earthsci.report.charts import build_chart, plot
 from lmms_eval_earthsci.report.intervals import ci_cell
 from lmms_eval_earthsci.report.papers import fmt
-from lmms_eval_earthsci.report.runs import MISSING, Run
+from lmms_eval_earthsci.report.runs import MISSING, UNAVAILABLE, Run
 
 HEAD = circular.HEAD
 
@@ -66,17 +69,51 @@ def _questions(run: Run, task: str) -> str:
     return f"{len(groups)} ({once} once)" if once else str(len(groups))
 
 
-def _positions(run: Run, task: str) -> str:
+def unmeasured(run: Run, task: str) -> str | None:
+    """Why the run's position figures of the task measure nothing (:func:`.circular.unmeasured`), from its
+    samples; without samples, "no answer" when ``circular_no_answer`` is 100."""
+    recs = _records(run, task)
+    if recs is not None:
+        return circular.unmeasured(recs)
+    present, v = run.value(task, "circular_no_answer")
+    return "no answer" if present and v == 100.0 else None
+
+
+def _rotating_questions(run: Run, task: str) -> int | None:
+    recs = _records(run, task)
+    return None if recs is None else sum(1 for rs in circular.by_question(recs).values() if rs[0]["n"] > 1)
+
+
+def _na(why: str) -> str:
+    return f"{UNAVAILABLE} ({why})"
+
+
+def _positions(run: Run, task: str, why: str | None) -> str:
     shares = [(x, run.value(task, f"position_{x}")) for x in circular.POSITIONS]
-    return " / ".join(f"{fmt(v)}" for x, (present, v) in shares if present and v is not None) or MISSING
+    if not any(present for _, (present, _) in shares):
+        return MISSING
+    if why:
+        return _na(why)
+    return " / ".join(f"{fmt(v)}" for x, (present, v) in shares if present and v is not None) or UNAVAILABLE
 
 
-def _with_ci(run: Run, task: str, metric: str) -> str:
+def _with_ci(run: Run, task: str, metric: str, why: str | None = None, none: str | None = None) -> str:
+    """The value and its interval; ``n/a (why)`` where the figure measured nothing (whatever it reads),
+    ``n/a (none)`` where it has no value."""
     present, v = run.value(task, metric)
     if not present:
         return MISSING
+    if why:
+        return _na(why)
+    if v is None and none:
+        return _na(none)
     ci = ci_cell(run, task, metric) if v is not None else MISSING
     return fmt(v) + (f" ({ci})" if ci != MISSING else "")
+
+
+def _rstd(run: Run, task: str, why: str | None) -> str:
+    present, v = run.value(task, "position_rstd")
+    return MISSING if not present else _na(why) if why else fmt(v)
 
 
 def _official(bench: Benchmark, run: Run, task: str) -> str:
@@ -88,10 +125,44 @@ def _official(bench: Benchmark, run: Run, task: str) -> str:
     return MISSING
 
 
-def _p(v: float | None) -> str:
-    if v is None:
+def _p(run: Run, task: str, why: str | None) -> str:
+    present, v = run.value(task, "position_p")
+    if not present:
         return MISSING
+    if why:
+        return _na(why)
+    if v is None:  # the test needs two questions that rotate
+        q = _rotating_questions(run, task)
+        return _na(f"{q} question rotates") if q == 1 else UNAVAILABLE
     return "<0.001" if v < 0.001 else f"{v:.3f}"
+
+
+def _unmeasured_note(run: Run, task: str, why: str) -> str:
+    recs = _records(run, task)
+    if why == "no answer":
+        rotations = f"none of its {len(recs)} rotations chose an option" if recs is not None else "no rotation chose an option"
+        return (f"`{task}` ({run.column}): no answer: {rotations}, so flip, RStd, p and positions measured nothing "
+                "(the results JSON's `flip_rate` and `position_rstd` read 0 there: no answer counts as a choice, and as wrong).")
+    return f"`{task}` ({run.column}): {why}: every question was asked once (its options name each other), so there is no position to compare."
+
+
+LEGEND = (
+    "Circular variants: each multiple-choice question asked once per rotation of its options (the letters stay, the options move). How to read each column: "
+    "**official** = the official task's headline metric, when the run has that task. "
+    "**vanilla** = rotation 0 alone (the official prompt: the official accuracy on the same responses). "
+    "**circular** = percent of questions right at every rotation. "
+    "**no answer** = percent of rotations whose answer chose no option (`circular_no_answer`; 100: the figures after it measured nothing). "
+    "**flip** = percent of questions whose chosen option, mapped back, changes across rotations, no answer counting as a choice (`flip_rate`; 0: the same choice at every rotation); "
+    "**flip (answered)** = the same over the answered rotations only, of the questions answered at two rotations or more (`flip_rate_answered`). "
+    "**RStd** = the spread over positions of the accuracy on rotations whose gold sits there (Zheng et al., ICLR 2024; 0: none). "
+    "**p** = a Wald test that every position is chosen equally often (cluster-robust over questions; under full rotation a model with no position preference "
+    "chooses each position equally often, whatever its content preferences): small p, a position bias. **positions** = the share of answers at A / B / C ... "
+    "(no preference: equal shares). **questions** = questions asked (in brackets, those asked once: options that name each other). "
+    "**n/a (no answer)**: no rotation of a question that rotates chose an option, so flip, RStd, p and positions measured nothing (a 0 there would read \"no bias\"); "
+    "**n/a (no question rotates)**: every question was asked once; p **n/a (1 question rotates)**: the test needs two; flip (answered) **n/a (no question answered twice)**. "
+    "–: the run has no such number (not run, or a task version without the metric). "
+    "Intervals (95%): Wilson's over questions (circular, flip, flip (answered)) and over rotation-0 docs (vanilla); a bootstrap over questions (no answer)."
+)
 
 
 def position_section(benches: list[Benchmark], runs: list[Run], out_dir: str, paper_model: str) -> str:
@@ -100,33 +171,28 @@ def position_section(benches: list[Benchmark], runs: list[Run], out_dir: str, pa
     per_bench = [(b, ts) for b, ts in per_bench if ts]
     if not per_bench:
         return ""
-    text = [
-        "## Position bias",
-        "",
-        "Circular variants: each multiple-choice question asked once per rotation of its options (the letters stay, the options move); "
-        "**circular** = right at every rotation, **vanilla** = rotation 0 alone (the official prompt: the official accuracy on the same responses), "
-        "**flip** = questions whose chosen option, mapped back, changes across rotations. "
-        "**RStd** = the spread over positions of the accuracy on rotations whose gold sits there (Zheng et al., ICLR 2024; 0: none). "
-        "**p** = a Wald test that every position is chosen equally often (cluster-robust over questions; under full rotation a model with no position preference "
-        "chooses each position equally often, whatever its content preferences): small p, a position bias. **positions** = the share of answers at A / B / C ... "
-        "Intervals (95%): Wilson's over questions (circular, flip) and over rotation-0 docs (vanilla). A question whose options name each other is asked once.",
-        "",
-    ]
+    text = ["## Position bias", "", LEGEND, ""]
     for bench, tasks in per_bench:
         ece = any(circular.ECE in r.results.get(t, {}) for r in runs for t in tasks)
-        header = ["task", "run", "official", "vanilla", "circular", "flip", "RStd", "p", "positions", "questions"] + (["ECE (all rotations)"] if ece else [])
-        rows = []
+        header = ["task", "run", "official", "vanilla", "circular", "no answer", "flip", "flip (answered)", "RStd", "p", "positions", "questions"] + (["ECE (all rotations)"] if ece else [])
+        rows, notes = [], []
         for task in tasks:
             alias = next((r.aliases[task] for r in runs if task in r.aliases), task)
             for r in runs:
                 if task not in r.results:
                     continue
-                rows.append([f"{alias} · `{task}`", r.column, _official(bench, r, task), _with_ci(r, task, "vanilla_acc"), _with_ci(r, task, HEAD), _with_ci(r, task, "flip_rate"),
-                             fmt(r.value(task, "position_rstd")[1]), _p(r.value(task, "position_p")[1]), _positions(r, task), _questions(r, task)]
+                why = unmeasured(r, task)
+                if why:
+                    notes.append(_unmeasured_note(r, task, why))
+                rows.append([f"{alias} · `{task}`", r.column, _official(bench, r, task), _with_ci(r, task, "vanilla_acc"), _with_ci(r, task, HEAD), _with_ci(r, task, "circular_no_answer"),
+                             _with_ci(r, task, "flip_rate", why), _with_ci(r, task, "flip_rate_answered", why, none="no question answered twice"),
+                             _rstd(r, task, why), _p(r, task, why), _positions(r, task, why), _questions(r, task)]
                             + ([_with_ci(r, task, circular.ECE)] if ece else []))
         text += [f"### {bench.title}", "", "| " + " | ".join(header) + " |", "|---|---|" + "---:|" * (len(header) - 2)]
         text += ["| " + " | ".join(row) + " |" for row in rows]
         text.append("")
+        if notes:
+            text += [n + "  " for n in notes] + [""]
         charts = []
         for task in tasks:
             width = max((len([x for x in circular.POSITIONS if r.value(task, f"position_{x}")[0]]) for r in runs), default=0)

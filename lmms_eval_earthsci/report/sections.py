@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from typing import Any, cast
 
 from lmms_eval_earthsci import registry
+from lmms_eval_earthsci.core import circular
 from lmms_eval_earthsci.core.benchmark import Benchmark, Family, PaperValue, ReportSpec, RunView
 from lmms_eval_earthsci.report.charts import build_chart, build_trend, plot, plot_reliability, plot_trend
 from lmms_eval_earthsci.report.comparisons import RULE, Comparison
@@ -18,7 +19,7 @@ from lmms_eval_earthsci.report.intervals import BOOTSTRAP, BOOTSTRAP_NOTE, ci_ce
 from lmms_eval_earthsci.report.layout import MARK, marked, paper_comparable
 from lmms_eval_earthsci.report.layout import notes as layout_notes
 from lmms_eval_earthsci.report.papers import fmt, footnotes, paper_cell, paper_entries, paper_value
-from lmms_eval_earthsci.report.position_bias import is_circular
+from lmms_eval_earthsci.report.position_bias import circular_tasks, is_circular
 from lmms_eval_earthsci.report.runs import MISSING, Run, _number
 
 # --------------------------------------------------------------------------- which numbers go where
@@ -36,9 +37,12 @@ def _has(runs: list[Run], task: str, metric: str) -> bool:
 
 
 def headline_keys(bench: Benchmark, runs: list[Run]) -> list[tuple[str, str]]:
+    """(task, metric) of the benchmark's headline: each official task's headline metrics; a benchmark
+    run only as circular variants leads with their ``circular_acc`` (right at every rotation)."""
     spec = bench.report_spec()
     tasks = bench_tasks(bench, runs)
-    return [(t, m) for t in spec.headline_tasks(tasks) for m in spec.headline_metrics(t) if _has(runs, t, m)]
+    keys = [(t, m) for t in spec.headline_tasks(tasks) for m in spec.headline_metrics(t) if _has(runs, t, m)]
+    return keys or [(t, circular.HEAD) for t in circular_tasks(bench, runs)]
 
 
 def _aliases(runs: list[Run]) -> dict[str, str]:
@@ -144,10 +148,22 @@ def _judge_record(spec: ReportSpec, sample: dict) -> tuple[bool, dict | None]:
     return False, None
 
 
+def _rotation_extraction(spec: ReportSpec, record: dict) -> str:
+    """A circular variant's doc (one rotation): ``none`` when it chose no option (``circular_no_answer``),
+    ``weak`` when the official extraction picked it by low similarity, else ``answer``."""
+    if not circular.answered(record):
+        return "none"
+    official = record.get("official")
+    if isinstance(official, dict) and _extraction(spec, dict.fromkeys(spec.extraction_fields, official)) == "weak":
+        return "weak"
+    return "answer"
+
+
 def counts(run: Run, tasks: Iterable[str]) -> dict[str, dict[str, Any]]:
     """Per task with samples: docs scored; docs with no answer extracted and low-confidence similarity
-    picks (None when the task extracts no answer); whether a judge ran (None: not a judged task; False:
-    judged task, no judge configured), judge failures (by cause) and judge cache hits."""
+    picks (None when the task extracts no answer; a circular variant's docs are its rotations, those
+    that chose no option); whether a judge ran (None: not a judged task; False: judged task, no judge
+    configured), judge failures (by cause) and judge cache hits."""
     out = {}
     for task in tasks:
         ss = run.samples.get(task)
@@ -158,7 +174,8 @@ def counts(run: Run, tasks: Iterable[str]) -> dict[str, dict[str, Any]]:
         c: dict[str, Any] = {"docs": len(ss), "no_answer": None, "low_confidence": None, "judged": None, "judge_failed": 0, "judge_failure_causes": {}, "judge_cache_hits": 0}
         causes: Counter = Counter()
         for s in ss:
-            ex = _extraction(spec, s)
+            rotation = s.get(circular.HEAD)
+            ex = _rotation_extraction(spec, rotation) if circular.is_record(rotation) else _extraction(spec, s)
             if ex is not None:
                 c["no_answer"] = (c["no_answer"] or 0) + (ex == "none")
                 c["low_confidence"] = (c["low_confidence"] or 0) + (ex == "weak")
@@ -297,7 +314,10 @@ def headline_section(runs: list[Run], benches: list[Benchmark], paper_model: str
     elsewhere = [f"{t} · {m}" for b in benches for t, m in headline_keys(b, runs) if not paper_value(b, paper_model, t, m) and any(e.task == t and e.metric == m for e in paper_entries(b)[0])]
     if elsewhere:
         text += ["", f"{paper_model} has no paper number for {', '.join(elsewhere)}; other paper models do (Paper reference)."]
-    text += ["", runs_section(runs, base), "", counts_note()]
+    led = [f"`{t}`" for b, t, m in keys if m == circular.HEAD]
+    if led:
+        text += ["", f"{', '.join(led)}: circular variants run without their official task lead with `{circular.HEAD}`, the percent of questions right at every rotation (no paper number: ours; Position bias below)."]
+    text += ["", runs_section(runs, base), "", counts_note(any(circular_tasks(b, runs) for b in benches))]
     return "\n".join(text) + "\n"
 
 
@@ -444,21 +464,31 @@ def _judge_cells(c: dict) -> list[str]:
     return [failed, str(c["judge_cache_hits"])]
 
 
+def _no_answer_cell(unit: str, c: dict, runs: list[Run]) -> str:
+    """The no-answer count; a circular variant's with its share of the rotations (``circular_no_answer``)."""
+    if c["no_answer"] is None:
+        return MISSING
+    if is_circular(unit, runs) and c["docs"]:
+        return f"{c['no_answer']} ({fmt(100.0 * c['no_answer'] / c['docs'])}%)"
+    return str(c["no_answer"])
+
+
 def counts_table(bench: Benchmark, runs: list[Run]) -> str:
-    tasks = bench_tasks(bench, runs)
+    """The benchmark's counts, its circular variants' last (their docs are rotations)."""
+    tasks = bench_tasks(bench, runs) + circular_tasks(bench, runs)
     per_unit: dict[tuple[str, int], list[dict]] = {}
     for i, r in enumerate(runs):
         for t, c in counts(r, tasks).items():
             per_unit.setdefault((_count_unit(bench, t, r), i), []).append(c)
     if not per_unit:
         return ""
-    order = sorted(per_unit, key=lambda k: (bench.report_spec().order(k[0]), k[1]))
+    order = sorted(per_unit, key=lambda k: (is_circular(k[0], runs), bench.report_spec().order(k[0]), k[1]))
     if len(runs) > HEADLINE_COLUMNS_UP_TO:
         return _counts_by_run(bench, runs, {k: _merge(v) for k, v in per_unit.items()}, order)
     rows = []
     for unit, i in order:
         c = _merge(per_unit[(unit, i)])
-        ex = [MISSING if c[k] is None else str(c[k]) for k in ("no_answer", "low_confidence")]
+        ex = [_no_answer_cell(unit, c, runs), MISSING if c["low_confidence"] is None else str(c["low_confidence"])]
         rows.append([unit, runs[i].column, str(c["docs"])] + ex + _judge_cells(c))
     head = ["task", "run", "docs scored", "no answer extracted", "low-confidence picks", "judge failures", "judge cache hits"]
     return "\n".join(["### Counts", "", _table(head, rows, 2), ""])
@@ -477,16 +507,22 @@ def _counts_by_run(bench: Benchmark, runs: list[Run], merged: dict, order: list)
                 cells.append(MISSING)
                 continue
             judge = MISSING if c["judged"] is None else ("no judge" if not c["judged"] else str(c["judge_failed"]))
-            cells.append(f"{c['docs']} · {MISSING if c['no_answer'] is None else c['no_answer']} · {judge}")
+            cells.append(f"{c['docs']} · {_no_answer_cell(unit, c, runs)} · {judge}")
         rows.append([unit] + cells)
     note = "Each cell: docs scored · no answer extracted · judge failures (a report of four runs or fewer also gives the failures' causes, low-confidence picks and judge cache hits)."
     return "\n".join(["### Counts", "", note, "", _table(["task"] + [r.column for r in runs], rows), ""])
 
 
-def counts_note() -> str:
-    """The note on the counts tables: what every benchmark's counts mean (its report spec's clauses)."""
+#: the counts note's clause on circular variants (said when a run has one)
+CIRCULAR_COUNTS = ("a circular variant (`*_circular`, last) counts its rotations as docs, and as no answer those that chose no option, "
+                   "with their share of the rotations (`circular_no_answer`, in Position bias too)")
+
+
+def counts_note(with_circular: bool = False) -> str:
+    """The note on the counts tables: what every benchmark's counts mean (its report spec's clauses; the
+    circular variants' when ``with_circular``)."""
     specs = [b.report_spec() for b in registry.benchmarks()]
-    clauses = [s.counts_note for s in specs if s.counts_note]
+    clauses = [s.counts_note for s in specs if s.counts_note] + ([CIRCULAR_COUNTS] if with_circular else [])
     scored = "".join(f"; {s.judge_failure_note}" for s in specs if s.judge_failure_note)
     return (
         "Counts (each benchmark's last table) come from the samples (`--log_samples`): a doc counts once per task; "
@@ -555,9 +591,14 @@ def breakdown_tables(bench: Benchmark, runs: list[Run], paper_model: str) -> str
 
 
 def benchmark_section(bench: Benchmark, runs: list[Run], out_dir: str, paper_model: str) -> str:
+    """The benchmark's tables, charts and counts; of a benchmark run only as circular variants, its
+    counts alone (their numbers are in Position bias); empty when it has neither."""
     spec = bench.report_spec()
     view = BenchView(bench, runs, paper_model)
     text = [f"## {bench.title}", ""]
+    if not bench_tasks(bench, runs):
+        counted = counts_table(bench, runs)
+        return "\n".join([*text, "Run as circular variants only: their numbers are under Position bias.", "", counted]) if counted else ""
     for paragraph in spec.intro(view):
         text += [paragraph, ""]
     text.append(breakdown_tables(bench, runs, paper_model))

@@ -15,6 +15,8 @@ BENCHMARK = Benchmark(
     folder=HERE,
     report="lmms_eval_earthsci.evals.emma.report:EmmaReport",
     version=1.0,
+    # the circular variants' 1.1: circular_no_answer and flip_rate_answered added (issue 52; every other metric unchanged)
+    task_versions={f"emma_{size}_{subject}_circular": 1.1 for size in ("mini", "full") for subject in ("math", "physics", "chemistry", "coding")},
     yaml_files="lmms_eval_earthsci.evals.emma.yamls:emma_files",
     datasets=(DATASET_MINI, DATASET_FULL),
     fixtures={repo: "lmms_eval_earthsci.evals.emma.fixtures:write_emma" for repo in (DATASET_MINI, DATASET_FULL)},

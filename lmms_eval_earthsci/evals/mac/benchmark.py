@@ -18,6 +18,8 @@ BENCHMARK = Benchmark(
     # MAC's tasks are named by their yearly snapshot (mac2025_i2t_info; the group: mac2025)
     task_pattern=r"mac\d{4}(?:_\w+)?",
     version=1.0,
+    # the circular variants' 1.1: circular_no_answer and flip_rate_answered added (issue 52; every other metric unchanged)
+    task_versions={f"mac2025_{direction}_{domain}_circular": 1.1 for direction in ("i2t", "t2i") for domain in ("info", "option")},
     yaml_files="lmms_eval_earthsci.evals.mac.yamls:mac_files",
     datasets=(DATASET,),
     # the covers the CSVs' rows name: <publisher>/Cover/<journal>/<issue>.<ext>

@@ -20,6 +20,8 @@ BENCHMARK = Benchmark(
     folder=HERE,
     report="lmms_eval_earthsci.evals.scifibench.report:SciFIBenchReport",
     version=1.0,
+    # the circular variants' 1.1: circular_no_answer and flip_rate_answered added (issue 52; every other metric unchanged)
+    task_versions={f"scifibench_{field}_{direction}_circular": 1.1 for field, direction in SPLITS},
     yaml_files="lmms_eval_earthsci.evals.scifibench.yamls:scifibench_files",
     datasets=(DATASET,),
     fixtures={DATASET: "lmms_eval_earthsci.evals.scifibench.fixtures:write_scifibench"},

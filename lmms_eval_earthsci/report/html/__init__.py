@@ -37,6 +37,8 @@ from lmms_eval_earthsci.report.html.samples import NOT_RIGHT, leaf_tasks, task_d
 from lmms_eval_earthsci.report.layout import LOST, NOT_OBSERVED, SERVER, UNOBSERVED, task_layout
 from lmms_eval_earthsci.report.runs import Run
 
+#: the ids the page and its browser (app.js) use: no report heading takes one
+PAGE_IDS = ("samples", "browser", "overlay", "overlay-img", "overlay-caption", "layout-banner", "match-count", "empty-hint", "export-jsonl", "export-csv", "f-task", "f-run", "f-q", "f-pair")
 ASSETS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "assets")
 CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' blob:; connect-src 'none'; base-uri 'none'; form-action 'none'"
 
@@ -195,7 +197,7 @@ def write_html(
         if images else f"browser/: {_mib(sizes['data'])} of data (no figures: --no-images)"
     )
 
-    body = to_html(markdown, cell=_paired_links(runs, base))
+    body = to_html(markdown, cell=_paired_links(runs, base), reserved=PAGE_IDS)
     page = f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy" content="{CSP}">

@@ -31,14 +31,39 @@ def anchor(title: str) -> str:
     return re.sub(r"[^\w-]+", "-", title.strip().lower()).strip("-") or "section"
 
 
+class Anchors:
+    """Unique heading ids: a ``##`` heading's is its title's (``#headline``); a deeper one's is prefixed
+    with its section's (each benchmark's "Counts": ``#msearth-counts``; EMMA under Position bias:
+    ``#position-bias-emma``); any id still taken (``reserved``: the page's own) gets ``-2``, ``-3``..."""
+
+    def __init__(self, reserved: tuple[str, ...] = ()):
+        self.used = set(reserved)
+        self.section = ""
+
+    def __call__(self, level: int, title: str) -> str:
+        base = anchor(title)
+        if level <= 2:
+            self.section = base
+        elif self.section:
+            base = f"{self.section}-{base}"
+        out, n = base, 1
+        while out in self.used:
+            n += 1
+            out = f"{base}-{n}"
+        self.used.add(out)
+        return out
+
+
 def _cells(line: str) -> list[str]:
     return [c.strip() for c in line.strip().strip("|").split("|")]
 
 
-def to_html(markdown: str, cell: Callable[[str, list[str], int, str], str] | None = None) -> str:
+def to_html(markdown: str, cell: Callable[[str, list[str], int, str], str] | None = None, reserved: tuple[str, ...] = ()) -> str:
     """HTML for ``markdown``. ``cell(section, row, index, html)`` may rewrite a body cell's HTML (the
-    report adds links from the paired comparisons to the sample browser)."""
+    report adds links from the paired comparisons to the sample browser). Heading ids are unique
+    (:class:`Anchors`), none of them one of ``reserved`` (the page's own ids)."""
     lines = markdown.splitlines()
+    ids = Anchors(reserved)
     out: list[str] = []
     section = ""
     i = 0
@@ -57,7 +82,7 @@ def to_html(markdown: str, cell: Callable[[str, list[str], int, str], str] | Non
             level, title = len(heading.group(1)), heading.group(2)
             if level <= 2:
                 section = title
-            out.append(f'<h{level} id="{anchor(title)}">{inline(title)}</h{level}>')
+            out.append(f'<h{level} id="{ids(level, title)}">{inline(title)}</h{level}>')
         elif line.startswith("|") and i + 1 < len(lines) and re.match(r"^\|[-:| ]+\|$", lines[i + 1].strip()):
             flush()
             header = _cells(line)

@@ -236,9 +236,16 @@ def task_docs(bench: Benchmark, task: str, runs: Sequence[Run], details: Callabl
     return out
 
 
+NO_ANSWER = "∅"
+#: how to read a rotations card, in its title: a flip lists each rotation's answer as ``X@Y``
+ROTATIONS_KEY = f" ({NO_ANSWER}: no answer); flipped: X@Y per rotation = option X (original letter) chosen at position Y (the letter it was asked under)"
+
+
 def _rotations_view(docs: list[dict]) -> bool:
     """A circular variant's docs: each question's rotations on every one of its cards (the ``pair``
-    view), each run's choice mapped back to the original letters; False for any other task."""
+    view), each run's choice mapped back to the original letters (:data:`NO_ANSWER`: none), and a flip
+    as ``option@position`` per rotation (:data:`ROTATIONS_KEY` explains it on the card); False for any
+    other task."""
     by_source: dict[Any, list[tuple[dict, Mapping[str, Any]]]] = {}
     for d in docs:
         rec = next((r["record"] for r in d["runs"] if r and circular.is_record(r.get("record"))), None)
@@ -249,7 +256,7 @@ def _rotations_view(docs: list[dict]) -> bool:
     for source, members in by_source.items():
         members.sort(key=lambda m: m[1].get("k") or 0)
         rows = [{"doc": d["id"], "label": f"rotation {rec.get('k')}: gold at {rec.get('gold_position')}", "gold": rec.get("gold"),
-                 "values": [(r["record"].get("option") if r and isinstance(r.get("record"), Mapping) else None) for r in d["runs"]]} for d, rec in members]
+                 "values": [((r["record"].get("option") or NO_ANSWER) if r and isinstance(r.get("record"), Mapping) else None) for r in d["runs"]]} for d, rec in members]
         summary: list[str | None] = []
         for i in range(n):
             recs = [d["runs"][i]["record"] for d, _ in members if d["runs"][i]]
@@ -258,10 +265,11 @@ def _rotations_view(docs: list[dict]) -> bool:
             elif circular.question_right(recs):
                 summary.append("right at every rotation")
             elif circular.question_flipped(recs):
-                summary.append("flipped: " + " ".join(f"{r.get('option') or '∅'}@{r.get('position') or '∅'}" for r in recs))
+                summary.append("flipped: " + " ".join(f"{r.get('option') or NO_ANSWER}@{r.get('position') or NO_ANSWER}" for r in recs))
             else:
                 summary.append("the same option at every rotation, wrong")
-        view = {"title": f"question {source} (the official task's doc {source}): {len(members)} rotation{'s' if len(members) > 1 else ''}, answers in the original letters", "rows": rows, "summary": summary}
+        view = {"title": f"question {source} (the official task's doc {source}): {len(members)} rotation{'s' if len(members) > 1 else ''}, answers in the original letters{ROTATIONS_KEY}",
+                "rows": rows, "summary": summary}
         for d, _ in members:
             d["pair"] = view
     return bool(by_source)
