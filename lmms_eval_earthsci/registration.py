@@ -11,6 +11,9 @@ when ``lmms_eval.models`` is imported, which ``lmms_eval.evaluator`` does before
   (:func:`lmms_eval_earthsci.core.data.install_mirror_hook`),
 - runs the concurrent judge pass of judged tasks right after lmms-eval applies their filters
   (:func:`lmms_eval_earthsci.core.judge_pass.install_judge_hook`),
+- ends a CLI run that includes tasks of ours non-zero, with one line per task that did not run and why,
+  whatever stopped it: a task of ours or another that cannot load (left out, the rest runs), a name
+  lmms-eval does not know, a model that cannot load (:mod:`lmms_eval_earthsci.core.run_status`),
 
 and returns no model manifests. It is idempotent. The patches touch lmms-eval internals; if those
 change, a warning says what broke and how to run our tasks anyway (``--include_path``).
@@ -19,6 +22,7 @@ change, a warning says what broke and how to run our tasks anyway (``--include_p
 from __future__ import annotations
 
 import functools
+import glob
 import inspect
 import os
 import sys
@@ -29,8 +33,8 @@ from lmms_eval_earthsci.core import run_status
 from lmms_eval_earthsci.core.data import HubRefusedError, NoDataRouteError
 from lmms_eval_earthsci.core.harness import is_cli_run
 from lmms_eval_earthsci.core.hooks import RegistrationWarning, install_runtime_hooks, warn_registration
-from lmms_eval_earthsci.core.patching import warn_missing
-from lmms_eval_earthsci.yamlgen import looks_ours_but_unknown
+from lmms_eval_earthsci.core.patching import warn_missing, wrap_method
+from lmms_eval_earthsci.yamlgen import looks_ours_but_unknown, ours_near
 
 __all__ = ["RegistrationWarning", "install_runtime_hooks", "patch_task_manager", "register", "is_registered"]
 
@@ -81,10 +85,18 @@ def patch_task_manager(task_manager_cls) -> bool:
     return True
 
 
+def _unknown(task_list, matched) -> list[str]:
+    """The requested names lmms-eval will report as "Tasks not found" (as its CLI computes them)."""
+    return [name for name in task_list if name not in matched and "*" not in name and not os.path.isfile(name)]
+
+
 def stop_on_unknown_names(task_manager_cls) -> bool:
     """Wrap ``task_manager_cls.match_tasks``: a requested name that looks like one of our tasks but is none
     stops the run with exit 2 and one line per name (did you mean ...), before the model loads (lmms-eval
-    says "Tasks not found" and exits 0). Returns success."""
+    says "Tasks not found" and exits 0). In a CLI run that includes tasks of ours, any other name lmms-eval
+    does not know stops it there too, with exit 3 and one line naming ours; the run's names of ours (and
+    those of lmms-eval's own close to ours) are noted for its end (:mod:`.core.run_status`). Returns
+    success."""
     if getattr(task_manager_cls, "_earthsci_names_checked", False):
         return True
     original = getattr(task_manager_cls, "match_tasks", None)
@@ -97,14 +109,88 @@ def stop_on_unknown_names(task_manager_cls) -> bool:
         known = set(getattr(self, "all_tasks", ()) or ())
         lines = [f"lmms_eval_earthsci: {name} is none of our tasks or groups ({hint})" for name in task_list if name not in matched and (hint := looks_ours_but_unknown(name, known))]
         if lines:
-            sys.stderr.write("\n".join(lines) + "\n")
-            sys.stderr.flush()
+            run_status.say("\n".join(lines))
             raise SystemExit(2)
+        if is_cli_run() and isinstance(task_list, list):
+            _note_requested(self, task_list, matched, known)
         return matched
 
     task_manager_cls.match_tasks = match_tasks
     task_manager_cls._earthsci_names_checked = True
     return True
+
+
+def _note_requested(task_manager, task_list, matched, known) -> None:
+    """A CLI run's requested names: ours noted for its end, with lmms-eval's own names close to ours; an
+    unknown name in a run with ours stops it now (exit 3), naming ours (lmms-eval would stop it later
+    with "Tasks not found" and exit 0)."""
+    names = [n for n in task_list if n in matched] + [n for n in matched if n not in task_list]  # as asked, then wildcards' matches
+    ours = [name for name in names if isinstance(name, str) and _is_ours(task_manager, name)]
+    near = {name: ", ".join(found) for name in names if isinstance(name, str) and name not in ours and (found := ours_near(name))}
+    unknown = _unknown(task_list, matched)
+    if ours and unknown:
+        import difflib  # noqa: PLC0415 - only for a run about to stop
+
+        def hint(name: str) -> str:
+            close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.75)
+            return f"did you mean {close[0]}?" if close else "`lmms-eval --tasks list` lists every task"
+
+        run_status.say("\n".join([*(f"lmms_eval_earthsci: {name} is no task lmms-eval knows ({hint(name)})" for name in unknown),
+                                  f"lmms_eval_earthsci: {', '.join(ours)} did not run (exit {run_status.OTHER}): the run stopped before the model loaded, at the name(s) above"]))
+        raise SystemExit(run_status.OTHER)
+    run_status.note_requested(ours, near)
+    if ours or near:
+        _install_outcome_hooks()
+
+
+def note_outcome(original):
+    """``lmms_eval.evaluator.simple_evaluate`` noting how the run ended (:mod:`.core.run_status`): what it
+    raised, outside the evaluation of our tasks; on a rank other than 0 (it returns None), done."""
+
+    @functools.wraps(original)
+    def simple_evaluate(*args, **kwargs):
+        run_status.note_started()
+        try:
+            results = original(*args, **kwargs)
+        except Exception as exc:
+            first = (str(exc).splitlines() or [""])[0][:300]
+            run_status.note_run_stopped(f"the run stopped before them ({type(exc).__name__}: {first}; lmms-eval's traceback above)", exc)
+            raise
+        if results is None:
+            run_status.note_done()
+        return results
+
+    return simple_evaluate
+
+
+def note_written(original):
+    """``EvaluationTracker.save_results_aggregated`` noting that rank 0's run is done once its results file
+    is there (lmms-eval logs a warning and goes on when it cannot write it)."""
+
+    @functools.wraps(original)
+    def save_results_aggregated(self, *args, **kwargs):
+        out = original(self, *args, **kwargs)
+        where = getattr(self, "output_path", None)
+        stamp = getattr(self, "date_id", None)
+        if where and stamp and not glob.glob(os.path.join(glob.escape(str(where)), "**", f"{glob.escape(str(stamp))}_results.json"), recursive=True):
+            run_status.note_run_stopped(f"lmms-eval could not write the results under {where} (its warning 'Could not save results aggregated' above)")
+        else:
+            run_status.note_done()
+        return out
+
+    return save_results_aggregated
+
+
+def _install_outcome_hooks() -> None:
+    """The two wraps that tell a finished run from one stopped before our tasks ran or were written;
+    installed when a CLI run asks for tasks of ours (lmms-eval's evaluator has finished importing by
+    then: our entry point runs while it imports)."""
+    evaluator = sys.modules.get("lmms_eval.evaluator")
+    tracker = getattr(sys.modules.get("lmms_eval.loggers.evaluation_tracker"), "EvaluationTracker", None)
+    if evaluator is None or not wrap_method(evaluator, "simple_evaluate", "_earthsci_outcome", note_outcome):
+        warn_missing("run outcome", "a run of our tasks stopped by something else (a model that cannot load) may exit 0")
+    if tracker is None or not wrap_method(tracker, "save_results_aggregated", "_earthsci_written", note_written):
+        warn_missing("results written", "a run whose results could not be written may exit 0")
 
 
 def _our_task_dirs() -> tuple[str, ...]:
@@ -125,7 +211,7 @@ def _why(task: str, exc: BaseException) -> str:
         return str(exc)
     traceback.print_exception(exc)
     first = (str(exc).splitlines() or [""])[0][:300]
-    return f"{type(exc).__name__}: {first} (traceback above; --verbosity DEBUG raises it)"
+    return f"{type(exc).__name__}: {first} (traceback above)"
 
 
 def _ungrouped(name, loaded: dict) -> dict:
@@ -143,8 +229,10 @@ def leave_out_what_cannot_load(task_manager_cls) -> bool:
     """In an lmms-eval CLI run, a task of ours that cannot load is left out and noted
     (:mod:`.core.run_status`: one line now, one at the end, a non-zero exit), a group that lost one of its
     tasks loses its group score, and the other tasks run (lmms-eval stops the whole run at the first task
-    that cannot load, and exits 0). Nothing left: exit 2 before the first doc. Other tasks' failures,
-    and every failure outside a CLI run, are lmms-eval's as before. Returns success."""
+    that cannot load, and exits 0). In a run that includes tasks of ours, any other task that cannot load
+    is left out the same way (exit 3). Nothing left: exit 2 before the first doc. The failures of a
+    run without tasks of ours, and every failure outside a CLI run, are lmms-eval's as before. Returns
+    success."""
     if getattr(task_manager_cls, "_earthsci_leaves_out", False):
         return True
     one = getattr(task_manager_cls, "_load_individual_task_or_group", None)
@@ -159,12 +247,16 @@ def leave_out_what_cannot_load(task_manager_cls) -> bool:
         try:
             loaded = one(self, name_or_config, *args, **kwargs)
         except (Exception, NoDataRouteError) as exc:
-            if not (isinstance(name, str) and is_cli_run() and _is_ours(self, name)):
-                if isinstance(exc, NoDataRouteError):  # another task on a dataset of ours: it stops the run, with its line
-                    exc.say()
-                raise
-            run_status.note_not_loaded(name, _why(name, exc))
-            return {}
+            if isinstance(name, str) and is_cli_run():
+                if _is_ours(self, name):
+                    run_status.note_not_loaded(name, _why(name, exc))
+                    return {}
+                if run_status.requested_ours():  # a run with tasks of ours: another task is left out the same way
+                    run_status.note_other_not_loaded(name, _why(name, exc))
+                    return {}
+            if isinstance(exc, NoDataRouteError):  # another task on a dataset of ours: it stops the run, with its line
+                exc.say()
+            raise
         if run_status.failures_seen() > before and isinstance(name, str):
             return _ungrouped(name, loaded)
         return loaded

@@ -22,6 +22,12 @@ Checks, each naming the task and doc and stopping before anything is scored:
 ``--from`` imports the authors' released outputs instead of an lmms-eval run (each benchmark's
 ``importers``): the benchmark turns its release format into the same replay plan, matched by the
 dataset's own id.
+
+Judging is rescore's whole job: it ends as a run whose judge failed does (:mod:`.core.judge_failures`:
+the failure counts by cause, the endpoint and its setting, the command that finishes the job, here the
+same rescore again) and exits :data:`JUDGE_FAILED` when any doc it was asked to judge got no verdict (the
+judge failed, or none is configured); a task of ours that did not run ends it with its line and
+:mod:`.core.run_status`'s exit status.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ import contextlib
 import glob
 import json
 import os
+import shlex
 import sys
 import time
 from collections import Counter
@@ -38,6 +45,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from lmms_eval_earthsci import registry
+from lmms_eval_earthsci.core import judge_failures
 from lmms_eval_earthsci.core.benchmark import resolve_ref
 from lmms_eval_earthsci.core.data import MIRROR_ENV, DataRouteError, data_route, mirror_env
 from lmms_eval_earthsci.core.harness import group_leaves, output_to, run_lmms_eval
@@ -49,6 +57,8 @@ __all__ = ["RescoreError", "read_jsonl", "read_records", "release_name", "releas
 
 REPLAY_MODEL = "earthsci_replay"
 PLAN_FILE = "rescore_plan.json"
+#: the exit status of a rescore that could not judge every doc it was asked to (results written)
+JUDGE_FAILED = 4
 
 
 def importers() -> dict[str, str]:
@@ -204,7 +214,7 @@ def version_changes(plan: dict, installed: dict) -> dict[str, dict]:
 # --------------------------------------------------------------------------- the replay model
 
 # what the replay saw in this process, for the driver's checks after lmms-eval returns
-STATE: dict[str, Any] = {"problems": [], "served": Counter(), "prompt_changes": []}
+STATE: dict[str, Any] = {"problems": [], "served": Counter(), "prompt_changes": [], "run_lines": [], "run_status": 0}
 
 
 def _lmms_base():
@@ -336,7 +346,7 @@ def rescore(plan: dict, out: str, force: bool = False, extra: Sequence[str] = ()
     with open(plan_path, "w", encoding="utf-8") as f:
         json.dump(plan, f, ensure_ascii=False)
     _register_replay()
-    STATE.update(problems=[], served=Counter(), prompt_changes=[])
+    STATE.update(problems=[], served=Counter(), prompt_changes=[], run_lines=[], run_status=0)
     before = set(_results_files(out))
     model_args = f"plan={plan_path},model_name={plan['model']['model_name']},force={int(force)}"
     argv = ["--model", REPLAY_MODEL, "--model_args", model_args, "--tasks", ",".join(tasks), "--output_path", out, "--log_samples"]
@@ -350,13 +360,18 @@ def rescore(plan: dict, out: str, force: bool = False, extra: Sequence[str] = ()
         argv += ["--include_path", plan["include_path"]]
     argv += list(extra)
     started = time.time()
-    with mirror_env(route.get(MIRROR_ENV)), (output_to(log) if log else contextlib.nullcontext()):
-        run_lmms_eval(argv)
+    try:
+        with mirror_env(route.get(MIRROR_ENV)), (output_to(log) if log else contextlib.nullcontext()):
+            STATE["run_status"] = run_lmms_eval(argv, STATE["run_lines"])
+    except SystemExit as exc:  # the run stopped (nothing left to run, no route to the data): its lines, here
+        said = "\n".join(line for line in STATE["run_lines"] if line.strip())
+        raise RescoreError(said or f"lmms-eval stopped (exit {exc.code}); see its log {'in ' + log if log else 'above'}") from exc
     if STATE["problems"]:
         raise RescoreError(f"{len(STATE['problems'])} doc(s) do not match the {plan['source']['kind']}, nothing scored:\n  " + "\n  ".join(STATE["problems"][:20]))
     path = _new_results(out, before)
     if path is None:
-        raise RescoreError(f"lmms-eval wrote no results under {out} (see its log {'in ' + log if log else 'above'}; rerun with -- --verbosity DEBUG)")
+        said = "".join(f"\n{line}" for line in STATE["run_lines"] if line.strip())
+        raise RescoreError(f"lmms-eval wrote no results under {out} (see its log {'in ' + log if log else 'above'}; rerun with -- --verbosity DEBUG){said}")
     with open(path, encoding="utf-8") as f:
         results = json.load(f)
     served = set(STATE["served"])
@@ -400,7 +415,9 @@ def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog="lmms-eval-earthsci rescore",
         description="Score a finished lmms-eval run's logged responses again (judge pass included), without the model; or import the authors' released outputs (--from).",
-        epilog="Arguments after `--` go to lmms-eval (e.g. -- --verbosity DEBUG --process_docs_parallel 8).",
+        epilog="Arguments after `--` go to lmms-eval (e.g. -- --verbosity DEBUG --process_docs_parallel 8). "
+        "Exit status: 0 scored; 2 refused (nothing scored) or the run and the tasks disagree; 1-3 as lmms-eval's with our tasks (README, Exit codes); 4 some doc it was asked to judge got no verdict "
+        "(the judge failed or none is configured: results written, the last lines say why and the command that finishes it).",
     )
     ap.add_argument("run", nargs="?", metavar="RUN_DIR", help="an lmms-eval --output_path of a --log_samples or --predict_only run (or one *_results.json)")
     ap.add_argument("--out", required=True, metavar="NEW_DIR", help="where the rescored results and samples go (lmms-eval's layout)")
@@ -423,8 +440,11 @@ def _summary(results_path: str) -> str:
     from lmms_eval_earthsci.report.sections import headline_values  # noqa: PLC0415 - heavy (numpy and the report's modules, ~100 ms): after the run
 
     (run,) = read_runs([results_path])
-    lines = [f"  {t} · {m}: {value}" for _, t, m, value in headline_values(run)]
-    lines += [f"  {t} · {m}: {fmt(run.results[t].get(m))}" for t in sorted(run.results) if HEAD in run.results[t] for m in ("vanilla_acc", HEAD, "flip_rate")]
+    head = [(t, m, value) for _, t, m, value in headline_values(run)]
+    shown = {(t, m) for t, m, _ in head}  # a run of circular tasks alone: their circular_acc is the headline
+    lines = [f"  {t} · {m}: {value}" for t, m, value in head]
+    lines += [f"  {t} · {m}: {fmt(run.results[t].get(m))}" for t in sorted(run.results) if HEAD in run.results[t]
+              for m in ("vanilla_acc", HEAD, "flip_rate", "circular_no_answer") if (t, m) not in shown]
     return "\n".join(lines)
 
 
@@ -452,16 +472,52 @@ def main(argv: Sequence[str] | None = None) -> int:
     except RescoreError as exc:
         print(f"lmms-eval-earthsci rescore: {exc}", file=sys.stderr)
         return 2
+    finally:
+        judged = judge_lines(a, extra)  # taken in every case: nothing is said again at exit
     problems = record["not_in_tasks"] + record["target_mismatches"]
     print(f"rescored {sum(STATE['served'].values())} responses of {len({t for t, _ in STATE['served']})} task(s): {path}")
     print(_summary(path))
     for key, label in (("version_changes", "version changes (forced)"), ("prompt_changes", "prompts changed (forced)")):
         if record[key]:
             print(f"  {label}: {len(record[key])}")
+    sys.stdout.flush()
+    ending = [line for line in STATE["run_lines"] if line.strip()]
     if problems:
-        print("lmms-eval-earthsci rescore: the run and the tasks disagree:\n  " + "\n  ".join(problems[:20]), file=sys.stderr)
-        return 2
-    return 0
+        ending.append("lmms-eval-earthsci rescore: the run and the tasks disagree:\n  " + "\n  ".join(problems[:20]))
+    if ending or judged:
+        print("\n".join(["", *ending, *judged]), file=sys.stderr)
+    return 2 if problems else STATE["run_status"] or (JUDGE_FAILED if judged else 0)
+
+
+def again(a: argparse.Namespace, extra: Sequence[str]) -> str:
+    """The command that does this rescore again (paths absolute; the judge's verdicts already in its cache
+    are not asked for again)."""
+    cmd = ["lmms-eval-earthsci", "rescore"]
+    if a.fmt:
+        cmd += ["--from", a.fmt]
+    cmd += [os.path.abspath(a.run), "--out", os.path.abspath(a.out)]
+    if a.tasks:
+        cmd += ["--tasks", a.tasks]
+    if a.fmt and a.subset != "mini":
+        cmd += ["--set", a.subset]
+    if a.force:
+        cmd.append("--force")
+    if extra:
+        cmd += ["--", *extra]
+    return shlex.join(cmd)
+
+
+def judge_lines(a: argparse.Namespace, extra: Sequence[str]) -> list[str]:
+    """How a rescore ends when it could not judge every doc it was asked to, as a run whose judge failed
+    ends (:mod:`.core.judge_failures`): per judged task the failures by cause, the endpoint and its
+    setting (or that no judge is configured), then the command that finishes the job; none when every
+    doc got a verdict. The judge's record is taken (nothing is printed again at exit)."""
+    lines = judge_failures.failure_lines(no_judge=True)
+    failed, _ = judge_failures.take()
+    if not lines:
+        return []
+    lead = "once the judge answers, finish the job" if failed else "with a judge configured, finish the job"
+    return lines + judge_failures.finish_lines(again(a, extra), lead)
 
 
 if __name__ == "__main__":

@@ -115,6 +115,26 @@ def looks_ours_but_unknown(name: str, known: set[str] | frozenset[str]) -> str |
     return f"did you mean {near[0]}?" if near else "`lmms-eval --tasks list` lists every task"
 
 
+def ours_near(name: str) -> list[str]:
+    """Our task or group names close to ``name``, a name that is none of ours (lmms-eval's own
+    ``emma-mini``: ours is ``emma_mini``; its ``emma``: ours are ``emma_full`` and ``emma_mini``); empty
+    when none is close."""
+    ours = our_names()
+    if not name or name in ours:
+        return []
+    norm = name.lower().replace("-", "_")
+    if norm in ours:
+        return [norm]
+    near = difflib.get_close_matches(norm, sorted(ours), n=1, cutoff=0.85)
+    if near:
+        return near
+    bench = next((b for b in registry.benchmarks() if b.name == norm), None)
+    if bench is None:
+        return []
+    # a benchmark's own name: its top groups (one more name part)
+    return sorted(t for t in {*bench.suite, *bench.demo_tasks} if t in ours and t.count("_") == norm.count("_") + 1)
+
+
 def metric_aggregations(path: str) -> dict[str, str]:
     """``{metric: "module.function"}`` of a task YAML's ``metric_list`` (our generated layout)."""
     with open(path, encoding="utf-8") as f:

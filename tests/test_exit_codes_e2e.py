@@ -138,3 +138,54 @@ def test_two_real_ranks_leave_the_same_tasks_out_and_exit_2(hf_home, tmp_path):
     res, samples = read_outputs(str(tmp_path / "o"))
     assert sorted(res["results"]) == ["emma_mini_chemistry", "emma_mini_math", "emma_mini_physics"]
     assert len(samples["emma_mini_math"]) == res["n-samples"]["emma_mini_math"]["effective"]  # both ranks' docs gathered
+
+
+# --------------------------------------------------------------------------- what is not ours stops the run
+
+
+def _last(stderr):
+    return [ln for ln in stderr.splitlines() if ln.strip()][-1]
+
+
+def test_a_task_not_ours_that_cannot_load_is_left_out_ours_run_and_the_run_exits_3(mirror, hf_home, tmp_path):
+    """lmms-eval's own ``ai2d`` cannot load offline (its data is on the Hub only): lmms-eval would stop the
+    whole run, write nothing and exit 0. Beside a task of ours it is left out: ours runs and is written,
+    and the run ends with exit 3 and one line naming it and why."""
+    proc = subprocess.run([os.path.join(VENV_BIN, "lmms-eval"), "--model", "dummy", "--tasks", "msearth_mcq,ai2d", "--limit", "2", "--output_path", str(tmp_path / "o")],
+                          env=cli_env(mirror, hf_home), cwd=str(tmp_path), capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 3, proc.stderr[-3000:]
+    res, _ = read_outputs(str(tmp_path / "o"))
+    assert list(res["results"]) == ["msearth_mcq"] and res["n-samples"]["msearth_mcq"]["effective"] == 2
+    assert "lmms_eval_earthsci: ai2d (not one of our tasks) could not load and is left out of this run: ConnectionError: Couldn't reach" in proc.stderr
+    assert _ours_last(proc.stderr) == [_last(proc.stderr)]
+    assert _last(proc.stderr).startswith("lmms_eval_earthsci: ai2d did not run (exit 3): ConnectionError: Couldn't reach ") and "ai2d' on the Hub" in _last(proc.stderr)
+
+
+def test_lmms_evals_own_emma_mini_that_fails_ends_naming_ours(mirror, hf_home, tmp_path):
+    """Upstream's ``emma-mini`` (which we leave alone) builds its judge when it loads: without OpenAI
+    credentials it fails. Its last line names ours; the exit status stays lmms-eval's."""
+    proc = subprocess.run([os.path.join(VENV_BIN, "lmms-eval"), "--model", "dummy", "--tasks", "emma-mini", "--limit", "2", "--output_path", str(tmp_path / "o")],
+                          env=cli_env(mirror, hf_home), cwd=str(tmp_path), capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0 and "Error during evaluation" in proc.stdout + proc.stderr  # the premise: it failed, lmms-eval exited 0
+    assert _ours_last(proc.stderr) == ["lmms_eval_earthsci: emma-mini is lmms-eval's own task, not ours: ours is emma_mini (--tasks emma_mini)"]
+
+
+def test_an_unknown_name_beside_ours_stops_before_the_model_loads_with_exit_3(mirror, hf_home, tmp_path):
+    proc = subprocess.run([os.path.join(VENV_BIN, "lmms-eval"), *NO_MODEL, "--tasks", "msearth_mcq,mmmu_vall", "--output_path", str(tmp_path / "o")],
+                          env=cli_env(mirror, hf_home), cwd=str(tmp_path), capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 3, proc.stderr[-3000:]
+    assert _ours_last(proc.stderr) == ["lmms_eval_earthsci: mmmu_vall is no task lmms-eval knows (did you mean mmmu_val?)",
+                                       "lmms_eval_earthsci: msearth_mcq did not run (exit 3): the run stopped before the model loaded, at the name(s) above"]
+    assert "nonexistent" not in proc.stdout + proc.stderr and not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("verbosity", ["INFO", "DEBUG"])
+def test_a_model_that_cannot_load_ends_naming_ours_with_exit_3(mirror, hf_home, tmp_path, verbosity):
+    """What stops the run before our tasks ran, outside them (here the model: lmms-eval prints its error
+    and exits 0, or 1 with ``--verbosity DEBUG``): exit 3 and one line naming ours and the cause."""
+    proc = subprocess.run([os.path.join(VENV_BIN, "lmms-eval"), *NO_MODEL, "--tasks", "msearth_mcq,emma_mini", "--output_path", str(tmp_path / "o"), "--verbosity", verbosity],
+                          env=cli_env(mirror, hf_home), cwd=str(tmp_path), capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 3, proc.stderr[-3000:]
+    tail = _ours_last(proc.stderr)
+    assert len(tail) == 1 and tail[0].startswith("lmms_eval_earthsci: msearth_mcq, emma_mini did not run (exit 3): the run stopped before them (") and "nonexistent" in tail[0], tail
+    assert not (tmp_path / "o").exists()

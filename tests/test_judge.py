@@ -237,6 +237,70 @@ def test_breaker_resets_on_success_and_can_be_disabled(tmp_path):
         assert srv.count == 6 and all(r.cause == "HTTP 500" for r in results)
 
 
+def _docs(prefix, n):
+    return [[{"role": "user", "content": f"{prefix}{i}"}] for i in range(n)]
+
+
+def _closed_port_url():
+    import socket
+
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()  # nothing listens there
+    return f"http://127.0.0.1:{port}/v1"
+
+
+def test_a_dead_endpoint_is_asked_once_per_run_not_once_per_task(tmp_path):
+    """Three judged tasks' passes, then a per-doc request, through one client (as get_judge gives every task
+    of a run) against a loopback endpoint that drops every connection: the first pass spends its retry
+    chain (every doc fails, fewer docs than the breaker's threshold); the endpoint is then known dead, and
+    the later passes and the per-doc request send nothing and fail at once with the same cause."""
+    import time
+
+    with FakeOpenAIServer(responder=lambda body: Fault("drop")) as srv:
+        client = make_client(srv, tmp_path, concurrency=1, max_retries=1, breaker=5)
+        first = client.complete_many(_docs("a", 3))
+        reached = srv.count
+        t0 = time.monotonic()
+        later = client.complete_many(_docs("b", 4)) + client.complete_many(_docs("c", 2)) + [client.complete(_docs("d", 1)[0])]
+        took = time.monotonic() - t0
+        assert reached == 3 * 2 and srv.count == reached  # one retry chain per doc of the first pass, nothing after
+    cause = first[0].cause
+    assert cause and all(not r.ok and r.cause == cause for r in first + later)
+    assert all(r.error.startswith("not sent") and "failed earlier in this run" in r.error for r in later)
+    assert took < 1.0 and client.stats.requests == 6
+
+
+def test_a_closed_port_is_tried_once_per_run(tmp_path):
+    """The same against a closed port, counting the client's connection attempts: the breaker trips in the
+    first pass (more docs than its threshold), and a second pass makes no attempt."""
+    cfg = core_judge.JudgeConfig(base_url=_closed_port_url(), model="m", cache_dir=None, backoff_base=0.01, backoff_max=0.02, timeout=1.0, max_retries=2, concurrency=1, breaker=3)
+    client = core_judge.JudgeClient(cfg)
+    first = client.complete_many(_docs("a", 20))
+    attempts = client.stats.requests
+    second = client.complete_many(_docs("b", 20))
+    assert attempts == 3 * 3 and client.stats.requests == attempts  # the threshold's docs, each its retry chain; then none
+    assert all(r.cause == "ConnectionRefusedError" for r in first + second) and all(r.error.startswith("not sent") for r in second)
+
+
+def test_an_endpoint_that_answered_or_a_disabled_breaker_is_asked_again(tmp_path):
+    """Only an endpoint on which every doc failed is remembered: a pass where one doc got through leaves the
+    next pass asking; with EARTHSCI_JUDGE_BREAKER=0 every pass asks (every doc is tried)."""
+    flaky = FakeOpenAIServer(responder=lambda body: "Correct" if text_of(body) == "a0" else Fault("drop"))
+    with flaky as srv:
+        client = make_client(srv, tmp_path, concurrency=1, max_retries=0, breaker=5, cache_dir=None)
+        assert [r.ok for r in client.complete_many(_docs("a", 3))] == [True, False, False]
+        before = srv.count
+        client.complete_many(_docs("b", 2))
+        assert srv.count == before + 2
+    with FakeOpenAIServer(responder=lambda body: Fault("drop")) as srv:
+        client = make_client(srv, tmp_path, concurrency=1, max_retries=0, breaker=0, cache_dir=None)
+        client.complete_many(_docs("a", 2))
+        client.complete_many(_docs("b", 2))
+        assert srv.count == 4
+
+
 def test_stacked_mounts(monkeypatch):
     import io
 

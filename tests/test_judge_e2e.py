@@ -1,6 +1,7 @@
 """The judge pass through the real lmms-eval CLI: verdicts, failures counted, no judge configured,
 SIGKILL mid-pass then resume from the cache, and accelerate ranks without duplicate calls."""
 
+import json
 import os
 import re
 import signal
@@ -264,3 +265,23 @@ def test_a_refused_judge_ends_the_run_with_the_endpoint_the_counts_and_the_resco
         assert fixed.returncode == 0, fixed.stdout[-2000:] + fixed.stderr[-3000:]
     res2, _ = read_outputs(cmd[cmd.index("--out") + 1])
     assert res2["results"]["emma_mini_judge_math"]["emma_judge_acc,none"] == pytest.approx(EXPECTED["emma_mini_judge_math"])
+
+
+def test_a_dead_judge_is_asked_once_per_run_not_once_per_judged_task(mirror, hf_home, tmp_path):
+    """A judge endpoint that drops every connection, three judged tasks (fewer docs each than the breaker's
+    threshold): the first task's pass spends its retry chain on each of its docs, the endpoint is then
+    known dead and the other tasks' passes send nothing; every task ends with its failures counted under
+    the same cause."""
+    dropping = Both(judge_hook=lambda body: Fault("drop"))
+    tasks = ["emma_mini_judge_math", "emma_mini_judge_coding", "msearth_open"]
+    with FakeOpenAIServer(responder=dropping) as srv:
+        env = judge_env(mirror, hf_home, srv, tmp_path / "cache", EARTHSCI_JUDGE_MAX_RETRIES="1", EARTHSCI_JUDGE_CONCURRENCY="1")
+        proc = run_cli(model_args(srv) + ["--tasks", ",".join(tasks), "--output_path", str(tmp_path / "out"), "--log_samples"], env, str(tmp_path))
+        asked = judged_bodies(srv)
+    res, _ = read_outputs(str(tmp_path / "out"))
+    docs = {t: res["n-samples"][t]["effective"] for t in tasks}
+    distinct = {json.dumps(b, sort_keys=True) for b in asked}
+    # one task's docs, each tried twice (a first attempt and one retry); nothing for the two others
+    assert len(asked) == 2 * len(distinct) and len(distinct) in docs.values() and len(distinct) < sum(docs.values()), (len(asked), docs)
+    for t in tasks:
+        assert re.search(rf"lmms_eval_earthsci: {t}: the judge failed on {docs[t]} of {docs[t]} docs \(ServerDisconnectedError x {docs[t]}\)", proc.stderr), t

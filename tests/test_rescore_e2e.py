@@ -238,3 +238,47 @@ def test_rescore_reads_the_runs_recorded_mirror_and_fails_fast_offline(mirror, h
     err = proc.stderr.strip()
     assert "\n" not in err and "EARTHSCI_DATA_MIRROR" in err and "changed since the run" in err and "luckychao/EMMA-mini" in err, err
     assert not (tmp_path / "re2").exists() or not list((tmp_path / "re2").rglob("*_results.json"))
+
+
+def _closed_port_url():
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{s.getsockname()[1]}/v1"
+
+
+def test_rescore_while_the_judge_is_down_ends_like_a_run_and_exits_4(runs, mirror, hf_home):
+    """Judging is rescore's whole job: with the judge down it ends as a run whose judge failed does (the
+    failures by cause per task, the endpoint and its setting, the command that finishes the job, on the
+    terminal, once each) and exits 4; that command, once the judge answers, scores the judged metrics as
+    the direct run did. With no judge configured at all, the same ending, saying so."""
+    import shlex
+
+    tmp = runs["tmp"]
+    tasks = "emma_mini_judge_math,msearth_open"
+    direct, _ = read_outputs(str(tmp / "direct"))
+    dead = _closed_port_url()
+    env = cli_env(mirror, hf_home, EARTHSCI_JUDGE_BASE_URL=dead, EARTHSCI_JUDGE_MODEL=JUDGE, EARTHSCI_JUDGE_CACHE=str(tmp / "cache_down"), EARTHSCI_JUDGE_MAX_RETRIES="0")
+    proc = rescore([str(tmp / "pred"), "--out", str(tmp / "re_down"), "--tasks", tasks], env, str(tmp))
+    assert proc.returncode == 4, proc.stdout[-2000:] + proc.stderr[-3000:]
+    assert "msearth_open · msearth_oe_acc: n/a" in proc.stdout
+    n = {t: direct["n-samples"][t]["effective"] for t in tasks.split(",")}
+    tail = proc.stderr.strip().splitlines()[-4:]
+    assert tail[:2] == [f"lmms_eval_earthsci: {t}: the judge failed on {n[t]} of {n[t]} docs (ConnectionRefusedError x {n[t]}); endpoint {dead} (EARTHSCI_JUDGE_BASE_URL)" for t in tasks.split(",")], tail
+    assert tail[2] == "lmms_eval_earthsci: once the judge answers, finish the job with:" and proc.stderr.count(tail[0]) == 1  # not again at exit
+    cmd = shlex.split(tail[3].strip())
+    assert cmd[:2] == ["lmms-eval-earthsci", "rescore"]
+    with FakeOpenAIServer(responder=responder) as srv:
+        cmd[0] = os.path.join(VENV_BIN, cmd[0])
+        fixed = subprocess.run(cmd, env={**env, "EARTHSCI_JUDGE_BASE_URL": srv.base_url}, cwd=str(tmp), capture_output=True, text=True, timeout=900)
+    assert fixed.returncode == 0 and "lmms_eval_earthsci:" not in fixed.stderr, fixed.stderr[-3000:]
+    done, _ = read_outputs(str(tmp / "re_down"))
+    for t, metric in (("emma_mini_judge_math", "emma_judge_acc,none"), ("msearth_open", "msearth_oe_acc,none")):
+        assert done["results"][t][metric] == direct["results"][t][metric] is not None, t
+    # no judge configured: the judged metrics are n/a, and the ending says which setting names one
+    proc = rescore([str(tmp / "pred"), "--out", str(tmp / "re_none"), "--tasks", tasks], cli_env(mirror, hf_home), str(tmp))
+    assert proc.returncode == 4, proc.stderr[-3000:]
+    tail = proc.stderr.strip().splitlines()[-4:]
+    assert tail[:2] == [f"lmms_eval_earthsci: {t}: no judge configured (set EARTHSCI_JUDGE_BASE_URL and EARTHSCI_JUDGE_MODEL); its judged metrics are n/a" for t in tasks.split(",")]
+    assert tail[2] == "lmms_eval_earthsci: with a judge configured, finish the job with:" and tail[3].startswith("  lmms-eval-earthsci rescore ")

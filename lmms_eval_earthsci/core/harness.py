@@ -12,10 +12,18 @@ from typing import Any
 from lmms_eval_earthsci.core import run_status
 
 
-def run_lmms_eval(args: Sequence[str]) -> int:
+def run_lmms_eval(args: Sequence[str], lines_out: list[str] | None = None) -> int:
     """lmms-eval's CLI in this process with ``args`` (``sys.argv`` restored afterwards); its exit status, or
-    that of our tasks that did not run (:mod:`.run_status`, their lines printed). What lmms-eval raises is
-    raised, with :mod:`.run_status` cleared: the caller's exit status stands."""
+    that of our tasks that did not run (:mod:`.run_status`, their lines printed, or appended to
+    ``lines_out`` for the caller to show). What lmms-eval raises is raised, with :mod:`.run_status`
+    cleared: the caller's exit status stands."""
+
+    def report(lines: list[str]) -> None:
+        if lines_out is not None:
+            lines_out.extend(lines)
+        elif lines:
+            run_status.say("\n" + "\n".join(lines))
+
     saved = sys.argv
     sys.argv = ["lmms-eval", *args]
     try:
@@ -27,15 +35,12 @@ def run_lmms_eval(args: Sequence[str]) -> int:
         code = lmms_main() or 0
     except BaseException:
         # the caller reports what raised and sets the exit status: the exit handler must not replace it
-        lines, _ = run_status.take()
-        if lines:
-            run_status.say("\n" + "\n".join(lines))
+        report(run_status.take()[0])
         raise
     finally:
         sys.argv = saved
     lines, status = run_status.take()  # what did not run is reported by the caller's exit status, not at exit
-    if lines:
-        run_status.say("\n" + "\n".join(lines))
+    report(lines)
     return code or status
 
 

@@ -3,9 +3,12 @@ part, are saved), and its last lines name, for each judged task that had failure
 cause, the endpoint and the setting that names it, and the exact ``lmms-eval-earthsci rescore`` command
 that finishes the job once the judge answers.
 
-The judge pass notes each task's judge setting (:func:`note_endpoint`, every rank) and the aggregation its
-global counts (:func:`note_failures`, rank 0); :func:`last_lines` is printed to stderr at exit on the rank
-that aggregated (atexit, after lmms-eval has written its outputs).
+The judge pass notes each task's judge setting (:func:`note_endpoint`, every rank), a judged task it could
+not judge for want of a judge (:func:`note_no_judge`) and the aggregation its global counts
+(:func:`note_failures`, rank 0); :func:`last_lines` is printed to stderr at exit on the rank that
+aggregated (atexit, after lmms-eval has written its outputs). ``rescore``, whose whole job is judging,
+ends with the same lines (:func:`failure_lines`, :func:`finish_lines`) and takes them (:func:`take`), so
+nothing is printed again at its exit.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from lmms_eval_earthsci.core.harness import cli_value, is_cli_run
 _LOCK = threading.Lock()
 _FAILED: dict[str, dict[str, Any]] = {}
 _SETTING: dict[str, tuple[str, str | None]] = {}
+_NO_JUDGE: dict[str, str] = {}  # judged task -> the settings that would name its judge
 _INSTALLED = False
 
 
@@ -40,28 +44,58 @@ def note_failures(task: str, failed: int, docs: int, causes: Mapping[str, int]) 
         _install()
 
 
-def last_lines(argv: Sequence[str] | None = None) -> list[str]:
-    """The lines a run whose judge failed ends with (none when no judged doc failed)."""
-    argv = list(sys.argv if argv is None else argv)
+def note_no_judge(task: str, settings: str) -> None:
+    """``task`` is judged but no judge is configured (``settings``: the variables that would name one)."""
+    with _LOCK:
+        _NO_JUDGE[task] = settings
+
+
+def failure_lines(no_judge: bool = False) -> list[str]:
+    """One line per judged task whose judge failed on some docs: the counts by cause, the endpoint and its
+    setting; with ``no_judge``, one per judged task that had no judge configured too."""
     with _LOCK:
         failed = dict(_FAILED)
         settings = dict(_SETTING)
-    if not failed:
-        return []
+        unjudged = dict(_NO_JUDGE) if no_judge else {}
     lines = []
     for task, f in sorted(failed.items()):
         setting, url = settings.get(task, ("EARTHSCI_JUDGE_BASE_URL", None))
         why = ", ".join(f"{c} x {n}" for c, n in f["causes"].items())
         lines.append(f"lmms_eval_earthsci: {task}: the judge failed on {f['failed']} of {f['docs']} docs ({why}); endpoint {url or '(none)'} ({setting})")
+    lines += [f"lmms_eval_earthsci: {task}: no judge configured (set {names}); its judged metrics are n/a" for task, names in sorted(unjudged.items()) if task not in failed]
+    return lines
+
+
+def finish_lines(command: str, lead: str = "once the judge answers, finish the job") -> list[str]:
+    """The lines that end with the ``command`` that finishes a failed judge's job."""
+    return [f"lmms_eval_earthsci: {lead} with:", f"  {command}"]
+
+
+def last_lines(argv: Sequence[str] | None = None) -> list[str]:
+    """The lines a run whose judge failed ends with (none when no judged doc failed)."""
+    argv = list(sys.argv if argv is None else argv)
+    lines = failure_lines()
+    if not lines:
+        return []
     out = cli_value(argv, "--output_path")
     logged = "--log_samples" in argv or "--predict_only" in argv
     if out and logged:
         path = os.path.abspath(out)
-        lines.append("lmms_eval_earthsci: the model's answers are saved; once the judge answers, finish the job (the judge pass only, no model) with:")
-        lines.append(f"  lmms-eval-earthsci rescore {shlex.quote(path)} --out {shlex.quote(path.rstrip(os.sep) + '-rescored')}")
+        lines += finish_lines(f"lmms-eval-earthsci rescore {shlex.quote(path)} --out {shlex.quote(path.rstrip(os.sep) + '-rescored')}", "the model's answers are saved; once the judge answers, finish the job (the judge pass only, no model)")
     else:
         lines.append("lmms_eval_earthsci: this run kept no answers to judge later (run with --output_path and --log_samples, then `lmms-eval-earthsci rescore` finishes a failed judge's job)")
     return lines
+
+
+def take() -> tuple[int, int]:
+    """(judged tasks whose judge failed on some docs, judged tasks with no judge), forgotten: a command that
+    reported them (``rescore``) leaves nothing for the exit."""
+    with _LOCK:
+        counts = len(_FAILED), len([t for t in _NO_JUDGE if t not in _FAILED])
+        _FAILED.clear()
+        _NO_JUDGE.clear()
+        _SETTING.clear()
+    return counts
 
 
 def _print_at_exit() -> None:

@@ -60,7 +60,7 @@ from typing import Any, cast
 from lmms_eval_earthsci.core.data import undecoded
 from lmms_eval_earthsci.core.harness import cli_value
 from lmms_eval_earthsci.core.judge import JudgeClient, JudgeResult, get_judge
-from lmms_eval_earthsci.core.judge_failures import note_endpoint, note_failures
+from lmms_eval_earthsci.core.judge_failures import note_endpoint, note_failures, note_no_judge
 from lmms_eval_earthsci.core.metrics import mean_present
 from lmms_eval_earthsci.core.patching import wrap_task_method
 from lmms_eval_earthsci.core.settings import read as read_setting
@@ -507,9 +507,10 @@ def run_task_pass(task: Any) -> list[Outcome] | None:
         _PASS_ERRORS.pop(spec.name, None)
     try:
         client = get_judge(meta.get("judge"), purpose=f"{spec.name} metrics", prefix=spec.env_prefix)
-        if client is None:
-            return None
         name = getattr(task.config, "task", spec.name)
+        if client is None:
+            note_no_judge(str(name), f"{spec.env_prefix}_BASE_URL and {spec.env_prefix}_MODEL")
+            return None
         note_endpoint(str(name), f"{spec.env_prefix}_BASE_URL", client.config.base_url)
         items = _rank_items(task, media=spec.uses_images, tags=tags)
         for it in items:

@@ -52,12 +52,21 @@ INVENTORY: tuple[Target, ...] = (
            params=("include_path",)),
     Target("task-name typos", "wraps", "lmms_eval.tasks:TaskManager.match_tasks", "lmms_eval_earthsci.registration",
            "lmms-eval reports a task name it does not know with 'Tasks not found' and exits 0 (DEBUG: 1); a name with one of our prefixes that is none of "
-           "our tasks stops the run with exit 2 and 'did you mean', before the model loads", params=("task_list",)),
+           "our tasks stops the run with exit 2 and 'did you mean', before the model loads; in a run with tasks of ours any other unknown name stops it there with "
+           "exit 3, one line naming ours; the names of ours are noted for the run's end", params=("task_list",)),
     Target("tasks that cannot load", "wraps", "lmms_eval.tasks:TaskManager._load_individual_task_or_group", "lmms_eval_earthsci.registration",
            "lmms-eval stops the whole run at the first task that cannot load and exits 0; in a CLI run a task of ours that cannot load is left out "
-           "(a group that lost one, its group score), the others run and the process ends with exit 2 and one line per task", params=("name_or_config",)),
+           "(a group that lost one, its group score), the others run and the process ends with exit 2 and one line per task; in a run with tasks of ours, "
+           "a task not ours that cannot load is left out the same way (exit 3)", params=("name_or_config",)),
     Target("nothing left to run", "wraps", "lmms_eval.tasks:TaskManager.load_task_or_group", "lmms_eval_earthsci.registration",
            "when every requested task of ours was left out, the run stops with exit 2 before the first doc", params=("task_list",)),
+    Target("run outcome", "wraps", "lmms_eval.evaluator:simple_evaluate", "lmms_eval_earthsci.registration",
+           "what stops a run outside the evaluation of our tasks (a model that cannot load, ...) is printed by lmms-eval, which exits 0; in a CLI run with "
+           "tasks of ours it is noted, and a run that never got to its end exits 3 with one line naming ours (installed when the run asks for them)",
+           params=("model", "tasks", "task_manager")),
+    Target("results written", "wraps", "lmms_eval.loggers.evaluation_tracker:EvaluationTracker.save_results_aggregated", "lmms_eval_earthsci.registration",
+           "lmms-eval logs a warning and goes on when it cannot write the results file; rank 0's run counts as done once the file is there",
+           params=("results", "samples", "datetime_str")),
     Target("local mirror", "wraps", "lmms_eval.api.task:ConfigurableTask.download", "lmms_eval_earthsci.core.data",
            "datasets are loaded inside download(); no hook lets a plugin point a task at local files (EARTHSCI_DATA_MIRROR; without the hook a run "
            "with it set would read other data, so it stops)", missing="fails"),

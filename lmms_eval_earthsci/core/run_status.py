@@ -11,10 +11,19 @@ DEBUG``), and stops the whole run at the first task that cannot load. In an lmms
   score would be over fewer tasks); its loaded tasks run on their own. When nothing requested is left,
   the run stops there (exit 2).
 - an evaluation of our tasks that raised is noted (:func:`note_stopped`); lmms-eval prints its traceback.
+- a run that includes tasks of ours (:func:`note_requested`) and is stopped by anything else: a task not
+  ours that cannot load is left out the same way (:func:`note_other_not_loaded`), the rest runs; a name
+  lmms-eval does not know stops the run before the model loads (``registration``); whatever else stops
+  it before our tasks ran and were written (a model that cannot load, results that could not be
+  written) is noted (:func:`note_run_stopped`) and, when the run never reached :func:`note_done`, named
+  in one line with our tasks that did not run (exit 3).
+- a requested name of lmms-eval's own close to one of ours (``emma-mini``: ours is ``emma_mini``) that
+  failed gets a last line naming ours (:func:`note_requested`), the exit status left as it is.
 
 At exit (an ``atexit`` handler registered with our hooks, so it runs after lmms-eval has written its
 outputs and after the later handlers, the judge's last lines among them) the noted lines are printed and
-the process ends with :func:`status`: 2 when a task of ours could not load, else 1 when the run stopped.
+the process ends with :func:`status`: 2 when a task of ours could not load, else 1 when the evaluation
+of ours raised, else 3 when something not ours stopped the run or was left out.
 The status can only be set there with ``os._exit``: the handler first flushes what the handlers it then
 skips would (logging, loguru, ``weakref.finalize``, ``multiprocessing``). A command that runs lmms-eval
 in its own process (``run``, ``rescore``) takes the status instead (:func:`take`) and nothing is left
@@ -33,12 +42,17 @@ from collections.abc import Iterable
 
 NOT_LOADED = 2
 STOPPED = 1
+OTHER = 3  # not ours: a task that could not load (left out), or what stopped the run before ours ran
 
 _LOCK = threading.Lock()
 _NOT_LOADED: dict[str, str] = {}
 _STOPPED: list[str] = []
 _UNGROUPED: list[str] = []
 _SEEN = [0]  # load failures noted, ever (a group's loader compares it before and after)
+_OTHERS: dict[str, str] = {}  # tasks not ours left out -> why
+_REQUESTED: list[str] = []  # the requested names of ours (a CLI run)
+_NEAR: dict[str, str] = {}  # requested names of lmms-eval's own close to ours -> ours
+_RUN: dict[str, object] = {"started": False, "done": False, "why": None, "noted": None}
 _INSTALLED = False
 
 
@@ -57,6 +71,62 @@ def note_not_loaded(task: str, why: str) -> None:
         say(f"lmms_eval_earthsci: {task} could not load and is left out of this run: {why}")
 
 
+def note_other_not_loaded(task: str, why: str) -> None:
+    """``task``, not ours, could not load because ``why`` in a run that includes tasks of ours: it is left
+    out (the rest runs) and named now and at the end (exit 3)."""
+    why = why + _near(task)
+    with _LOCK:
+        first = task not in _OTHERS
+        _OTHERS.setdefault(task, why)
+        _SEEN[0] += 1
+    if first:
+        say(f"lmms_eval_earthsci: {task} (not one of our tasks) could not load and is left out of this run: {why}")
+
+
+def note_requested(ours: Iterable[str], near: dict[str, str] | None = None) -> None:
+    """The run (lmms-eval's CLI) asks for ``ours`` (names of our tasks and groups) and for names of
+    lmms-eval's own close to ours (``near``: that name -> ours). From here on, a run that stops before it
+    is done (:func:`note_done`) ends naming those of ours that did not run."""
+    with _LOCK:
+        _REQUESTED[:] = list(dict.fromkeys(ours))
+        _NEAR.clear()
+        _NEAR.update(near or {})
+        _RUN.update(started=False, done=False, why=None, noted=None)
+
+
+def requested_ours() -> bool:
+    with _LOCK:
+        return bool(_REQUESTED)
+
+
+def _near(name: str) -> str:
+    our = _NEAR.get(name)
+    return f" ({name} is lmms-eval's own task, not ours: ours is {our})" if our else ""
+
+
+def note_run_stopped(why: str, exc: BaseException | None = None) -> None:
+    """What stopped the run outside the evaluation of our tasks (the first cause is kept); an exception
+    already noted by :func:`note_stopped` is not noted again."""
+    with _LOCK:
+        if exc is not None and _RUN["noted"] is exc:
+            return
+        if _RUN["why"] is None:
+            _RUN["why"] = why
+
+
+def note_started() -> None:
+    """The evaluation (lmms-eval's ``simple_evaluate``) started: from here on the run has an end to reach
+    (a command that only reads the task names, such as ``--power-analysis``, never starts it)."""
+    with _LOCK:
+        _RUN["started"] = True
+
+
+def note_done() -> None:
+    """The run got to its end on this process: rank 0 wrote its results, another rank returned."""
+    with _LOCK:
+        _RUN["done"] = True
+
+
 def note_ungrouped(group: str) -> None:
     """``group`` lost a task: it has no group score in this run, its other tasks run on their own; said now."""
     line = f"lmms_eval_earthsci: {group}: no group score in this run (a task of it could not load); its other tasks ran on their own"
@@ -72,6 +142,7 @@ def note_stopped(tasks: Iterable[str], exc: BaseException) -> None:
     names = ", ".join(sorted(set(tasks)))
     what = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
     with _LOCK:
+        _RUN["noted"] = exc
         _STOPPED.append(f"lmms_eval_earthsci: the evaluation stopped ({what}); {names} have no results: see lmms-eval's traceback above (--verbosity DEBUG raises it)")
 
 
@@ -80,14 +151,31 @@ def failures_seen() -> int:
         return _SEEN[0]
 
 
+def _unfinished() -> list[str]:
+    """Requested names of ours that a run stopped before they ran and were written (lock held): none
+    once the run is done, or when the evaluation of ours raised (its line says so)."""
+    if not _RUN["started"] or _RUN["done"] or _STOPPED:
+        return []
+    return [name for name in _REQUESTED if name not in _NOT_LOADED]
+
+
 def last_lines() -> list[str]:
     """The lines a run that did not do everything ends with (none when it did)."""
     with _LOCK:
         lines = [f"lmms_eval_earthsci: {task} did not run (exit {NOT_LOADED}): {why}" for task, why in sorted(_NOT_LOADED.items())]
-        return lines + (list(_UNGROUPED) if lines else []) + list(_STOPPED)
+        lines += [f"lmms_eval_earthsci: {task} did not run (exit {OTHER}): {why}" for task, why in sorted(_OTHERS.items())]
+        lines = lines + (list(_UNGROUPED) if lines else []) + list(_STOPPED)
+        unfinished = _unfinished()
+        if unfinished:
+            why = _RUN["why"] or "the run stopped before they ran and were written (see lmms-eval's output above)"
+            lines.append(f"lmms_eval_earthsci: {', '.join(unfinished)} did not run (exit {OTHER}): {why}")
+        if _RUN["started"] and not _RUN["done"]:  # a requested name of lmms-eval's own close to ours, in a run that failed
+            lines += [f"lmms_eval_earthsci: {name} is lmms-eval's own task, not ours: ours is {our} (--tasks {our})" for name, our in _NEAR.items() if name not in _OTHERS]
+        return lines
 
 
-_MARKS = (" did not run (exit ", ": the evaluation stopped (", ": none of the requested tasks could load", ": no group score in this run (")
+_MARKS = (" did not run (exit ", ": the evaluation stopped (", ": none of the requested tasks could load", ": no group score in this run (", " is lmms-eval's own task, not ours: ",
+          " is no task lmms-eval knows (")
 
 
 def is_last_line(line: str) -> bool:
@@ -97,7 +185,7 @@ def is_last_line(line: str) -> bool:
 
 def status() -> int:
     with _LOCK:
-        return NOT_LOADED if _NOT_LOADED else STOPPED if _STOPPED else 0
+        return NOT_LOADED if _NOT_LOADED else STOPPED if _STOPPED else OTHER if _OTHERS or _unfinished() else 0
 
 
 def take() -> tuple[list[str], int]:
@@ -107,11 +195,17 @@ def take() -> tuple[list[str], int]:
         _NOT_LOADED.clear()
         _UNGROUPED.clear()
         _STOPPED.clear()
+        _OTHERS.clear()
+        _REQUESTED.clear()
+        _NEAR.clear()
+        _RUN.update(started=False, done=False, why=None, noted=None)
     return lines, code
 
 
 def stop_nothing_left() -> None:
     """Every requested task was left out: the lines now, and exit 2 before the first doc."""
+    with _LOCK:
+        _REQUESTED.clear()  # each is named by its own line
     lines, code = take()
     say("\n".join(["lmms_eval_earthsci: none of the requested tasks could load; nothing to run", *lines]))
     raise SystemExit(code)
@@ -141,9 +235,10 @@ def _multiprocessing_exit() -> None:
 
 def _exit() -> None:
     lines, code = take()
+    if lines:
+        say("\n" + "\n".join(lines))
     if not code:
         return
-    say("\n" + "\n".join(lines))
     _flush_what_exit_skips()
     os._exit(code)
 

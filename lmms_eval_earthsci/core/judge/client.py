@@ -10,7 +10,10 @@ A circuit breaker guards each :meth:`JudgeClient.complete_many` call (one task's
 authentication or not-found reply (401/403/404) stops it at once, and so do ``EARTHSCI_JUDGE_BREAKER``
 consecutive docs that failed after all their retries (a dead or misconfigured endpoint); the docs not
 yet judged are then failed with the same cause without a request, and requests waiting to retry are
-woken. A dead endpoint so costs one retry chain (at most ~16 s at the defaults) per task, not one per doc.
+woken. The client remembers it: an endpoint that stopped a pass, or on which every doc of a pass failed
+after all its retries, is not asked again by this client (one per process and settings, :func:`get_judge`);
+later passes and per-doc requests fail at once with the same cause (cached verdicts are still served).
+A dead endpoint so costs one retry chain (at most ~16 s at the defaults) per run, not one per task or doc.
 """
 
 from __future__ import annotations
@@ -223,7 +226,15 @@ class _Breaker:
         self.cause: str | None = None
         self.error: str | None = None
         self._consecutive = 0
+        self._counted = 0  # docs that counted towards the breaker or reset it
+        self.last: tuple[str, str] | None = None  # (cause, error) of the last doc that failed after all its retries
         self._lock = threading.Lock()
+
+    def dead(self) -> bool:
+        """Whether the endpoint is unusable beyond this pass: the breaker tripped, or every doc that got
+        to the endpoint failed after all its retries."""
+        with self._lock:
+            return self.cause is not None or (self._counted > 0 and self._consecutive == self._counted)
 
     @property
     def open(self) -> bool:
@@ -241,7 +252,10 @@ class _Breaker:
         if result.cause in _NEUTRAL_CAUSES:
             return  # a live endpoint that is rate-limiting or answering oddly: neither dead nor healthy
         with self._lock:
+            self._counted += 1
             self._consecutive = self._consecutive + 1 if transport_failure else 0
+            if transport_failure:
+                self.last = (result.cause or "transport failure", result.error or "")
             hit = self.threshold > 0 and self._consecutive >= self.threshold
         if hit:
             self.trip(result.cause or "transport failure", f"{self.threshold} consecutive docs failed after all retries; last: {result.error}")
@@ -279,6 +293,8 @@ class JudgeClient:
         self._transport = Transport(config.timeout, config.ca_bundle)
         self._url, self._headers = self._endpoint()
         self._builder: ThreadPoolExecutor | None = None
+        # (cause, error) once the endpoint was found unusable: no request is sent to it again
+        self._dead: tuple[str, str] | None = None
 
     def _cache_failed(self, what: str, path: str, exc: BaseException) -> None:
         """One warning for the client's life; the cache is dropped and judging goes on uncached."""
@@ -312,6 +328,24 @@ class JudgeClient:
             url = base if base.endswith("/chat/completions") else f"{base}/chat/completions"
             headers = {"Authorization": f"Bearer {cfg.api_key or 'EMPTY'}"}
         return url, {**headers, "Content-Type": "application/json"}
+
+    def _breaker(self, threshold: int) -> _Breaker:
+        """A breaker for one pass (or one per-doc request), tripped from the start when an earlier one found
+        the endpoint unusable."""
+        breaker = _Breaker(threshold)
+        dead = self._dead
+        if dead is not None:
+            breaker.trip(dead[0], f"{self._url} failed earlier in this run ({dead[1]}); not asked again")
+        return breaker
+
+    def _remember(self, breaker: _Breaker) -> None:
+        """Keep what a finished breaker found: an unusable endpoint is not asked again."""
+        if self._dead is None and self.config.breaker > 0 and breaker.dead():  # EARTHSCI_JUDGE_BREAKER=0: every doc is tried
+            if breaker.cause is not None:
+                self._dead = (breaker.cause, breaker.error or breaker.cause)
+            else:
+                cause, error = breaker.last or ("transport failure", "")
+                self._dead = (cause, f"every doc of a pass failed after all its retries; last: {error or cause}")
 
     def _count(self, **inc: int) -> None:
         with self._stats_lock:
@@ -371,8 +405,11 @@ class JudgeClient:
         """One judged request, from any thread but the transport's loop (a per-doc fallback; a pass
         uses :meth:`complete_many`). ``messages`` may be a callable that builds them. Never raises:
         anything unexpected comes back as a failed :class:`JudgeResult`."""
+        breaker = self._breaker(0)
         try:
-            return asyncio.run_coroutine_threadsafe(self._acomplete(messages, _Breaker(0), settings), self._transport.loop()).result()
+            result = asyncio.run_coroutine_threadsafe(self._acomplete(messages, breaker, settings), self._transport.loop()).result()
+            self._remember(breaker)
+            return result
         except Exception as exc:  # the loop itself failed (interpreter shutting down)
             self._count(failures=1)
             return JudgeResult(None, error=f"judge client error: {type(exc).__name__}: {exc}", cause=f"client error {type(exc).__name__}")
@@ -498,7 +535,7 @@ class JudgeClient:
                 bar = None
 
         width = max(1, min(concurrency or self.config.concurrency, self.config.concurrency))
-        breaker = _Breaker(self.config.breaker)
+        breaker = self._breaker(self.config.breaker)
 
         async def run_all() -> list[JudgeResult]:
             sending = asyncio.Semaphore(width)  # at most `width` requests of this call in flight
@@ -520,6 +557,7 @@ class JudgeClient:
         # the pass's requests are sent and received on the transport's event loop; their bodies are
         # built by the builder threads (_build_pool), never on the loop
         results = list(asyncio.run_coroutine_threadsafe(run_all(), self._transport.loop()).result())
+        self._remember(breaker)
         if bar is not None:
             bar.close()
         if breaker.open:
