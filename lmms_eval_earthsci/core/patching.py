@@ -50,6 +50,9 @@ INVENTORY: tuple[Target, ...] = (
     Target("registration", "wraps", "lmms_eval.tasks:TaskManager.initialize_tasks", "lmms_eval_earthsci.registration",
            "lmms-eval indexes tasks from its own folder and --include_path only; wrapping the indexer adds ours to every TaskManager (the CLI, simple_evaluate, a hand-built one)",
            params=("include_path",)),
+    Target("task index on libyaml", "wraps", "lmms_eval.utils:", "lmms_eval_earthsci.registration",
+           "every TaskManager parses each task YAML lmms-eval ships with PyYAML's pure-Python loader (~2 s of every run's start); lmms_eval.utils' yaml "
+           "is given libyaml's C parser for full_load (the same documents: tests/test_registration.py), where PyYAML has it", attrs=("yaml", "load_yaml_config")),
     Target("task-name typos", "wraps", "lmms_eval.tasks:TaskManager.match_tasks", "lmms_eval_earthsci.registration",
            "lmms-eval reports a task name it does not know with 'Tasks not found' and exits 0 (DEBUG: 1); a name with one of our prefixes that is none of "
            "our tasks stops the run with exit 2 and 'did you mean', before the model loads; in a run with tasks of ours any other unknown name stops it there with "
