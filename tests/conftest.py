@@ -1,7 +1,7 @@
 import os
-import subprocess
 import sys
 
+import forkserver
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -58,7 +58,7 @@ def cli_env(mirror, hf_home, **extra):
 def run_cli(args, env, cwd, timeout=600, launcher=None):
     """Run the real lmms-eval CLI (``--verbosity DEBUG`` so task errors exit non-zero)."""
     cmd = (launcher or [os.path.join(VENV_BIN, "lmms-eval")]) + list(args) + ["--verbosity", "DEBUG"]
-    proc = subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    proc = forkserver.run(cmd, env, cwd, timeout)  # a process of its own, forked with the heavy imports done (tests/forkserver.py)
     if proc.returncode != 0:
         raise AssertionError(f"lmms-eval failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-20000:]}")
     return proc

@@ -4,8 +4,8 @@ EARTHSCI_BAD_RECORDS=skip they are left out, counted and listed, and the rest of
 import glob
 import os
 import shutil
-import subprocess
 
+import forkserver
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -77,7 +77,7 @@ def test_at_default_verbosity_the_stopped_run_exits_1_naming_our_tasks(bad_mirro
     """lmms-eval prints the traceback and exits 0 unless --verbosity DEBUG: a batch script reads 1, and the
     last line names the error and the tasks of ours that have no results."""
     with FakeOpenAIServer(responder=lambda body: "The answer is C") as srv:
-        proc = subprocess.run([os.path.join(VENV_BIN, "lmms-eval"), *_args(srv, tmp_path / "out", "emma_mini_math,msearth_mcq")],
+        proc = forkserver.subprocess_run([os.path.join(VENV_BIN, "lmms-eval"), *_args(srv, tmp_path / "out", "emma_mini_math,msearth_mcq")],
                               env=cli_env(bad_mirror, hf_home), cwd=str(tmp_path), capture_output=True, text=True, timeout=600)
         assert srv.count == 0
     assert proc.returncode == 1, proc.stderr[-3000:]

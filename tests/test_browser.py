@@ -17,8 +17,8 @@ import hashlib
 import json
 import os
 import re
-import subprocess
 
+import forkserver
 import pytest
 from conftest import VENV_BIN, cli_env, openai_args, run_cli
 
@@ -76,7 +76,7 @@ def report(mirror, hf_home, tmp_path_factory):
             run_cli(args, cli_env(mirror, hf_home), str(root))
         runs.append(str(out))
     rep = root / "report"
-    proc = subprocess.run([os.path.join(VENV_BIN, "lmms-eval-earthsci"), "report", *runs, "--out", str(rep), "--resamples", "200"], env=cli_env(mirror, hf_home), capture_output=True, text=True, timeout=600)
+    proc = forkserver.subprocess_run([os.path.join(VENV_BIN, "lmms-eval-earthsci"), "report", *runs, "--out", str(rep), "--resamples", "200"], env=cli_env(mirror, hf_home), capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return root, runs, rep
 
@@ -443,7 +443,7 @@ def sweep_page(report, page, mirror, hf_home):
         clone_run(results, str(root / f"clone_{i}"), model_args=f"model_version=fake-clone-{i}", flip=0.3, seed=i)
         folders.append(str(root / f"clone_{i}"))
     out = root / "sweep_report"
-    proc = subprocess.run([os.path.join(VENV_BIN, "lmms-eval-earthsci"), "report", *folders, "--out", str(out), "--resamples", "0", "--no-images"], env=cli_env(mirror, hf_home), capture_output=True, text=True, timeout=600)
+    proc = forkserver.subprocess_run([os.path.join(VENV_BIN, "lmms-eval-earthsci"), "report", *folders, "--out", str(out), "--resamples", "0", "--no-images"], env=cli_env(mirror, hf_home), capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     pg = page[0].context.browser.new_page(viewport={"width": 1300, "height": 1200})  # the same Chromium
     requests = []
@@ -514,7 +514,7 @@ def test_a_lost_layout_shows_a_banner_on_its_task(page):
         with open(path, "w") as f:
             json.dump(res, f)
     rep2 = root / "report_lost"
-    proc = subprocess.run([os.path.join(VENV_BIN, "lmms-eval-earthsci"), "report", runs[0], str(lost_run), "--out", str(rep2), "--resamples", "0", "--no-images"],
+    proc = forkserver.subprocess_run([os.path.join(VENV_BIN, "lmms-eval-earthsci"), "report", runs[0], str(lost_run), "--out", str(rep2), "--resamples", "0", "--no-images"],
                           capture_output=True, text=True, timeout=600, env={**os.environ, "PATH": VENV_BIN + os.pathsep + os.environ.get("PATH", "")})
     assert proc.returncode == 0, proc.stderr[-3000:]
     pg.goto(f"file://{rep2}/report.html")

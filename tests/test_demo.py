@@ -5,8 +5,8 @@ import glob
 import json
 import os
 import re
-import subprocess
 
+import forkserver
 import pytest
 from conftest import VENV_BIN, cli_env
 
@@ -70,7 +70,7 @@ def test_demo_subset_writes_report(hf_home, tmp_path):
     env = cli_env(str(tmp_path / "unused"), hf_home, EARTHSCI_CACHE_DIR=str(tmp_path / "cache"))
     env.pop("EARTHSCI_DATA_MIRROR")  # the demo sets it itself
     cmd = [os.path.join(VENV_BIN, "lmms-eval-earthsci"), "demo", "--out", str(out), "--tasks", "emma_mini_math,msearth_mcq,scifibench_cs_c2f,musciclaims_d"]
-    proc = subprocess.run(cmd, env=env, cwd=str(tmp_path), capture_output=True, text=True, timeout=900)
+    proc = forkserver.subprocess_run(cmd, env=env, cwd=str(tmp_path), capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "random noise" in proc.stdout and "report:" in proc.stdout
     # a terminal a person reads: a line per stage, the headline numbers, where every output is (last);

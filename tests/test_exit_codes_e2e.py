@@ -6,9 +6,9 @@ read is left out, the others run and are written, and the run exits 2 with one l
 
 import glob
 import os
-import subprocess
 import sys
 
+import forkserver
 import pytest
 from conftest import VENV_BIN, cli_env, openai_args, read_outputs, two_ranks
 
@@ -22,7 +22,7 @@ NO_MODEL = ["--model", "llava_hf", "--model_args", "pretrained=/nonexistent/mode
 
 
 def test_a_typo_of_ours_exits_2_naming_the_nearest_before_the_model_loads(mirror, hf_home, tmp_path):
-    proc = subprocess.run([os.path.join(VENV_BIN, "lmms-eval"), *NO_MODEL, "--tasks", "msearth_mcqq,emma_mini_math", "--output_path", str(tmp_path / "o")],
+    proc = forkserver.subprocess_run([os.path.join(VENV_BIN, "lmms-eval"), *NO_MODEL, "--tasks", "msearth_mcqq,emma_mini_math", "--output_path", str(tmp_path / "o")],
                           env=cli_env(mirror, hf_home), cwd=str(tmp_path), capture_output=True, text=True, timeout=600)
     assert proc.returncode == 2, proc.stderr[-3000:]
     assert "lmms_eval_earthsci: msearth_mcqq is none of our tasks or groups (did you mean msearth_mcq?)" in proc.stderr
@@ -31,14 +31,14 @@ def test_a_typo_of_ours_exits_2_naming_the_nearest_before_the_model_loads(mirror
 
 
 def test_other_harness_names_keep_lmms_evals_own_behaviour(mirror, hf_home, tmp_path):
-    proc = subprocess.run([os.path.join(VENV_BIN, "lmms-eval"), "--model", "dummy", "--tasks", "mmmu_vall", "--output_path", str(tmp_path / "o")],
+    proc = forkserver.subprocess_run([os.path.join(VENV_BIN, "lmms-eval"), "--model", "dummy", "--tasks", "mmmu_vall", "--output_path", str(tmp_path / "o")],
                           env=cli_env(mirror, hf_home), cwd=str(tmp_path), capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0 and "Tasks not found" in proc.stdout + proc.stderr and "lmms_eval_earthsci:" not in proc.stderr
 
 
 def test_two_real_ranks_both_stop_on_the_typo(mirror, hf_home, tmp_path):
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29543", "-m", "lmms_eval", *NO_MODEL, "--tasks", "scifibench_cs_c2ff", "--output_path", str(tmp_path / "o")]
-    proc = subprocess.run(cmd, env=cli_env(mirror, hf_home), cwd=str(tmp_path), capture_output=True, text=True, timeout=600)
+    proc = forkserver.subprocess_run(cmd, env=cli_env(mirror, hf_home), cwd=str(tmp_path), capture_output=True, text=True, timeout=600)
     assert proc.returncode != 0
     line = "lmms_eval_earthsci: scifibench_cs_c2ff is none of our tasks or groups (did you mean scifibench_cs_c2f?)"
     assert (proc.stdout + proc.stderr).count(line) == 2, proc.stderr[-3000:]  # each rank said it: two ranks ran
@@ -88,7 +88,7 @@ def test_a_mirror_gap_leaves_those_tasks_out_runs_the_rest_and_exits_2(hf_home, 
     others run and are written, and the exit status is 2."""
     partial = _gap_mirror(tmp_path)
     with FakeOpenAIServer(responder=lambda body: "The answer is A") as srv:  # a model every supported lmms-eval has
-        proc = subprocess.run([os.path.join(VENV_BIN, "lmms-eval"), "--model", "openai", "--model_args", openai_args(srv.base_url), "--tasks", "msearth_mcq,emma_mini",
+        proc = forkserver.subprocess_run([os.path.join(VENV_BIN, "lmms-eval"), "--model", "openai", "--model_args", openai_args(srv.base_url), "--tasks", "msearth_mcq,emma_mini",
                                "--output_path", str(tmp_path / "o"), "--log_samples"], env=cli_env(partial, hf_home), cwd=str(tmp_path), capture_output=True, text=True, timeout=600)
     assert proc.returncode == 2, proc.stderr[-3000:]
     early = [ln for ln in proc.stderr.splitlines() if "could not load and is left out of this run" in ln]
@@ -103,7 +103,7 @@ def test_a_labs_own_task_on_our_dataset_keeps_its_one_line(hf_home, tmp_path):
     lab = tmp_path / "lab_tasks"
     lab.mkdir()
     (lab / "lab_msearth.yaml").write_text(f"include: {os.path.join(TASKS_DIR, 'msearth', 'msearth_mcq.yaml')}\ntask: lab_msearth\n")
-    proc = subprocess.run([os.path.join(VENV_BIN, "lmms-eval"), "--model", "dummy", "--tasks", "lab_msearth", "--include_path", str(lab), "--output_path", str(tmp_path / "o")],
+    proc = forkserver.subprocess_run([os.path.join(VENV_BIN, "lmms-eval"), "--model", "dummy", "--tasks", "lab_msearth", "--include_path", str(lab), "--output_path", str(tmp_path / "o")],
                           env=cli_env(partial, hf_home), cwd=str(tmp_path), capture_output=True, text=True, timeout=600)
     assert proc.returncode == 2, proc.stderr[-3000:]
     ours = [ln for ln in proc.stderr.splitlines() if "lmms-eval-earthsci" in ln or "lmms_eval_earthsci" in ln]
@@ -112,7 +112,7 @@ def test_a_labs_own_task_on_our_dataset_keeps_its_one_line(hf_home, tmp_path):
 
 def test_nothing_left_to_run_exits_2_before_the_first_doc(hf_home, tmp_path):
     partial = _gap_mirror(tmp_path)
-    proc = subprocess.run([sys.executable, "-m", "lmms_eval", "--model", "dummy", "--tasks", "msearth_mcq,emma_mini_coding", "--output_path", str(tmp_path / "o")],
+    proc = forkserver.subprocess_run([sys.executable, "-m", "lmms_eval", "--model", "dummy", "--tasks", "msearth_mcq,emma_mini_coding", "--output_path", str(tmp_path / "o")],
                           env=cli_env(partial, hf_home), cwd=str(tmp_path), capture_output=True, text=True, timeout=600)
     assert proc.returncode == 2, proc.stderr[-3000:]
     tail = _ours_last(proc.stderr)
@@ -128,7 +128,7 @@ def test_two_real_ranks_leave_the_same_tasks_out_and_exit_2(hf_home, tmp_path):
     partial = _gap_mirror(tmp_path)
     launcher = two_ranks(29545)
     with FakeOpenAIServer(responder=lambda body: "The answer is A") as srv:
-        proc = subprocess.run([*launcher, "--model", "openai", "--model_args", openai_args(srv.base_url), "--tasks", "msearth_mcq,emma_mini", "--output_path", str(tmp_path / "o"), "--log_samples"],
+        proc = forkserver.subprocess_run([*launcher, "--model", "openai", "--model_args", openai_args(srv.base_url), "--tasks", "msearth_mcq,emma_mini", "--output_path", str(tmp_path / "o"), "--log_samples"],
                               env=cli_env(partial, hf_home), cwd=str(tmp_path), capture_output=True, text=True, timeout=600)
     assert proc.returncode != 0
     said = proc.stdout + proc.stderr
@@ -151,7 +151,7 @@ def test_a_task_not_ours_that_cannot_load_is_left_out_ours_run_and_the_run_exits
     """lmms-eval's own ``ai2d`` cannot load offline (its data is on the Hub only): lmms-eval would stop the
     whole run, write nothing and exit 0. Beside a task of ours it is left out: ours runs and is written,
     and the run ends with exit 3 and one line naming it and why."""
-    proc = subprocess.run([os.path.join(VENV_BIN, "lmms-eval"), "--model", "dummy", "--tasks", "msearth_mcq,ai2d", "--limit", "2", "--output_path", str(tmp_path / "o")],
+    proc = forkserver.subprocess_run([os.path.join(VENV_BIN, "lmms-eval"), "--model", "dummy", "--tasks", "msearth_mcq,ai2d", "--limit", "2", "--output_path", str(tmp_path / "o")],
                           env=cli_env(mirror, hf_home), cwd=str(tmp_path), capture_output=True, text=True, timeout=600)
     assert proc.returncode == 3, proc.stderr[-3000:]
     res, _ = read_outputs(str(tmp_path / "o"))
@@ -164,14 +164,14 @@ def test_a_task_not_ours_that_cannot_load_is_left_out_ours_run_and_the_run_exits
 def test_lmms_evals_own_emma_mini_that_fails_ends_naming_ours(mirror, hf_home, tmp_path):
     """Upstream's ``emma-mini`` (which we leave alone) builds its judge when it loads: without OpenAI
     credentials it fails. Its last line names ours; the exit status stays lmms-eval's."""
-    proc = subprocess.run([os.path.join(VENV_BIN, "lmms-eval"), "--model", "dummy", "--tasks", "emma-mini", "--limit", "2", "--output_path", str(tmp_path / "o")],
+    proc = forkserver.subprocess_run([os.path.join(VENV_BIN, "lmms-eval"), "--model", "dummy", "--tasks", "emma-mini", "--limit", "2", "--output_path", str(tmp_path / "o")],
                           env=cli_env(mirror, hf_home), cwd=str(tmp_path), capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0 and "Error during evaluation" in proc.stdout + proc.stderr  # the premise: it failed, lmms-eval exited 0
     assert _ours_last(proc.stderr) == ["lmms_eval_earthsci: emma-mini is lmms-eval's own task, not ours: ours is emma_mini (--tasks emma_mini)"]
 
 
 def test_an_unknown_name_beside_ours_stops_before_the_model_loads_with_exit_3(mirror, hf_home, tmp_path):
-    proc = subprocess.run([os.path.join(VENV_BIN, "lmms-eval"), *NO_MODEL, "--tasks", "msearth_mcq,mmmu_vall", "--output_path", str(tmp_path / "o")],
+    proc = forkserver.subprocess_run([os.path.join(VENV_BIN, "lmms-eval"), *NO_MODEL, "--tasks", "msearth_mcq,mmmu_vall", "--output_path", str(tmp_path / "o")],
                           env=cli_env(mirror, hf_home), cwd=str(tmp_path), capture_output=True, text=True, timeout=600)
     assert proc.returncode == 3, proc.stderr[-3000:]
     assert _ours_last(proc.stderr) == ["lmms_eval_earthsci: mmmu_vall is no task lmms-eval knows (did you mean mmmu_val?)",
@@ -183,7 +183,7 @@ def test_an_unknown_name_beside_ours_stops_before_the_model_loads_with_exit_3(mi
 def test_a_model_that_cannot_load_ends_naming_ours_with_exit_3(mirror, hf_home, tmp_path, verbosity):
     """What stops the run before our tasks ran, outside them (here the model: lmms-eval prints its error
     and exits 0, or 1 with ``--verbosity DEBUG``): exit 3 and one line naming ours and the cause."""
-    proc = subprocess.run([os.path.join(VENV_BIN, "lmms-eval"), *NO_MODEL, "--tasks", "msearth_mcq,emma_mini", "--output_path", str(tmp_path / "o"), "--verbosity", verbosity],
+    proc = forkserver.subprocess_run([os.path.join(VENV_BIN, "lmms-eval"), *NO_MODEL, "--tasks", "msearth_mcq,emma_mini", "--output_path", str(tmp_path / "o"), "--verbosity", verbosity],
                           env=cli_env(mirror, hf_home), cwd=str(tmp_path), capture_output=True, text=True, timeout=600)
     assert proc.returncode == 3, proc.stderr[-3000:]
     tail = _ours_last(proc.stderr)

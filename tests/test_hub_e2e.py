@@ -21,8 +21,8 @@ the same fixture repos over HTTP from :class:`FakeHubServer` (``HF_ENDPOINT`` po
 import glob
 import os
 import re
-import subprocess
 
+import forkserver
 import pytest
 from conftest import VENV_BIN, cli_env, read_outputs, run_cli
 
@@ -169,7 +169,7 @@ def test_hub_data_file_failure_names_the_url(mirror, tmp_path):
         fault = hub.add_fault(EMMA_MATH_PARQUET, "500", methods="GET")
         url = f"{hub.base_url}/datasets/{EMMA_MINI}/resolve/{emma.REVISION_MINI}/{EMMA_MATH_PARQUET}"
         cmd = [os.path.join(VENV_BIN, "lmms-eval")] + MODEL_ARGS + ["--tasks", "emma_mini_math", "--output_path", str(out), "--verbosity", "DEBUG"]
-        proc = subprocess.run(cmd, env=hub_env(hub, mirror, str(tmp_path / "hf_home")), cwd=str(tmp_path), capture_output=True, text=True, timeout=300)
+        proc = forkserver.subprocess_run(cmd, env=hub_env(hub, mirror, str(tmp_path / "hf_home")), cwd=str(tmp_path), capture_output=True, text=True, timeout=300)
     assert hub.errors == [], "\n".join(hub.errors)
     output = proc.stdout + proc.stderr
     assert proc.returncode != 0, f"the run succeeded without its data file:\n{output[-3000:]}"
@@ -211,7 +211,7 @@ def test_hub_refusing_a_data_file_is_one_line_naming_repo_file_revision_and_fix(
     with FakeHubServer({EMMA_MINI: _repos(mirror)[EMMA_MINI]}) as hub:
         fault = hub.add_fault(EMMA_MATH_PARQUET, status, methods=("GET", "HEAD"))
         cmd = [os.path.join(VENV_BIN, "lmms-eval")] + MODEL_ARGS + ["--tasks", "emma_mini_math", "--output_path", str(out), "--verbosity", "DEBUG"]
-        proc = subprocess.run(cmd, env=hub_env(hub, mirror, str(tmp_path / "hf_home")), cwd=str(tmp_path), capture_output=True, text=True, timeout=300)
+        proc = forkserver.subprocess_run(cmd, env=hub_env(hub, mirror, str(tmp_path / "hf_home")), cwd=str(tmp_path), capture_output=True, text=True, timeout=300)
     output = proc.stdout + proc.stderr
     assert proc.returncode == 2 and fault.hits >= 1, proc.stderr[-3000:]
     # said when it happened, and as the run's last line

@@ -9,6 +9,7 @@ import sqlite3
 import subprocess
 import time
 
+import forkserver
 import pytest
 from conftest import VENV_BIN, cli_env, openai_args, read_outputs, run_cli
 
@@ -234,7 +235,7 @@ def test_on_failure_raise_stops_the_run(mirror, hf_home, tmp_path):
     with FakeOpenAIServer(responder=flaky) as srv:
         env = judge_env(mirror, hf_home, srv, tmp_path / "cache", EARTHSCI_JUDGE_MAX_RETRIES="0", EARTHSCI_JUDGE_ON_FAILURE="raise")
         cmd = [os.path.join(VENV_BIN, "lmms-eval")] + model_args(srv) + ["--tasks", "emma_mini_judge_coding", "--output_path", str(tmp_path / "out"), "--verbosity", "DEBUG"]
-        proc = subprocess.run(cmd, env=env, cwd=str(tmp_path), capture_output=True, text=True, timeout=600)
+        proc = forkserver.subprocess_run(cmd, env=env, cwd=str(tmp_path), capture_output=True, text=True, timeout=600)
     assert proc.returncode != 0
     assert "JudgeFailedError" in proc.stderr and "emma_mini_judge_coding: 1 of 2 judged docs failed (HTTP 500 x 1)" in proc.stderr
 
@@ -261,7 +262,7 @@ def test_a_refused_judge_ends_the_run_with_the_endpoint_the_counts_and_the_resco
         # the printed command, with the judge back
         cmd = shlex.split(tail[2].strip())
         cmd[0] = os.path.join(VENV_BIN, cmd[0])
-        fixed = subprocess.run(cmd, env={**env, "EARTHSCI_JUDGE_BASE_URL": srv.base_url}, cwd=str(tmp_path), capture_output=True, text=True, timeout=600)
+        fixed = forkserver.subprocess_run(cmd, env={**env, "EARTHSCI_JUDGE_BASE_URL": srv.base_url}, cwd=str(tmp_path), capture_output=True, text=True, timeout=600)
         assert fixed.returncode == 0, fixed.stdout[-2000:] + fixed.stderr[-3000:]
     res2, _ = read_outputs(cmd[cmd.index("--out") + 1])
     assert res2["results"]["emma_mini_judge_math"]["emma_judge_acc,none"] == pytest.approx(EXPECTED["emma_mini_judge_math"])

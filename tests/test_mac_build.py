@@ -7,9 +7,9 @@ import csv
 import json
 import os
 import shutil
-import subprocess
 import sys
 
+import forkserver
 import numpy as np
 import pytest
 
@@ -257,7 +257,7 @@ def test_cli_errors_are_one_clear_line(tmp_path):
     cli = [sys.executable, "-m", "lmms_eval_earthsci.cli", "mac", "build"]
 
     def run(*args):
-        return subprocess.run(cli + list(args), capture_output=True, text=True, timeout=120)
+        return forkserver.subprocess_run(cli + list(args), capture_output=True, text=True, timeout=120)
 
     p = run(str(tmp_path / "nope"), "--out", str(tmp_path / "o"))
     assert p.returncode == 2 and "not a folder" in p.stderr and "Traceback" not in p.stderr

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 
+import forkserver
 import pytest
 from conftest import cli_env, read_outputs, run_cli
 
@@ -35,7 +36,7 @@ def served(mirror):
 def mirror_cmd(hub, hf_home, dest, *args, token=None):
     env = hub.client_env(hf_home=hf_home, token=token)
     env.pop("EARTHSCI_DATA_MIRROR", None)
-    return subprocess.run([*CLI, "mirror", str(dest), *args], env=env, capture_output=True, text=True, timeout=300)
+    return forkserver.subprocess_run([*CLI, "mirror", str(dest), *args], env=env, capture_output=True, text=True, timeout=300)
 
 
 def files_under(folder):
@@ -107,7 +108,7 @@ def test_killed_mid_file_leaves_no_file_that_passes_and_a_second_call_completes(
         assert not dest.exists() and incomplete, "a partial file passes as complete, or nothing was written"
         hub.clear_faults()
         hub.release_stalls()
-        again = subprocess.run([*CLI, "mirror", str(tmp_path / "m"), "--tasks", "emma_mini"], env=env, capture_output=True, text=True, timeout=300)
+        again = forkserver.subprocess_run([*CLI, "mirror", str(tmp_path / "m"), "--tasks", "emma_mini"], env=env, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0, again.stdout + again.stderr
     assert open(dest, "rb").read() == open(src, "rb").read()
 

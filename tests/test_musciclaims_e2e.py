@@ -8,6 +8,7 @@ import io
 import os
 import shutil
 
+import forkserver
 import pytest
 from conftest import cli_env, openai_args, read_outputs, run_cli
 from PIL import Image
@@ -178,12 +179,11 @@ def test_missing_figure_names_claims_paths_and_root(mirror, hf_home, tmp_path):
     own = str(tmp_path / "mirror")
     repo = _copy_repo(mirror, own)
     os.remove(os.path.join(repo, "paper_figures", "chem_10.1021_jacs.0c00001_figure_1.jpg"))
-    import subprocess
 
     from conftest import VENV_BIN
 
     args = [os.path.join(VENV_BIN, "lmms-eval"), "--model", "dummy", "--model_args", 'response={"decision": "SUPPORT"}', "--tasks", "musciclaims_d", "--output_path", str(tmp_path / "o"), "--verbosity", "DEBUG"]
-    proc = subprocess.run(args, env=cli_env(own, hf_home), cwd=str(tmp_path), capture_output=True, text=True, timeout=600)
+    proc = forkserver.subprocess_run(args, env=cli_env(own, hf_home), cwd=str(tmp_path), capture_output=True, text=True, timeout=600)
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0
     for claim in ("10.1021_jacs.0c00001_1_support", "10.1021_jacs.0c00001_1_contra"):

@@ -4,10 +4,10 @@ Hub that answers slowly, and a dataset in the Hub cache with HF_HUB_OFFLINE, are
 
 import os
 import socket
-import subprocess
 import sys
 import time
 
+import forkserver
 import pytest
 from conftest import cli_env, run_cli
 
@@ -44,7 +44,7 @@ def test_no_route_to_the_data_stops_in_seconds_with_one_line(route, mirror, tmp_
     else:
         cmd = [LMMS_EVAL, *ARGS, "--output_path", str(tmp_path / "o")]
     t0 = time.time()
-    proc = subprocess.run(cmd, env=env, cwd=str(tmp_path), capture_output=True, text=True, timeout=300)
+    proc = forkserver.subprocess_run(cmd, env=env, cwd=str(tmp_path), capture_output=True, text=True, timeout=300)
     took = time.time() - t0
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
     if route == "demo --data hub":

@@ -8,8 +8,8 @@ import json
 import os
 import re
 import shutil
-import subprocess
 
+import forkserver
 import pytest
 from conftest import VENV_BIN, cli_env, openai_args, read_outputs, run_cli
 
@@ -54,7 +54,7 @@ def env_for(mirror, hf_home, srv, cache):
 
 
 def rescore(args, env, cwd):
-    return subprocess.run([os.path.join(VENV_BIN, "lmms-eval-earthsci"), "rescore", *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=900)
+    return forkserver.subprocess_run([os.path.join(VENV_BIN, "lmms-eval-earthsci"), "rescore", *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=900)
 
 
 VOLATILE = {"cached", "attempts", "latency", "usage"}
@@ -271,7 +271,7 @@ def test_rescore_while_the_judge_is_down_ends_like_a_run_and_exits_4(runs, mirro
     assert cmd[:2] == ["lmms-eval-earthsci", "rescore"]
     with FakeOpenAIServer(responder=responder) as srv:
         cmd[0] = os.path.join(VENV_BIN, cmd[0])
-        fixed = subprocess.run(cmd, env={**env, "EARTHSCI_JUDGE_BASE_URL": srv.base_url}, cwd=str(tmp), capture_output=True, text=True, timeout=900)
+        fixed = forkserver.subprocess_run(cmd, env={**env, "EARTHSCI_JUDGE_BASE_URL": srv.base_url}, cwd=str(tmp), capture_output=True, text=True, timeout=900)
     assert fixed.returncode == 0 and "lmms_eval_earthsci:" not in fixed.stderr, fixed.stderr[-3000:]
     done, _ = read_outputs(str(tmp / "re_down"))
     for t, metric in (("emma_mini_judge_math", "emma_judge_acc,none"), ("msearth_open", "msearth_oe_acc,none")):

@@ -9,9 +9,9 @@ import glob
 import gzip
 import json
 import os
-import subprocess
 import zlib
 
+import forkserver
 import pytest
 from conftest import VENV_BIN, cli_env, read_outputs, shared_path
 
@@ -44,7 +44,7 @@ def release_file(path, records):
 def rescore(args, mirror, hf_home, srv, cwd, cache):
     env = cli_env(mirror, hf_home, EARTHSCI_JUDGE_BASE_URL=srv.base_url, EARTHSCI_JUDGE_MODEL=JUDGE, EARTHSCI_JUDGE_CACHE=str(cache))
     cmd = [os.path.join(VENV_BIN, "lmms-eval-earthsci"), "rescore", "--from", "msearth-release", *map(str, args)]
-    return subprocess.run(cmd, env=env, cwd=str(cwd), capture_output=True, text=True, timeout=900)
+    return forkserver.subprocess_run(cmd, env=env, cwd=str(cwd), capture_output=True, text=True, timeout=900)
 
 
 def as_record(row):

@@ -12,9 +12,9 @@ import gzip
 import json
 import os
 import re
-import subprocess
 import zlib
 
+import forkserver
 import pytest
 from conftest import ROOT, VENV_BIN, cli_env, read_outputs, shared_path
 
@@ -103,7 +103,7 @@ def release_mirror(tmp_path_factory):
 
 def rescore(release_file, out, mirror, hf_home, cwd):
     cmd = [os.path.join(VENV_BIN, "lmms-eval-earthsci"), "rescore", "--from", "emma-release", str(release_file), "--out", str(out)]
-    return subprocess.run(cmd, env=cli_env(mirror, hf_home), cwd=str(cwd), capture_output=True, text=True, timeout=900)
+    return forkserver.subprocess_run(cmd, env=cli_env(mirror, hf_home), cwd=str(cwd), capture_output=True, text=True, timeout=900)
 
 
 # --------------------------------------------------------------------------- tests

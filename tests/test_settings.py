@@ -6,10 +6,10 @@ warning naming the nearest known one."""
 import glob
 import os
 import re
-import subprocess
 import sys
 import time
 
+import forkserver
 import pytest
 from conftest import ROOT, cli_env, openai_args
 
@@ -218,7 +218,7 @@ def test_an_lmms_eval_run_stops_before_inference_without_debug_verbosity(route, 
             cmd = [os.path.join(os.path.dirname(sys.executable), "lmms-eval"), *args]
         else:
             cmd = [sys.executable, "-c", HIDDEN_ENTRY_POINT, "--include_path", TASKS_DIR, *args]
-        proc = subprocess.run(cmd, env=env, cwd=str(tmp_path), capture_output=True, text=True, timeout=600)
+        proc = forkserver.subprocess_run(cmd, env=env, cwd=str(tmp_path), capture_output=True, text=True, timeout=600)
         asked = list(srv.requests)
     line = f"lmms-eval-earthsci: {SETTINGS[var].problem(value)}"
     assert proc.returncode == 2, proc.stderr[-3000:]

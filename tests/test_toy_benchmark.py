@@ -7,10 +7,10 @@ rescored."""
 
 import json
 import os
-import subprocess
 import textwrap
 from importlib.metadata import version
 
+import forkserver
 import pytest
 from conftest import VENV_BIN, cli_env, openai_args, read_outputs, run_cli
 from packaging.version import Version
@@ -129,7 +129,7 @@ def reply(body):
 
 
 def _cmd(env, cwd, *args, timeout=600):
-    proc = subprocess.run([os.path.join(VENV_BIN, "lmms-eval-earthsci"), *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    proc = forkserver.subprocess_run([os.path.join(VENV_BIN, "lmms-eval-earthsci"), *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-5000:]
     return proc
 
