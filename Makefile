@@ -184,7 +184,7 @@ $(VLLM_VENV)/.installed:
 
 test-vllm: $(VLLM_VENV)/.installed
 	$(call use_venv,$(VLLM_VENV),.venv-vllm)
-	PYTHONPATH=$(TORCHVISION_SHIM) HF_HUB_OFFLINE=1 VLLM_CPU_KVCACHE_SPACE=1 $(VLLM_VENV)/bin/python -m pytest -q -ra -n 2 --dist loadgroup --durations=10 --run-vllm tests/test_vllm.py
+	PYTHONPATH=$(TORCHVISION_SHIM) HF_HUB_OFFLINE=1 VLLM_CPU_KVCACHE_SPACE=1 $(VLLM_VENV)/bin/python -m pytest -q -ra -n 2 --dist loadgroup --no-loadscope-reorder --durations=10 --run-vllm tests/test_vllm.py
 
 demo: setup
 	$(VENV)/bin/lmms-eval-earthsci demo

@@ -156,56 +156,8 @@ def engine_problems(records, task):
     return problems
 
 
-CELLS = [pytest.param(run, task, id=f"{run}-{task}", marks=pytest.mark.xdist_group(run)) for run in RUNS for task in TASKS]
-
-
-@pytest.mark.parametrize("run_id,task", CELLS)
-def test_what_the_engine_built_and_what_the_run_said(run_id, task, models_root, mirror, hf_home, tmp_path_factory, request):
-    assert not os.environ.get("PYTEST_XDIST_WORKER") or request.node.nodeid.endswith(f"@{run_id}"), request.node.nodeid
-    proc, records, res = run_vllm(run_id, models_root, mirror, hf_home, tmp_path_factory)
-    assert proc.returncode == 0, proc.stderr[-6000:]
-    problems = engine_problems(records, task)
-    assert bool(problems) == ((run_id, task) in LOST), (run_id, task, problems)
-    if run_id == "string" and problems:  # images first, and the labels of C->F cut off from their figures
-        assert all("images first" in p for p in problems), problems
-    verdict = res["configs"][task]["metadata"]["earthsci_layout"]
-    assert verdict.get("observed") is True and verdict["status"] == ("lost" if problems else "as written"), verdict
-    log = proc.stdout + proc.stderr
-    warned = re.search(rf"lmms_eval_earthsci: {task} with \w+: not the authors' layout", log) is not None
-    assert warned == bool(problems), log[-3000:]
-    if problems:
-        assert verdict["fix"].startswith(LOST[run_id, task]), verdict  # the fix that works (the string-interleave run shows VLLM_FIX does)
-    assert "could not be observed" not in log and "sent as written" not in log
-
-
-def test_check_model_on_vllm_gives_the_runs_answer(models_root, hf_home, tmp_path):
-    """`check-model --model vllm` observes the same engine: every layout as written with Qwen's template (exit 0)."""
-    path = tiny_models.build("qwen2_5_vl", models_root)
-    env = {**os.environ, "HF_HOME": hf_home, "HF_HUB_OFFLINE": "1", "EARTHSCI_CACHE_DIR": str(tmp_path / "cache"), **ENGINE_ENV}
-    env.pop("EARTHSCI_DATA_MIRROR", None)
-    cli = os.path.join(os.path.dirname(sys.executable), "lmms-eval-earthsci")
-    proc = subprocess.run([cli, "check-model", "--model", "vllm", "--model_args", f"model={path},{ENGINE}", "--tasks", "scifibench_cs_c2f,emma_full_physics"],
-                          env=env, cwd=str(tmp_path), capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
-    rows = {line.split("|")[1].strip(): line.split("|")[3].strip() for line in proc.stdout.splitlines() if line.startswith("| ") and not line.startswith("| task")}
-    assert rows == {"scifibench_cs_c2f": "as written", "emma_full_physics": "as written"}, proc.stdout
-
-
-def test_the_torchvision_shim_is_still_needed():
-    """tests/vllm_shim declares two torchvision operators so that the index's (CUDA) torchvision imports next to
-    the CPU torch. Without it the import must still fail; once it does not, remove the shim and its Makefile step."""
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    proc = subprocess.run([sys.executable, "-c", "import torchvision"], env=env, capture_output=True, text=True, timeout=120)
-    assert proc.returncode != 0 and "torchvision::nms does not exist" in proc.stderr, (
-        "torchvision now imports without tests/vllm_shim: remove the shim and TORCHVISION_SHIM from the Makefile\n" + proc.stderr[-2000:]
-    )
-    shimmed = subprocess.run([sys.executable, "-c", "import torchvision, transformers; print(torchvision.__version__)"],
-                             env={**env, "PYTHONPATH": os.path.join(ROOT, "tests", "vllm_shim")}, capture_output=True, text=True, timeout=120)
-    assert shimmed.returncode == 0, shimmed.stderr[-2000:]
-
-
-
 # --------------------------------------------------------------------------- the judge on a real vLLM server
+# the judge's test first: the tier's longest (~100 s), it starts on one worker while the other runs the engine (loadgroup)
 
 
 def _metric(base_url, name):
@@ -359,3 +311,54 @@ def test_the_judge_on_a_real_vllm_server(models_root, mirror, hf_home, tmp_path)
             emma_math = len(emma_samples["emma_mini_judge_math"])
             assert failed(res, "msearth_open") == 4 and f"{TOO_MANY_IMAGES} x 4" in log_text, log_text[-3000:]
             assert failed(res, "emma_mini_judge_math") == emma_math and f"{OVER_CONTEXT} x {emma_math}" in log_text, log_text[-3000:]
+
+
+# --------------------------------------------------------------------------- what the engine built
+
+
+CELLS = [pytest.param(run, task, id=f"{run}-{task}", marks=pytest.mark.xdist_group(run)) for run in RUNS for task in TASKS]
+
+
+@pytest.mark.parametrize("run_id,task", CELLS)
+def test_what_the_engine_built_and_what_the_run_said(run_id, task, models_root, mirror, hf_home, tmp_path_factory, request):
+    assert not os.environ.get("PYTEST_XDIST_WORKER") or request.node.nodeid.endswith(f"@{run_id}"), request.node.nodeid
+    proc, records, res = run_vllm(run_id, models_root, mirror, hf_home, tmp_path_factory)
+    assert proc.returncode == 0, proc.stderr[-6000:]
+    problems = engine_problems(records, task)
+    assert bool(problems) == ((run_id, task) in LOST), (run_id, task, problems)
+    if run_id == "string" and problems:  # images first, and the labels of C->F cut off from their figures
+        assert all("images first" in p for p in problems), problems
+    verdict = res["configs"][task]["metadata"]["earthsci_layout"]
+    assert verdict.get("observed") is True and verdict["status"] == ("lost" if problems else "as written"), verdict
+    log = proc.stdout + proc.stderr
+    warned = re.search(rf"lmms_eval_earthsci: {task} with \w+: not the authors' layout", log) is not None
+    assert warned == bool(problems), log[-3000:]
+    if problems:
+        assert verdict["fix"].startswith(LOST[run_id, task]), verdict  # the fix that works (the string-interleave run shows VLLM_FIX does)
+    assert "could not be observed" not in log and "sent as written" not in log
+
+
+def test_check_model_on_vllm_gives_the_runs_answer(models_root, hf_home, tmp_path):
+    """`check-model --model vllm` observes the same engine: every layout as written with Qwen's template (exit 0)."""
+    path = tiny_models.build("qwen2_5_vl", models_root)
+    env = {**os.environ, "HF_HOME": hf_home, "HF_HUB_OFFLINE": "1", "EARTHSCI_CACHE_DIR": str(tmp_path / "cache"), **ENGINE_ENV}
+    env.pop("EARTHSCI_DATA_MIRROR", None)
+    cli = os.path.join(os.path.dirname(sys.executable), "lmms-eval-earthsci")
+    proc = subprocess.run([cli, "check-model", "--model", "vllm", "--model_args", f"model={path},{ENGINE}", "--tasks", "scifibench_cs_c2f,emma_full_physics"],
+                          env=env, cwd=str(tmp_path), capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+    rows = {line.split("|")[1].strip(): line.split("|")[3].strip() for line in proc.stdout.splitlines() if line.startswith("| ") and not line.startswith("| task")}
+    assert rows == {"scifibench_cs_c2f": "as written", "emma_full_physics": "as written"}, proc.stdout
+
+
+def test_the_torchvision_shim_is_still_needed():
+    """tests/vllm_shim declares two torchvision operators so that the index's (CUDA) torchvision imports next to
+    the CPU torch. Without it the import must still fail; once it does not, remove the shim and its Makefile step."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    proc = subprocess.run([sys.executable, "-c", "import torchvision"], env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0 and "torchvision::nms does not exist" in proc.stderr, (
+        "torchvision now imports without tests/vllm_shim: remove the shim and TORCHVISION_SHIM from the Makefile\n" + proc.stderr[-2000:]
+    )
+    shimmed = subprocess.run([sys.executable, "-c", "import torchvision, transformers; print(torchvision.__version__)"],
+                             env={**env, "PYTHONPATH": os.path.join(ROOT, "tests", "vllm_shim")}, capture_output=True, text=True, timeout=120)
+    assert shimmed.returncode == 0, shimmed.stderr[-2000:]
