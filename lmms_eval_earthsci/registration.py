@@ -34,7 +34,7 @@ from lmms_eval_earthsci.core.data import HubRefusedError, NoDataRouteError
 from lmms_eval_earthsci.core.harness import is_cli_run
 from lmms_eval_earthsci.core.hooks import RegistrationWarning, install_runtime_hooks, warn_registration
 from lmms_eval_earthsci.core.patching import warn_missing, wrap_method
-from lmms_eval_earthsci.yamlgen import looks_ours_but_unknown, ours_near
+from lmms_eval_earthsci.yamlgen import did_you_mean, looks_ours_but_unknown, ours_near
 
 __all__ = ["RegistrationWarning", "install_runtime_hooks", "patch_task_manager", "register", "is_registered"]
 
@@ -129,13 +129,7 @@ def _note_requested(task_manager, task_list, matched, known) -> None:
     near = {name: ", ".join(found) for name in names if isinstance(name, str) and name not in ours and (found := ours_near(name))}
     unknown = _unknown(task_list, matched)
     if ours and unknown:
-        import difflib  # noqa: PLC0415 - only for a run about to stop
-
-        def hint(name: str) -> str:
-            close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.75)
-            return f"did you mean {close[0]}?" if close else "`lmms-eval --tasks list` lists every task"
-
-        run_status.say("\n".join([*(f"lmms_eval_earthsci: {name} is no task lmms-eval knows ({hint(name)})" for name in unknown),
+        run_status.say("\n".join([*(f"lmms_eval_earthsci: {name} is no task lmms-eval knows ({did_you_mean(name, known, cutoff=0.75)})" for name in unknown),
                                   f"lmms_eval_earthsci: {', '.join(ours)} did not run (exit {run_status.OTHER}): the run stopped before the model loaded, at the name(s) above"]))
         raise SystemExit(run_status.OTHER)
     run_status.note_requested(ours, near)

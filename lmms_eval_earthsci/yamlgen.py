@@ -15,7 +15,7 @@ import difflib
 import os
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from lmms_eval_earthsci import TASKS_DIR, registry
 from lmms_eval_earthsci.core.benchmark import Benchmark
@@ -111,7 +111,12 @@ def looks_ours_but_unknown(name: str, known: set[str] | frozenset[str]) -> str |
     for any other name (lmms-eval's own tasks, upstream ``emma``, files, wildcards)."""
     if not name or name in known or "*" in name or os.path.exists(name) or not any(b.owns(name) and name != b.name for b in registry.benchmarks()):
         return None
-    near = difflib.get_close_matches(name, sorted(our_names()), n=1, cutoff=0.6)
+    return did_you_mean(name, our_names(), cutoff=0.6)
+
+
+def did_you_mean(name: str, names: Iterable[str], cutoff: float) -> str:
+    """"did you mean <the nearest of ``names``>?", or how to list every task when none is close."""
+    near = difflib.get_close_matches(name, sorted(names), n=1, cutoff=cutoff)
     return f"did you mean {near[0]}?" if near else "`lmms-eval --tasks list` lists every task"
 
 

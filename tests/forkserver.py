@@ -137,8 +137,8 @@ class ForkServer:
             raise RuntimeError("the fork server did not start")
 
     def run(self, script: str, argv: list[str], env: dict[str, str], cwd: str, timeout: float | None) -> subprocess.CompletedProcess:
-        out, err = os.path.join(self.dir, f"{threading.get_ident()}-{time.monotonic_ns()}.out"), None
-        err = out[:-4] + ".err"
+        stem = os.path.join(self.dir, f"{threading.get_ident()}-{time.monotonic_ns()}")
+        out, err = stem + ".out", stem + ".err"
         for p in (out, err):
             open(p, "w").close()
         conn = socket.socket(socket.AF_UNIX)

@@ -73,38 +73,33 @@ capture.install_expected(int(os.environ["EARTHSCI_TEST_LIMIT"]))
 
 from vllm import LLM
 
-render = LLM._preprocess_chat
+
+# what the engine rendered for each prompt (its token ids decoded, its image placeholders) and the images the
+# class sent with it (by colour), for the run's requests, not the layout probe's
+def record(engine, prompts, rendered, text_of, images_of):
+    if observe.active():
+        return
+    tokenizer = engine.get_tokenizer()
+    for prompt, e in zip(prompts, rendered):
+        images = [observe.load_any_image(i) for i in images_of(prompt)]
+        capture._write({"event": "engine", "prompt": text_of(prompt, e), "decoded": tokenizer.decode(e["prompt_token_ids"]),
+                        "placeholders": len((e.get("mm_placeholders") or {}).get("image", [])),
+                        "images": [list(mean_colour(i)) for i in images if i is not None]})
 
 
-def _preprocess_chat(self, conversations, *args, **kwargs):
-    out = render(self, conversations, *args, **kwargs)
-    if not observe.active():  # the run's requests, not the layout probe's
-        tokenizer = self.get_tokenizer()
-        for conversation, e in zip(conversations, out):
-            images = [observe.load_any_image(i) for i in observe.message_images(conversation)]
-            capture._write({"event": "engine", "prompt": e.get("prompt"), "decoded": tokenizer.decode(e["prompt_token_ids"]),
-                            "placeholders": len((e.get("mm_placeholders") or {}).get("image", [])),
-                            "images": [list(mean_colour(i)) for i in images if i is not None]})
-    return out
+def wrap(method, text_of, images_of):
+    def rendering(self, prompts, *args, **kwargs):
+        out = method(self, prompts, *args, **kwargs)
+        record(self, prompts, out, text_of, images_of)
+        return out
+
+    return rendering
 
 
-LLM._preprocess_chat = _preprocess_chat
-render_cmpl = LLM._preprocess_cmpl
-
-
-def _preprocess_cmpl(self, prompts, *args, **kwargs):  # LLM.generate(prompt dicts): vllm_generate
-    out = render_cmpl(self, prompts, *args, **kwargs)
-    if not observe.active():
-        tokenizer = self.get_tokenizer()
-        for prompt, e in zip(prompts, out):
-            images = [observe.load_any_image(i) for i in observe.flatten((prompt.get("multi_modal_data") or {}).get("image"))] if isinstance(prompt, dict) else []
-            capture._write({"event": "engine", "prompt": prompt.get("prompt") if isinstance(prompt, dict) else prompt, "decoded": tokenizer.decode(e["prompt_token_ids"]),
-                            "placeholders": len((e.get("mm_placeholders") or {}).get("image", [])),
-                            "images": [list(mean_colour(i)) for i in images if i is not None]})
-    return out
-
-
-LLM._preprocess_cmpl = _preprocess_cmpl
+# LLM.chat's conversations; LLM.generate's prompt dicts (vllm_generate)
+LLM._preprocess_chat = wrap(LLM._preprocess_chat, lambda p, e: e.get("prompt"), observe.message_images)
+LLM._preprocess_cmpl = wrap(LLM._preprocess_cmpl, lambda p, e: p.get("prompt") if isinstance(p, dict) else p,
+                            lambda p: observe.flatten((p.get("multi_modal_data") or {}).get("image")) if isinstance(p, dict) else [])
 
 if __name__ == "__main__":
     sys.argv = ["lmms-eval", *sys.argv[1:]]
