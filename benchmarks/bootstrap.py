@@ -11,7 +11,7 @@ import random
 import sys
 import time
 
-from lmms_eval_earthsci.core.stats import bootstrap_ci, paired
+from lmms_eval_earthsci.core.scoring.stats import bootstrap_ci, paired
 
 N = int(sys.argv[1]) if len(sys.argv) > 1 else 3000
 B = int(sys.argv[2]) if len(sys.argv) > 2 else 10_000
@@ -31,10 +31,10 @@ def timed(label, fn, scale=1.0):
 
 
 print(f"{N} docs, {B} resamples, 2 CPU cores\n")
-mean = timed("mean (emma_acc: mean_present), vectorised", lambda: bootstrap_ci(acc, "lmms_eval_earthsci.core.metrics.mean_present", B))
+mean = timed("mean (emma_acc: mean_present), vectorised", lambda: bootstrap_ci(acc, "lmms_eval_earthsci.core.scoring.metrics.mean_present", B))
 f1 = timed("macro F1 (MuSciClaims), vectorised", lambda: bootstrap_ci(claims, "lmms_eval_earthsci.evals.musciclaims.tasks.macro_f1", B))
 flip = timed("flip rate (MuSciClaims, claim pairs), vectorised", lambda: bootstrap_ci(claims, "lmms_eval_earthsci.evals.musciclaims.tasks.flip_rate", B))
-pair = timed("paired difference + McNemar (mean), vectorised", lambda: paired(dict(enumerate(acc)), acc_b, "lmms_eval_earthsci.core.metrics.mean_present", B))
+pair = timed("paired difference + McNemar (mean), vectorised", lambda: paired(dict(enumerate(acc)), acc_b, "lmms_eval_earthsci.core.scoring.metrics.mean_present", B))
 small = max(B // 50, 20)
 gen = timed(f"2-class weighted F1 (no kernel): generic route ({small} resamples, x{B / small:.0f})", lambda: bootstrap_ci(claims, "lmms_eval_earthsci.evals.musciclaims.tasks.two_class_weighted_f1", small), B / small)
 print(f"\ngeneric route / vectorised macro F1 (same data, a metric of the same cost): {gen / f1:.0f}x")

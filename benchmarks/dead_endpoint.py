@@ -25,7 +25,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from lmms_eval_earthsci.core.judge import JudgeClient, JudgeConfig
-from lmms_eval_earthsci.core.judge_pass import JudgeSpec, PassItem, forget, run_pass
+from lmms_eval_earthsci.core.judge.task_pass import JudgeSpec, PassItem, forget, run_pass
 
 SPEC = JudgeSpec(name="bench", build=lambda doc, response, images: [{"role": "user", "content": f"doc {doc['id']}: {response}"}], parse=lambda r: r)
 

@@ -17,7 +17,7 @@ import os
 import sys
 import time
 
-from lmms_eval_earthsci.core.metrics import mean_present
+from lmms_eval_earthsci.core.scoring.metrics import mean_present
 from lmms_eval_earthsci.evals.emma import tasks as emma
 
 HERE = os.path.dirname(os.path.abspath(__file__))

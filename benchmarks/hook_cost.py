@@ -141,8 +141,8 @@ def per_doc(n_docs: int, repeats: int) -> list[dict]:
     from lmms_eval.tasks import TaskManager, get_task_dict
     from PIL import Image
 
-    from lmms_eval_earthsci.core.layout_probe import task_messages
-    from lmms_eval_earthsci.core.repo_files import DecodedCache
+    from lmms_eval_earthsci.core.adapter.layout_probe import task_messages
+    from lmms_eval_earthsci.core.data.repo_files import DecodedCache
     from lmms_eval_earthsci.registration import register
     from lmms_eval_earthsci.testing.decodes import counting_decodes
 
@@ -154,7 +154,7 @@ def per_doc(n_docs: int, repeats: int) -> list[dict]:
 
     def floor(sources) -> tuple[float, int]:
         """Each image the hook opened, decoded once and made RGB (the hook opens each distinct image once:
-        ``tests/test_decode_floor.py``; the counts below show it)."""
+        ``tests/core/data/test_decode_floor.py``; the counts below show it)."""
         f, t = _faults(), time.process_time()
         held = []  # all alive at once, as the hook's are (a doc's images reach the model together)
         for src in sources:

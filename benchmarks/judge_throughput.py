@@ -41,7 +41,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from lmms_eval_earthsci.core.judge import JudgeClient, JudgeConfig
-from lmms_eval_earthsci.core.judge_pass import JudgeSpec, PassItem, forget, run_pass
+from lmms_eval_earthsci.core.judge.task_pass import JudgeSpec, PassItem, forget, run_pass
 
 PNG = b"\x89PNG\r\n\x1a\n"
 

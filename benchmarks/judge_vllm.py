@@ -68,7 +68,7 @@ def start_server(model: str, port: int, concurrency: int, log: str) -> subproces
 def ours(base_url: str, texts: list[str], figures: list[bytes] | None, concurrency: int, max_tokens: int) -> float:
     """Seconds for our judge pass over the texts (a fresh cache folder: no hit)."""
     from lmms_eval_earthsci.core.judge import JudgeClient, JudgeConfig
-    from lmms_eval_earthsci.core.judge_pass import JudgeSpec, PassItem, forget, run_pass
+    from lmms_eval_earthsci.core.judge.task_pass import JudgeSpec, PassItem, forget, run_pass
 
     def build(doc, response, images):
         text = {"type": "text", "text": doc["text"]}

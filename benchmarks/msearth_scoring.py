@@ -12,8 +12,8 @@ import random
 import sys
 import time
 
-from lmms_eval_earthsci.core.metrics import mean_present
-from lmms_eval_earthsci.core.similarity import get_matcher
+from lmms_eval_earthsci.core.scoring.metrics import mean_present
+from lmms_eval_earthsci.core.scoring.similarity import get_matcher
 from lmms_eval_earthsci.evals.msearth import tasks as msearth_tasks
 
 WORDS = "warm cold humid dry air mass front pressure river glacier sediment layer basin flow rise fall summer winter coastal inland".split()

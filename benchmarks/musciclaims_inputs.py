@@ -212,7 +212,7 @@ def run_mode(mode: str, world: int) -> dict:
     from PIL import Image
 
     from lmms_eval_earthsci.core.data import mirror_path
-    from lmms_eval_earthsci.core.repo_files import DecodedCache
+    from lmms_eval_earthsci.core.data.repo_files import DecodedCache
     from lmms_eval_earthsci.evals.musciclaims import tasks as musciclaims_tasks
 
     with open(os.path.join(mirror_path(REPO), "test_set.jsonl")) as fh:

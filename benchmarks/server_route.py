@@ -78,7 +78,7 @@ def install_passthrough() -> None:
     from lmms_eval.protocol import ChatMessages
     from PIL import Image
 
-    from lmms_eval_earthsci.core import passthrough
+    from lmms_eval_earthsci.core.adapter import passthrough
 
     passthrough.install_passthrough()
     _ENCODE["ours"] = ChatMessages.encode_image
@@ -101,7 +101,7 @@ def set_route(route: str) -> None:
 
 
 def passed_through(image) -> bool:
-    from lmms_eval_earthsci.core import passthrough
+    from lmms_eval_earthsci.core.adapter import passthrough
 
     return passthrough.stored_bytes(image, "PNG") is not None
 
@@ -118,7 +118,7 @@ def cli_child(argv: list[str]) -> int:
     if os.environ.get(PASS_ENV) != "1":  # lmms-eval's encode as shipped: our pass-through undone and marked as installed
         from lmms_eval.protocol import ChatMessages
 
-        from lmms_eval_earthsci.core import hooks
+        from lmms_eval_earthsci.core.adapter import hooks
 
         hooks.install_runtime_hooks()  # what the run would install first; then lmms-eval's own encode back
         ChatMessages.encode_image = getattr(ChatMessages.encode_image, "__wrapped__", ChatMessages.encode_image)
@@ -204,7 +204,7 @@ def per_doc(n_docs: int, repeats: int, base_url: str) -> list[dict]:
     from lmms_eval.tasks import TaskManager, get_task_dict
     from PIL import Image
 
-    from lmms_eval_earthsci.core.repo_files import DecodedCache
+    from lmms_eval_earthsci.core.data.repo_files import DecodedCache
     from lmms_eval_earthsci.registration import register
 
     install_passthrough()

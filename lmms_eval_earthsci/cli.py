@@ -10,7 +10,7 @@ import sys
 from collections.abc import Sequence
 
 from lmms_eval_earthsci import TASKS_DIR, registry
-from lmms_eval_earthsci.core.harness import cli_value, output_to, run_lmms_eval
+from lmms_eval_earthsci.core.adapter.harness import cli_value, output_to, run_lmms_eval
 from lmms_eval_earthsci.core.settings import SettingsError
 from lmms_eval_earthsci.testing.fixtures import write_mirror
 from lmms_eval_earthsci.yamlgen import looks_ours_but_unknown, our_names

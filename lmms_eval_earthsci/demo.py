@@ -24,8 +24,8 @@ import sys
 import time
 
 from lmms_eval_earthsci import registry, tinyvlm
-from lmms_eval_earthsci.core import run_status
-from lmms_eval_earthsci.core.harness import output_to
+from lmms_eval_earthsci.core.adapter import run_status
+from lmms_eval_earthsci.core.adapter.harness import output_to
 from lmms_eval_earthsci.core.judge import JudgeConfig
 from lmms_eval_earthsci.core.settings import cache_dir
 from lmms_eval_earthsci.sample_mirror import sample_mirror_root

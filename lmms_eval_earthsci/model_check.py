@@ -29,10 +29,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from lmms_eval_earthsci import registry
-from lmms_eval_earthsci.core import capture, layout_probe
-from lmms_eval_earthsci.core.harness import output_to, run_lmms_eval
-from lmms_eval_earthsci.core.layout import check_prompt
-from lmms_eval_earthsci.core.layout_probe import fix_for
+from lmms_eval_earthsci.core.adapter import capture, layout_probe
+from lmms_eval_earthsci.core.adapter.harness import output_to, run_lmms_eval
+from lmms_eval_earthsci.core.adapter.layout_probe import fix_for
+from lmms_eval_earthsci.core.prompts.layout import check_prompt
 from lmms_eval_earthsci.sample_mirror import sample_mirror_root
 
 #: docs per layout task: EMMA's physics and chemistry docs with a repeat and option images come second

@@ -45,12 +45,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from lmms_eval_earthsci import registry
-from lmms_eval_earthsci.core import judge_failures
+from lmms_eval_earthsci.core.adapter import replay
+from lmms_eval_earthsci.core.adapter.harness import group_leaves, output_to, run_lmms_eval
 from lmms_eval_earthsci.core.benchmark import resolve_ref
 from lmms_eval_earthsci.core.data import MIRROR_ENV, DataRouteError, data_route, mirror_env
-from lmms_eval_earthsci.core.harness import group_leaves, output_to, run_lmms_eval
-from lmms_eval_earthsci.core.messages import note_chat
-from lmms_eval_earthsci.core.releases import RescoreError, read_jsonl, read_records, release_name, release_plan_dict
+from lmms_eval_earthsci.core.data.releases import RescoreError, read_jsonl, read_records, release_name, release_plan_dict
+from lmms_eval_earthsci.core.judge import failures as judge_failures
+from lmms_eval_earthsci.core.prompts.messages import note_chat
 from lmms_eval_earthsci.yamlgen import task_yaml_paths
 
 __all__ = ["RescoreError", "read_jsonl", "read_records", "release_name", "release_plan_dict", "rescore", "main"]
@@ -196,14 +197,12 @@ def plan_from_release(fmt: str, path: str, options: dict) -> dict:
 def current_versions(tasks: Sequence[str], include_path: str | None = None) -> dict[str, Any]:
     """The installed ``metadata.version`` of each task: read from its YAML (includes resolved, nothing
     imported) under our task folder and the run's ``--include_path`` (a built MAC snapshot)."""
-    from lmms_eval.utils import load_yaml_config  # noqa: PLC0415 - lmms-eval's utils (~1 s), only when a rescore runs
-
     where = task_yaml_paths([p for p in str(include_path or "").split(",") if p])
     out = {}
     for t in tasks:
         if t not in where:
             raise RescoreError(f"task {t} is not installed (our tasks, or the run's --include_path for a built MAC snapshot)")
-        out[t] = (load_yaml_config(where[t], mode="simple").get("metadata") or {}).get("version")
+        out[t] = (replay.task_config(where[t]).get("metadata") or {}).get("version")
     return out
 
 
@@ -217,14 +216,8 @@ def version_changes(plan: dict, installed: dict) -> dict[str, dict]:
 STATE: dict[str, Any] = {"problems": [], "served": Counter(), "prompt_changes": [], "run_lines": [], "run_status": 0}
 
 
-def _lmms_base():
-    from lmms_eval.api.model import lmms  # noqa: PLC0415 - lmms-eval's model API (~1 s), only when a rescore runs
-
-    return lmms
-
-
 def _make_replay():
-    lmms = _lmms_base()
+    lmms = replay.model_base()
 
     class Replay(lmms):
         """An lmms-eval "model" that answers each request with the response a plan holds for its doc."""
@@ -312,11 +305,9 @@ def __getattr__(name: str):
 
 def _register_replay() -> None:
     try:
-        from lmms_eval.models import MODEL_REGISTRY_V2  # noqa: PLC0415 - lmms-eval's models (seconds); absent before 0.7.3
-        from lmms_eval.models.registry_v2 import ModelManifest  # noqa: PLC0415 - lmms-eval's models (seconds); absent before 0.7.3
+        replay.register_model(REPLAY_MODEL, "lmms_eval_earthsci.rescore.Replay")
     except ImportError as exc:
         raise RescoreError(f"rescore needs lmms-eval >= 0.7.3 (its model registry): {exc}") from exc
-    MODEL_REGISTRY_V2.register_manifest(ModelManifest(model_id=REPLAY_MODEL, simple_class_path="lmms_eval_earthsci.rescore.Replay"), overwrite=True)
 
 
 # --------------------------------------------------------------------------- the driver
@@ -434,7 +425,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def _summary(results_path: str) -> str:
     """The rescored run's headline numbers, a line per task (as the report's headline picks them)."""
-    from lmms_eval_earthsci.core.circular import HEAD  # noqa: PLC0415 - after the run, with the report's modules
+    from lmms_eval_earthsci.core.scoring.circular import HEAD  # noqa: PLC0415 - after the run, with the report's modules
     from lmms_eval_earthsci.report import read_runs  # noqa: PLC0415 - heavy (numpy and the report's modules, ~100 ms): after the run
     from lmms_eval_earthsci.report.papers import fmt  # noqa: PLC0415 - the report's modules, after the run
     from lmms_eval_earthsci.report.sections import headline_values  # noqa: PLC0415 - heavy (numpy and the report's modules, ~100 ms): after the run

@@ -26,9 +26,9 @@ from lmms_eval_earthsci.core.yamls import group_yaml, versioned, yaml_name
 # benchmark declares its version (and any task that moved alone) in its ``benchmark.py``; it is written
 # into every generated task and group YAML; lmms-eval records it in the results (``versions``,
 # ``configs``); ``report`` shows it and warns when runs of different versions are compared; ``rescore``
-# refuses a run of another version unless ``--force``. tests/test_scoring_versions.py fails when a
+# refuses a run of another version unless ``--force``. tests/core/scoring/test_scoring_versions.py fails when a
 # task's scoring outputs on the fixtures change while its version stays: bump it, regenerate, then
-# `python tests/test_scoring_versions.py --update`.
+# `python tests/core/scoring/test_scoring_versions.py --update`.
 SUITE_VERSION = 1.0  # the sweep groups below
 
 

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from lmms_eval_earthsci.core.papers import canonical_model
+from lmms_eval_earthsci.core.scoring.papers import canonical_model
 
 
 def resolve_ref(ref: str) -> Any:

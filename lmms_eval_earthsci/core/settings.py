@@ -91,7 +91,7 @@ FLAG_VALUES = {"1": True, "true": True, "yes": True, "on": True, "0": False, "fa
 def read(name: str) -> str:
     """The value of the setting ``name`` as this process sees it, stripped; ``""`` when unset or empty
     (an empty value counts as unset everywhere). Every ``EARTHSCI_*`` read goes through here (ruff bans
-    ``os.getenv``; ``tests/test_settings.py`` finds no other read of a setting)."""
+    ``os.getenv``; ``tests/core/test_settings.py`` finds no other read of a setting)."""
     return os.environ.get(name, "").strip()
 
 
@@ -255,12 +255,32 @@ _DECLARED: list[Setting] = list(CORE)
 
 def declare_settings(settings: Sequence[Setting]) -> None:
     """A benchmark's task module declares its settings as lmms-eval imports it; inside an lmms-eval run
-    they are checked at once (the routes that bypass our entry point: ``--include_path``)."""
-    new = [s for s in settings if s not in _DECLARED]
-    _DECLARED.extend(new)
-    if new and "lmms_eval.api.task" in sys.modules:
-        enforce(new, "run")
+    they are checked at once, by the ``ensure_runtime_hooks()`` that follows
+    (:func:`lmms_eval_earthsci.core.adapter.hooks.ensure_runtime_hooks`: the routes that bypass our entry
+    point, ``--include_path``)."""
+    _DECLARED.extend(s for s in settings if s not in _DECLARED)
 
 
 def declared() -> list[Setting]:
     return list(_DECLARED)
+
+
+# --------------------------------------------------------------------------- the run's command line
+
+
+def cli_value(argv: Sequence[str], flag: str) -> str | None:
+    """The value ``argv`` gives ``flag`` (``--flag VALUE`` or ``--flag=VALUE``; the last one wins, as with
+    argparse), or None."""
+    value = None
+    for i, arg in enumerate(argv):
+        if arg == flag and i + 1 < len(argv):
+            value = argv[i + 1]
+        elif arg.startswith(flag + "="):
+            value = arg.split("=", 1)[1]
+    return value
+
+
+def is_cli_run(argv: Sequence[str] | None = None) -> bool:
+    """Whether this process runs lmms-eval's CLI (its argv names ``--tasks``): not a test process, a Python
+    caller of ``simple_evaluate`` or a command around a run."""
+    return cli_value(sys.argv if argv is None else argv, "--tasks") is not None

@@ -26,7 +26,7 @@ Rules the report keeps, because a reader compares numbers across columns:
 - A run that did not give the model the authors' prompt layout (its own check:
   ``metadata.earthsci_layout``, :mod:`.layout`) has its cells marked ``⚠`` with a note (task, class,
   what was lost, the fix), and no paper number beside them.
-- One model, one name across the papers (:mod:`lmms_eval_earthsci.core.papers`).
+- One model, one name across the papers (:mod:`lmms_eval_earthsci.core.scoring.papers`).
 - A run made with ``--limit`` that scored fewer docs than the task has is marked ``(partial)`` in
   every table header and chart legend where its numbers appear.
 - A chart bar is a number: ``n/a`` is written, never drawn as a zero bar; each bar says how many docs
@@ -41,7 +41,7 @@ import re
 from collections.abc import Sequence
 
 from lmms_eval_earthsci import registry
-from lmms_eval_earthsci.core.stats import DEFAULT_RESAMPLES, DEFAULT_SEED
+from lmms_eval_earthsci.core.scoring.stats import DEFAULT_RESAMPLES, DEFAULT_SEED
 from lmms_eval_earthsci.report.comparisons import compare
 from lmms_eval_earthsci.report.html import write_html
 from lmms_eval_earthsci.report.intervals import configure

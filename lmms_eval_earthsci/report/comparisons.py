@@ -1,7 +1,7 @@
 """Every run against the baseline on each headline metric, doc by doc, with one rule for "changed".
 
 A row: the difference (run minus baseline) on the docs both scored, its 95 % interval, a p-value
-(McNemar's exact test for right/wrong metrics, else the paired bootstrap's: :mod:`lmms_eval_earthsci.core.stats`),
+(McNemar's exact test for right/wrong metrics, else the paired bootstrap's: :mod:`lmms_eval_earthsci.core.scoring.stats`),
 and the p-value adjusted for the number of rows (Benjamini-Hochberg over every row of the report).
 **Changed** means: adjusted p below :data:`ALPHA`. The interval is the one that goes with the row's test
 (Tango's score interval with McNemar's test, the percentile interval with the bootstrap's p), so the two
@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from lmms_eval_earthsci.core.benchmark import Benchmark
-from lmms_eval_earthsci.core.stats import MCNEMAR, Paired, adjust, paired
+from lmms_eval_earthsci.core.scoring.stats import MCNEMAR, Paired, adjust, paired
 from lmms_eval_earthsci.report.intervals import BOOTSTRAP, aggregation, doc_items
 from lmms_eval_earthsci.report.position_bias import HEAD as CIRCULAR_HEAD
 from lmms_eval_earthsci.report.position_bias import question_items
@@ -94,7 +94,7 @@ def compare(runs: list[Run], base: Run, keys: list[tuple[Benchmark, str, str]]) 
             b_items = question_items(r, t) if per_question else doc_items(r, t, m)
             res = None
             if a_items is not None and b_items is not None:
-                dotted = "lmms_eval_earthsci.core.metrics.mean_present" if per_question else aggregation(r, t, m)
+                dotted = "lmms_eval_earthsci.core.scoring.metrics.mean_present" if per_question else aggregation(r, t, m)
                 res = paired(b_items, a_items, dotted, BOOTSTRAP["resamples"], BOOTSTRAP["seed"])
             vers = {str(v) for v in (base.versions.get(t), r.versions.get(t)) if v is not None}
             rows.append(Comparison(b, t, m, r, base, res, versions_differ=len(vers) > 1))

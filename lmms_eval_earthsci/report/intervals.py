@@ -1,4 +1,4 @@
-"""Error bars for the report: each metric's 95 % interval over a run's docs (:mod:`lmms_eval_earthsci.core.stats`):
+"""Error bars for the report: each metric's 95 % interval over a run's docs (:mod:`lmms_eval_earthsci.core.scoring.stats`):
 Wilson's for right/wrong metrics, else a bootstrap recomputing the task's own aggregation (read from its
 task YAML) on every resample, with every registered benchmark's vectorised kernels."""
 
@@ -9,9 +9,9 @@ from collections.abc import Iterable
 from typing import Any, cast
 
 from lmms_eval_earthsci import registry
-from lmms_eval_earthsci.core import circular, stats
-from lmms_eval_earthsci.core.harness import group_leaves
-from lmms_eval_earthsci.core.stats import DEFAULT_RESAMPLES, DEFAULT_SEED, Interval
+from lmms_eval_earthsci.core.adapter.harness import group_leaves
+from lmms_eval_earthsci.core.scoring import circular, stats
+from lmms_eval_earthsci.core.scoring.stats import DEFAULT_RESAMPLES, DEFAULT_SEED, Interval
 from lmms_eval_earthsci.report.papers import fmt
 from lmms_eval_earthsci.report.runs import MISSING, Run
 from lmms_eval_earthsci.yamlgen import metric_aggregations, task_yaml_paths

@@ -1,5 +1,5 @@
 """The report's "Position bias" section: the circular variants of the multiple-choice tasks
-(:mod:`lmms_eval_earthsci.core.circular`), per benchmark and run: the official accuracy (the official
+(:mod:`lmms_eval_earthsci.core.scoring.circular`), per benchmark and run: the official accuracy (the official
 task, when the run has it), ``vanilla_acc`` (rotation 0), ``circular_acc``, the share of rotations with no
 answer, the flip rates (no answer as a choice; answered rotations only), RStd, the test of uniform
 positions and the share of answers at each position; a chart of the positions per task; the questions
@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from lmms_eval_earthsci import registry
-from lmms_eval_earthsci.core import circular
 from lmms_eval_earthsci.core.benchmark import Benchmark, ChartSpec
+from lmms_eval_earthsci.core.scoring import circular
 from lmms_eval_earthsci.report.charts import build_chart, plot
 from lmms_eval_earthsci.report.intervals import ci_cell
 from lmms_eval_earthsci.report.papers import fmt

@@ -11,8 +11,8 @@ from collections.abc import Iterable
 from typing import Any, cast
 
 from lmms_eval_earthsci import registry
-from lmms_eval_earthsci.core import circular
 from lmms_eval_earthsci.core.benchmark import Benchmark, Family, PaperValue, ReportSpec, RunView
+from lmms_eval_earthsci.core.scoring import circular
 from lmms_eval_earthsci.report.charts import build_chart, build_trend, plot, plot_reliability, plot_trend
 from lmms_eval_earthsci.report.comparisons import RULE, Comparison
 from lmms_eval_earthsci.report.intervals import BOOTSTRAP, BOOTSTRAP_NOTE, ci_cell, method_of

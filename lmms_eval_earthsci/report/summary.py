@@ -25,7 +25,7 @@ from lmms_eval_earthsci.report.layout import task_layout
 from lmms_eval_earthsci.report.runs import Run
 
 if TYPE_CHECKING:
-    from lmms_eval_earthsci.core.stats import Interval, Paired
+    from lmms_eval_earthsci.core.scoring.stats import Interval, Paired
 
 SCHEMA = 1
 COLUMNS = (

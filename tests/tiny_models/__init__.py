@@ -4,7 +4,7 @@ session (no download): each family's real processor and config classes, 2 text l
 template (``tests/data/chat_templates/<family>.jinja``, its source named in its first line).
 
 ``FAMILIES[name]`` says how to build one and how lmms-eval loads it; :func:`build` writes it once per
-folder. Used by ``tests/test_model_classes.py`` (``make test-models``, the vision venv: torch 2.14.1 +
+folder. Used by ``tests/models/test_model_classes.py`` (``make test-models``, the vision venv: torch 2.14.1 +
 torchvision 0.29.1 + qwen-vl-utils).
 """
 

@@ -5,7 +5,7 @@ torchvision then skips its ops, except two fake-kernel registrations (``torchvis
 ``torchvision/_meta_registrations.py``) that fail on import with "operator torchvision::nms does not exist",
 and transformers' Qwen video processors import torchvision. Declaring the two operators' schemas before
 that module runs lets torchvision import; nothing here calls them (no detection ops in vLLM's image path).
-``tests/test_vllm.py::test_the_torchvision_shim_is_still_needed`` fails once torchvision imports without it.
+``tests/models/test_vllm.py::test_the_torchvision_shim_is_still_needed`` fails once torchvision imports without it.
 """
 
 import importlib.abc

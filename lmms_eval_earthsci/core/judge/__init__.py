@@ -5,6 +5,9 @@ Azure OpenAI), one module a concern:
 - :mod:`.cache`     the SQLite verdict cache (WAL locally, rollback journal on network filesystems)
 - :mod:`.transport` the HTTP exchange (one event loop and one aiohttp session per process)
 - :mod:`.client`    retries, backoff, circuit breaker, concurrency, token accounting, :func:`get_judge`
+- :mod:`.task_pass` a task's judged docs in one concurrent pass, verdicts looked up by ``process_results``,
+  the judged metrics' aggregations (lmms-eval's side of it: :mod:`..adapter.judge_hook`)
+- :mod:`.failures`  the lines a run whose judge failed ends with
 
 Never constructed at import and never needed to load a task or compute rule-based metrics:
 :func:`get_judge` returns ``None`` (after one warning) when no judge is configured.

@@ -1,4 +1,4 @@
-"""EMMA's circular variants (:mod:`lmms_eval_earthsci.core.circular`): the multiple-choice questions only
+"""EMMA's circular variants (:mod:`lmms_eval_earthsci.core.scoring.circular`): the multiple-choice questions only
 (open-ended ones are left out), each option (text, SMILES, code or an ``<image_k>`` marker, whose image
 follows it) rotated under the letters and ``answer`` moved with its option."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lmms_eval_earthsci.core import circular
+from lmms_eval_earthsci.core.scoring import circular
 from lmms_eval_earthsci.evals.emma import tasks
 
 

@@ -4,7 +4,7 @@ its subjects folded under it; the paper's Table 2 beside ``emma_acc`` (rule-base
 from __future__ import annotations
 
 from lmms_eval_earthsci.core.benchmark import ChartSpec, Family, PaperValue, ProtocolNote, ReportSpec
-from lmms_eval_earthsci.core.papers import canonical_model
+from lmms_eval_earthsci.core.scoring.papers import canonical_model
 
 SUBJECTS = ("math", "physics", "chemistry", "coding")
 # with k = 1 (no --repeats) both equal emma_acc of the same task: shown only where they differ from it

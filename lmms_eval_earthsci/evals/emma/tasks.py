@@ -17,15 +17,15 @@ from typing import Any
 
 from word2number import w2n
 
-from lmms_eval_earthsci.core import messages as msg
+from lmms_eval_earthsci.core.adapter.hooks import ensure_runtime_hooks
 from lmms_eval_earthsci.core.data import RecordError, check_image, declare_datasets, load_image, record_check, require
-from lmms_eval_earthsci.core.extraction import Extracted, as_text, extract_after_phrase, extract_boxed_answer, extract_option_letter, option_letters
-from lmms_eval_earthsci.core.hooks import ensure_runtime_hooks
-from lmms_eval_earthsci.core.judge_pass import UNAVAILABLE, JudgeSpec, judged, judged_fields, outcome_for, slice_value
-from lmms_eval_earthsci.core.metrics import breakdown_scores, percent, split_labels, with_paired_score
-from lmms_eval_earthsci.core.releases import RescoreError, read_records, release_name, release_plan_dict
+from lmms_eval_earthsci.core.data.releases import RescoreError, read_records, release_name, release_plan_dict
+from lmms_eval_earthsci.core.judge.task_pass import UNAVAILABLE, JudgeSpec, judged, judged_fields, outcome_for, slice_value
+from lmms_eval_earthsci.core.prompts import messages as msg
+from lmms_eval_earthsci.core.scoring.extraction import Extracted, as_text, extract_after_phrase, extract_boxed_answer, extract_option_letter, option_letters
+from lmms_eval_earthsci.core.scoring.metrics import breakdown_scores, percent, split_labels, with_paired_score
+from lmms_eval_earthsci.core.scoring.similarity import get_matcher
 from lmms_eval_earthsci.core.settings import declare_settings
-from lmms_eval_earthsci.core.similarity import get_matcher
 from lmms_eval_earthsci.evals.emma.benchmark import BENCHMARK
 
 logger = logging.getLogger("lmms_eval_earthsci")
@@ -159,7 +159,7 @@ def _resolver(doc):
 
 def check_record(doc, kwargs=None) -> None:
     """Everything prompting and scoring will read: the query (question, type, options), the gold
-    answer against the options, and the header of every referenced image (:func:`core.data.validate_task`
+    answer against the options, and the header of every referenced image (:func:`core.adapter.task_data.validate_task`
     runs this on each record before inference)."""
     query = build_query(doc, _strategy(kwargs))
     gold_content(doc)

@@ -1,4 +1,4 @@
-"""MAC's circular variants (:mod:`lmms_eval_earthsci.core.circular`): the four option columns (stories, or
+"""MAC's circular variants (:mod:`lmms_eval_earthsci.core.scoring.circular`): the four option columns (stories, or
 covers with their images) rotate under the letters A-D and ``answer`` moves with its option; the
 probability JSON is read in the letters asked and mapped back to the original ones, and the calibration
 error is reported over every rotation."""
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lmms_eval_earthsci.core import circular
+from lmms_eval_earthsci.core.scoring import circular
 from lmms_eval_earthsci.evals.mac import tasks
 
 

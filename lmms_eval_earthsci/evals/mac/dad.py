@@ -13,11 +13,11 @@ separator (``{question+options}``), as the original does.
 
 from __future__ import annotations
 
+from lmms_eval_earthsci.core.adapter.hooks import ensure_runtime_hooks
 from lmms_eval_earthsci.core.data import record_check
-from lmms_eval_earthsci.core.hooks import ensure_runtime_hooks
-from lmms_eval_earthsci.core.judge_pass import UNAVAILABLE, JudgeSpec, judged, outcome_for
-from lmms_eval_earthsci.core.messages import fill_fields, note_chat
-from lmms_eval_earthsci.core.metrics import breakdown_keys
+from lmms_eval_earthsci.core.judge.task_pass import UNAVAILABLE, JudgeSpec, judged, outcome_for
+from lmms_eval_earthsci.core.prompts.messages import fill_fields, note_chat
+from lmms_eval_earthsci.core.scoring.metrics import breakdown_keys
 from lmms_eval_earthsci.evals.mac import scoring
 from lmms_eval_earthsci.evals.mac import tasks as mac_tasks
 from lmms_eval_earthsci.evals.mac.benchmark import PUBLISHERS

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from lmms_eval_earthsci.core.stats import mean_stat
+from lmms_eval_earthsci.core.scoring.stats import mean_stat
 
 
 def _acc_encode(items: Sequence[Any]) -> tuple[np.ndarray, ...]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from lmms_eval_earthsci.core.benchmark import PaperValue, ProtocolNote, ReliabilitySpec, ReportSpec, setting_cells
-from lmms_eval_earthsci.core.papers import canonical_model, model_key
+from lmms_eval_earthsci.core.scoring.papers import canonical_model, model_key
 from lmms_eval_earthsci.evals.mac import scoring
 from lmms_eval_earthsci.evals.mac.benchmark import PUBLISHERS
 

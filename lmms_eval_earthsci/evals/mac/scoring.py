@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from lmms_eval_earthsci.core.extraction import strip_reasoning
+from lmms_eval_earthsci.core.scoring.extraction import strip_reasoning
 
 LETTERS = "ABCD"
 ECE_BINS = 15

@@ -3,7 +3,7 @@ rows and covers from the dataset repo, per-doc records for :mod:`.scoring`.
 
 Data (``mhjiang0408/MAC_Bench``, CC-BY-NC-SA-4.0: nothing of it is in this package): one CSV per
 variant; images are files of the repo named by relative path (``MAC_Bench/ACS/Cover/<Journal>/<id>.png``),
-served by :mod:`lmms_eval_earthsci.core.repo_files` (mirror or Hub, fetched once per machine). In
+served by :mod:`lmms_eval_earthsci.core.data.repo_files` (mirror or Hub, fetched once per machine). In
 Text2Image rows ``cover_image`` holds the story *text* and ``option_A..D`` the cover paths; it is never
 opened as an image.
 """
@@ -15,11 +15,11 @@ import os
 from collections import Counter
 from collections.abc import Mapping
 
+from lmms_eval_earthsci.core.adapter.hooks import ensure_runtime_hooks
 from lmms_eval_earthsci.core.data import RecordError, check_image, declare_datasets, record_check, require_columns
-from lmms_eval_earthsci.core.hooks import ensure_runtime_hooks
-from lmms_eval_earthsci.core.messages import Messages, fill_fields, note_chat, route_of
-from lmms_eval_earthsci.core.metrics import breakdown_scores, percent, with_paired_score
-from lmms_eval_earthsci.core.repo_files import DecodedCache, fetch_columns, record_image, record_path, repo_files
+from lmms_eval_earthsci.core.data.repo_files import DecodedCache, fetch_columns, record_image, record_path, repo_files
+from lmms_eval_earthsci.core.prompts.messages import Messages, fill_fields, note_chat, route_of
+from lmms_eval_earthsci.core.scoring.metrics import breakdown_scores, percent, with_paired_score
 from lmms_eval_earthsci.core.settings import declare_settings
 from lmms_eval_earthsci.core.settings import read as read_setting
 from lmms_eval_earthsci.evals.mac import scoring

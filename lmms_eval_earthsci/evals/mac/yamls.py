@@ -3,7 +3,7 @@ snapshot built by ``lmms-eval-earthsci mac build``."""
 
 from __future__ import annotations
 
-from lmms_eval_earthsci.core import circular
+from lmms_eval_earthsci.core.scoring import circular
 from lmms_eval_earthsci.core.yamls import HEADER, JUDGE_FAILED, MEAN_PRESENT, group_yaml, metric_list
 from lmms_eval_earthsci.evals.mac import tasks as mac_tasks
 from lmms_eval_earthsci.evals.mac.benchmark import PUBLISHERS

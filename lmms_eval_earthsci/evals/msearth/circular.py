@@ -1,4 +1,4 @@
-"""MSEarth MCQ's circular variants (:mod:`lmms_eval_earthsci.core.circular`): the options are lines of the
+"""MSEarth MCQ's circular variants (:mod:`lmms_eval_earthsci.core.scoring.circular`): the options are lines of the
 query ("A. text"); a rotation rewrites those lines' texts under the same letters and moves the gold letter
 of ``response`` with its option."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from lmms_eval_earthsci.core import circular
+from lmms_eval_earthsci.core.scoring import circular
 from lmms_eval_earthsci.evals.msearth import tasks
 
 _PREFIX = re.compile(r"^\s*[A-D]\.\s")

@@ -19,17 +19,17 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from lmms_eval_earthsci.core import textmetrics
+from lmms_eval_earthsci.core.adapter.hooks import ensure_runtime_hooks
+from lmms_eval_earthsci.core.adapter.unavailable import explained_by
 from lmms_eval_earthsci.core.data import RecordError, check_image, declare_datasets, load_image, record_check
-from lmms_eval_earthsci.core.extraction import as_text
-from lmms_eval_earthsci.core.hooks import ensure_runtime_hooks
-from lmms_eval_earthsci.core.judge_pass import UNAVAILABLE, JudgeSpec, batched, doc_key, judged, judged_fields, outcome_for, slice_value
-from lmms_eval_earthsci.core.messages import note_chat, route_of
-from lmms_eval_earthsci.core.metrics import breakdown_scores, percent, with_paired_score
-from lmms_eval_earthsci.core.releases import RescoreError, read_records, release_name, release_plan_dict
+from lmms_eval_earthsci.core.data.releases import RescoreError, read_records, release_name, release_plan_dict
+from lmms_eval_earthsci.core.judge.task_pass import UNAVAILABLE, JudgeSpec, batched, doc_key, judged, judged_fields, outcome_for, slice_value
+from lmms_eval_earthsci.core.prompts.messages import note_chat, route_of
+from lmms_eval_earthsci.core.scoring import textmetrics
+from lmms_eval_earthsci.core.scoring.extraction import as_text
+from lmms_eval_earthsci.core.scoring.metrics import breakdown_scores, percent, with_paired_score
+from lmms_eval_earthsci.core.scoring.similarity import get_matcher
 from lmms_eval_earthsci.core.settings import declare_settings
-from lmms_eval_earthsci.core.similarity import get_matcher
-from lmms_eval_earthsci.core.unavailable import explained_by
 from lmms_eval_earthsci.evals.msearth.benchmark import BENCHMARK
 
 logger = logging.getLogger("lmms_eval_earthsci")
@@ -459,7 +459,7 @@ def prepare_mcq(pairs) -> None:
 
 
 def check_record(doc, kwargs=None) -> None:
-    """What prompting and scoring will read, for the task's kind (:func:`core.data.validate_task` runs
+    """What prompting and scoring will read, for the task's kind (:func:`core.adapter.task_data.validate_task` runs
     this on each record before inference): the image (header decoded), the label columns, the query
     (MCQ, open-ended) and the MCQ gold letter, which must name one of the question's options."""
     kind = (kwargs or {}).get("kind", "mcq")

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from lmms_eval_earthsci.core.stats import mean_stat
+from lmms_eval_earthsci.core.scoring.stats import mean_stat
 from lmms_eval_earthsci.evals.musciclaims.tasks import record_rows
 
 _MC_LABELS = ("SUPPORT", "NEUTRAL", "CONTRADICT")

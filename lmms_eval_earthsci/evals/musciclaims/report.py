@@ -4,7 +4,7 @@ panel localization; a chart per task of F1 by class; the paper's (v1) numbers be
 from __future__ import annotations
 
 from lmms_eval_earthsci.core.benchmark import ChartSpec, Family, PaperValue, ProtocolNote, ReportSpec, setting_cells
-from lmms_eval_earthsci.core.papers import canonical_model
+from lmms_eval_earthsci.core.scoring.papers import canonical_model
 
 # the tasks in report order (the paper's settings, our prompt-family variants, its diagnostics)
 TASKS = (

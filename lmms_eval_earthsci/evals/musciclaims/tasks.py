@@ -19,12 +19,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from lmms_eval_earthsci.core.adapter.hooks import ensure_runtime_hooks
 from lmms_eval_earthsci.core.data import RecordError, check_image, declare_datasets, record_check, require_columns
-from lmms_eval_earthsci.core.extraction import as_text, extract_json_object, strip_reasoning
-from lmms_eval_earthsci.core.hooks import ensure_runtime_hooks
-from lmms_eval_earthsci.core.messages import fill_fields, note_chat, route_of
-from lmms_eval_earthsci.core.metrics import precision_recall_f1, set_precision_recall_f1
-from lmms_eval_earthsci.core.repo_files import DecodedCache, fetch_columns, record_image, record_path, repo_files
+from lmms_eval_earthsci.core.data.repo_files import DecodedCache, fetch_columns, record_image, record_path, repo_files
+from lmms_eval_earthsci.core.prompts.messages import fill_fields, note_chat, route_of
+from lmms_eval_earthsci.core.scoring.extraction import as_text, extract_json_object, strip_reasoning
+from lmms_eval_earthsci.core.scoring.metrics import precision_recall_f1, set_precision_recall_f1
 from lmms_eval_earthsci.core.settings import declare_settings
 from lmms_eval_earthsci.core.settings import read as read_setting
 from lmms_eval_earthsci.evals.musciclaims.benchmark import BENCHMARK, DATASET

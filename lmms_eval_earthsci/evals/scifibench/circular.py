@@ -1,4 +1,4 @@
-"""SciFIBench's circular variants (:mod:`lmms_eval_earthsci.core.circular`): F->C rotates the captions
+"""SciFIBench's circular variants (:mod:`lmms_eval_earthsci.core.scoring.circular`): F->C rotates the captions
 under the letters A-E; C->F rotates the five figures with their option entries (each figure stays after
 the label of its new position). ``Answer`` moves with its option."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from lmms_eval_earthsci.core import circular
+from lmms_eval_earthsci.core.scoring import circular
 from lmms_eval_earthsci.evals.scifibench import tasks
 
 _PREFIX = re.compile(r"^\s*[A-Ea-e]\)\s*")

@@ -4,7 +4,7 @@ splits (rules beside the paper's LLM answer extractor); the paper's numbers besi
 from __future__ import annotations
 
 from lmms_eval_earthsci.core.benchmark import ChartSpec, Family, PaperValue, ReportSpec
-from lmms_eval_earthsci.core.papers import canonical_model
+from lmms_eval_earthsci.core.scoring.papers import canonical_model
 
 SPLITS = ("scifibench_cs_f2c", "scifibench_cs_c2f", "scifibench_general_f2c", "scifibench_general_c2f")
 JUDGE_METRIC = "scifibench_acc_judge"

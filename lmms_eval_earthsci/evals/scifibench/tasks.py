@@ -14,12 +14,12 @@ import random
 import re
 from typing import Any
 
+from lmms_eval_earthsci.core.adapter.hooks import ensure_runtime_hooks
 from lmms_eval_earthsci.core.data import RecordError, check_image, declare_datasets, load_image, record_check
-from lmms_eval_earthsci.core.extraction import Extracted, as_text, extract_boxed_answer, extract_option_letter
-from lmms_eval_earthsci.core.hooks import ensure_runtime_hooks
-from lmms_eval_earthsci.core.judge_pass import UNAVAILABLE, JudgeSpec, judged, judged_fields, outcome_for
-from lmms_eval_earthsci.core.messages import interleaved_messages, note_chat, route_of
-from lmms_eval_earthsci.core.metrics import breakdown_scores, percent, with_paired_score
+from lmms_eval_earthsci.core.judge.task_pass import UNAVAILABLE, JudgeSpec, judged, judged_fields, outcome_for
+from lmms_eval_earthsci.core.prompts.messages import interleaved_messages, note_chat, route_of
+from lmms_eval_earthsci.core.scoring.extraction import Extracted, as_text, extract_boxed_answer, extract_option_letter
+from lmms_eval_earthsci.core.scoring.metrics import breakdown_scores, percent, with_paired_score
 from lmms_eval_earthsci.core.settings import declare_settings
 from lmms_eval_earthsci.evals.scifibench.benchmark import BENCHMARK
 
@@ -306,7 +306,7 @@ def gold_letter(doc) -> str:
 
 
 def check_record(doc, kwargs=None) -> None:
-    """What prompting and scoring will read (:func:`core.data.validate_task` runs this on each record
+    """What prompting and scoring will read (:func:`core.adapter.task_data.validate_task` runs this on each record
     before inference): five options, the gold letter A-E, and the headers of the figure(s): one for
     F->C, five for C->F."""
     kw = _task_kwargs(kwargs)

@@ -3,7 +3,7 @@ groups."""
 
 from __future__ import annotations
 
-from lmms_eval_earthsci.core import circular
+from lmms_eval_earthsci.core.scoring import circular
 from lmms_eval_earthsci.core.yamls import HEADER, JUDGE_FAILED, JUDGED_MEAN, MEAN_PRESENT, group_yaml, metric_list
 from lmms_eval_earthsci.evals.scifibench import tasks as scifibench_tasks
 from lmms_eval_earthsci.evals.scifibench.benchmark import SPLITS

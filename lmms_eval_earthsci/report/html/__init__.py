@@ -29,8 +29,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 from urllib.parse import quote
 
+from lmms_eval_earthsci.core.adapter.harness import group_leaves
 from lmms_eval_earthsci.core.benchmark import Benchmark
-from lmms_eval_earthsci.core.harness import group_leaves
 from lmms_eval_earthsci.report.html.images import DEFAULT_FIGURE_BUDGET_MB, LargeBudget, ThumbStore, run_images
 from lmms_eval_earthsci.report.html.markdown import to_html
 from lmms_eval_earthsci.report.html.samples import NOT_RIGHT, leaf_tasks, task_docs, view

@@ -33,7 +33,6 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, cast
 
 from lmms_eval_earthsci.core.data import data_route, mirror_env, no_route_as_error, undecoded
-from lmms_eval_earthsci.core.harness import leaf_tasks
 from lmms_eval_earthsci.core.settings import cache_dir
 
 if TYPE_CHECKING:
@@ -215,14 +214,10 @@ class ThumbStore:
 
 
 def _build_tasks(names: Iterable[str], include_path: str | None) -> dict:
-    from lmms_eval.tasks import TaskManager, get_task_dict  # noqa: PLC0415 - lmms-eval's task machinery loads in seconds; only for figures from the data
+    from lmms_eval_earthsci.core.adapter.task_manager import build_tasks  # noqa: PLC0415 - the adapter pulls in the hooks and the judge (~30 ms); only for figures from the data
+    from lmms_eval_earthsci.registration import with_our_tasks  # noqa: PLC0415 - registration pulls in the judge (~30 ms); only for figures from the data
 
-    from lmms_eval_earthsci.core.hooks import data_hooks_only  # noqa: PLC0415 - with lmms-eval above: the hooks pull in the judge (~30 ms)
-    from lmms_eval_earthsci.registration import with_our_tasks  # noqa: PLC0415 - with lmms-eval above: registration pulls in the judge (~30 ms)
-
-    tm = TaskManager(include_path=with_our_tasks([p for p in str(include_path or "").split(",") if p]))
-    with data_hooks_only():  # the task modules install the mirror hook and record gate, not a run's hooks
-        return {name: task for name, task in leaf_tasks(get_task_dict(sorted(names), tm)) if hasattr(task, "doc_to_visual")}
+    return build_tasks(names, with_our_tasks([p for p in str(include_path or "").split(",") if p]))
 
 
 def run_images(run: Run, wanted: Mapping[str, Iterable[str]], store: ThumbStore, budget: LargeBudget | None = None) -> tuple[dict[str, dict[str, list[str] | str]], set[tuple[str, str]]]:

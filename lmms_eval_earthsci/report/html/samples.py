@@ -31,8 +31,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 
-from lmms_eval_earthsci.core import circular
 from lmms_eval_earthsci.core.benchmark import Benchmark, ReportSpec
+from lmms_eval_earthsci.core.scoring import circular
 from lmms_eval_earthsci.report.runs import Run, _number
 from lmms_eval_earthsci.report.sections import _extraction, _judge_record
 
@@ -75,7 +75,7 @@ def main_metric(spec: ReportSpec, task: str, sample: Mapping[str, Any]) -> str |
 
 
 def _circular_view(sample: Mapping[str, Any], rec: Mapping[str, Any]) -> dict:
-    """A rotation of a circular variant (:mod:`lmms_eval_earthsci.core.circular`): right or wrong at this
+    """A rotation of a circular variant (:mod:`lmms_eval_earthsci.core.scoring.circular`): right or wrong at this
     rotation, the option chosen mapped back to its original letter, the position it was at."""
     option = rec.get("option")
     return {

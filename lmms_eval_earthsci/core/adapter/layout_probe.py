@@ -1,0 +1,423 @@
+"""A run knows the layout it delivered: before the first doc, for the model class in use, whether each of
+our tasks' prompts reaches the model as written (:mod:`..prompts.layout` names what is lost).
+
+- Any class that holds a transformers processor or model, or an in-process vLLM engine: observed
+  (:mod:`.observe`): one probe request per task through the class's own ``generate_until``, stopped where
+  it reaches the processor (or, for vLLM, rendered by the engine's own code), compared with the task's
+  messages. Where a simple class lost a layout that ``interleave_visuals=True`` would deliver, or a vLLM
+  engine one that ``interleave_mm_strings=True`` would, the fix says so (observed with the setting on).
+- Where nothing can be observed: the fallbacks (the simple classes we know, :data:`SIMPLE_HANDLING`; a
+  processor's chat template rendered as the class does), else "not observed" with one warning line per
+  run naming ``check-model``.
+- Server classes (``openai``, ``async_openai``, ``sglang``): the messages are sent as written and the
+  server's template decides; one info line per run says what the server must be told.
+
+Where a layout is lost, one warning line names the class, the task, what is lost and the fix; the
+task's ``metadata.earthsci_layout`` in the results JSON records the verdict (``report`` reads it). The
+probe costs milliseconds per task and never stops a run.
+
+The same wrap of ``evaluate`` notes an evaluation of our tasks that raised (:mod:`.run_status`: lmms-eval
+prints the traceback and would exit 0).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import sys
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
+
+from lmms_eval_earthsci.core.adapter import observe, run_status
+from lmms_eval_earthsci.core.adapter.harness import is_cli_run, leaf_tasks
+from lmms_eval_earthsci.core.adapter.interleave import applies as interleaves
+from lmms_eval_earthsci.core.adapter.interleave import install_interleave_fix, numbered_form
+from lmms_eval_earthsci.core.adapter.patching import wrap_method, wrap_task_method
+from lmms_eval_earthsci.core.prompts.layout import Layout, Verdict, check_prompt, image_order, layout_of, mean_colour
+from lmms_eval_earthsci.core.prompts.messages import unrecorded
+
+logger = logging.getLogger("lmms_eval_earthsci")
+
+AS_WRITTEN, LOST, NOT_CHECKED, SERVER = "as written", "lost", "not checked", "depends on the server"
+#: what reached the model could not be observed (and no fallback knew the class): one warning per run
+NOT_OBSERVED = "not observed"
+INTERLEAVE_FIX = ("interleave_visuals=True in --model_args (the class then places each image where the text names it; "
+                  "lmms_eval_earthsci rewrites our placeholders to the <image i> it reads)")
+
+#: simple classes whose handling of images we know (lmms-eval 0.6.1-0.7.3): ``strip``: ``<image>`` is
+#: removed from the text and every image goes before it; ``keep``: ``<image>`` tokens stay where they are
+#: (images first only when the text has none)
+SIMPLE_HANDLING = {"Qwen2_5_VL": "strip", "Qwen3_VL": "strip", "Qwen2_VL": "strip", "LlavaHf": "keep"}
+#: chat classes that insert a default system turn before the task's messages (our list subclass keeps
+#: the task's own: :class:`lmms_eval_earthsci.core.prompts.messages.Messages`)
+INSERTS_SYSTEM = {"Qwen3_VL"}
+#: chat classes lmms-eval breaks for every task: ``{module: why}`` (the probe says so before the crash)
+BROKEN_CLASSES = {
+    "lmms_eval.models.chat.huggingface": "lmms-eval 0.7.3's huggingface class crashes for every model: it passes audios= and videos=[] to the processor "
+    "and compares model types with config classes, loading a model without generate (models/chat/huggingface.py); use the family's own class "
+    "(qwen2_5_vl, qwen3_vl, internvl_hf, llava_hf) or vllm",
+}
+#: classes that send the messages to a server as written (the in-process vLLM classes are observed: their
+#: engine renders the probe request); the server's template decides the layout: one info line per run
+SERVER_CLASSES = {"OpenAICompatible": AS_WRITTEN, "AsyncOpenAIChat": AS_WRITTEN, "Sglang": SERVER, "SGLang": SERVER}
+SERVER_NOTE = ("the messages are sent as written; the server's chat template decides where images go: vLLM keeps them in place with a template that iterates "
+               "the content parts (Qwen's, InternVL's), and with a string-format template only when started with --interleave-mm-strings; SGLang: a chat "
+               "template that keeps images in place. `lmms-eval-earthsci check-model --model vllm --model_args model=<the served model>` shows what the engine builds")
+VLLM_FIX = ("interleave_mm_strings=True in --model_args (a vLLM engine argument: with a chat template that renders the content as one string, the engine "
+            "keeps each image where the messages put it instead of before the text)")
+
+#: the fix for each kind of loss: on a simple route, and through a chat class
+FIXES = {
+    "images first": ("the class's chat route (drop --force_simple; with qwen2_5_vl/qwen3_vl simple, interleave_visuals=True interleaves placeholder prompts)",
+                     "a class whose chat template keeps images where the messages put them (qwen2_5_vl, qwen3_vl, internvl_hf): this family's template puts them first"),
+    "labels cut off from their figures": ("the class's chat route; the paper reports no number for models without interleaved input",
+                                          "a class that interleaves (qwen2_5_vl, qwen3_vl, internvl_hf); the paper reports no number for models without interleaved input"),
+    "system prompt dropped": ("the class's chat route", "a class that keeps the task's system turn"),
+    "placeholder text left": ("the class's chat route (our chat messages carry no placeholder text)", "report it: our chat messages carry no placeholder text"),
+    "images": ("the class's chat route", "a class that passes every image of the messages"),
+}
+
+
+def fix_for(verdict: Verdict | Sequence[str], simple: bool = False) -> str:
+    """The fix for what ``verdict`` (or a list of losses) says was lost."""
+    lost = verdict.lost if isinstance(verdict, Verdict) else list(verdict)
+    for key, (on_simple, on_chat) in FIXES.items():
+        if any(key in x for x in lost):
+            return on_simple if simple else on_chat
+    return "the class's chat route" if simple else "lmms-eval-earthsci check-model names what is lost"
+
+
+def our_tasks(task_dict: Mapping[Any, Any]) -> Iterator[tuple[str, Any]]:
+    """``(name, task)`` for every task of ours in lmms-eval's (possibly nested) task dict."""
+    for name, task in leaf_tasks(task_dict):
+        fn = getattr(getattr(task, "config", None), "doc_to_messages", None)
+        if callable(fn) and str(getattr(fn, "__module__", "")).startswith("lmms_eval_earthsci"):
+            yield name, task
+
+
+def first_doc(task: Any) -> Any:
+    docs = task.eval_docs
+    return docs[0] if docs is not None and len(docs) else None
+
+
+def task_messages(task: Any, doc: Any) -> list[dict[str, Any]]:
+    """The task's chat messages for ``doc`` (lmms-eval's ``doc_to_messages``, our function with the task's
+    kwargs on versions without it), the doc's route left unrecorded."""
+    with unrecorded():
+        if hasattr(task, "doc_to_messages"):
+            return task.doc_to_messages(doc)
+        fn: Callable[..., Any] = task.config.doc_to_messages
+        kwargs = getattr(task, "lmms_eval_specific_kwargs", None)
+        return fn(doc, kwargs) if kwargs else fn(doc)
+
+
+def _simple_inputs(task: Any, doc: Any) -> tuple[str, int]:
+    """What the simple route hands the class: the text and how many images (lmms-eval's own hooks)."""
+    return str(task.doc_to_text(doc)), len(task.doc_to_visual(doc) or [])
+
+
+_SPAN = "\x01IMG\x01"
+
+
+def simple_verdict(handling: str, layout: Layout, text: str, n_images: int, system: str | None = None) -> Verdict:
+    """What a simple class with ``handling`` makes of ``text`` and ``n_images`` images."""
+    if handling == "interleave":  # interleave_visuals=True with our rewrite: <image i> is the i-th image
+        prompt = re.sub(r"<image \d+>", _SPAN, numbered_form(text, lambda: n_images))
+    elif handling == "strip":
+        prompt = _SPAN * n_images + text.replace("<image>", "")
+    else:
+        prompt = text.replace("<image>", _SPAN) if "<image>" in text else _SPAN * n_images + "\n" + text
+    return check_prompt(layout, (system or "") + "\n" + prompt, re.escape(_SPAN), images_passed=n_images)
+
+
+def processor_of(lm: Any) -> Any:
+    for name in ("processor", "_image_processor", "_processor"):
+        p = getattr(lm, name, None)
+        if p is not None and hasattr(p, "apply_chat_template"):
+            return p
+    return None
+
+
+def chat_verdict(lm: Any, processor: Any, messages: list[dict[str, Any]], layout: Layout) -> Verdict:
+    """Render ``messages`` through the class's processor as the class does and check the prompt."""
+    from lmms_eval.protocol import ChatMessages  # noqa: PLC0415 - lmms-eval's message model, only when a run probes
+
+    msgs = messages if hasattr(messages, "keeps_own_system") else list(messages)
+    default = getattr(lm, "system_prompt", None)
+    if type(lm).__name__ in INSERTS_SYSTEM and default:  # as the class does, on the object it gets
+        msgs.insert(0, {"role": "system", "content": [{"type": "text", "text": default}]})
+    chat = ChatMessages(messages=msgs)
+    hf = chat.model_dump()["messages"] if type(lm).__name__ == "LlavaHf" else chat.to_hf_messages()
+    prompt = processor.apply_chat_template(hf, tokenize=False, add_generation_prompt=True)
+    token = getattr(processor, "image_token", None) or "<image>"
+    return check_prompt(layout, str(prompt), re.escape(str(token)), images_passed=layout.images)
+
+
+#: docs of a task looked at when its first one arrives as written but the class loses a probe conversation
+#: with text before a figure (EMMA: a doc that opens with its figure says nothing of the next)
+MORE_DOCS = 8
+
+
+def _simple_handling(lm: Any) -> str | None:
+    """How the simple class ``lm`` places images (:data:`SIMPLE_HANDLING`; ``interleave`` with our rewrite)."""
+    return "interleave" if interleaves(lm) else SIMPLE_HANDLING.get(type(lm).__name__)
+
+
+def _probe_conversation(first: Any, second: Any) -> list[dict[str, Any]]:
+    """A system turn and two labelled figures: what a class that interleaves keeps and one that does not loses."""
+    return [{"role": "system", "content": [{"type": "text", "text": "S"}]},
+            {"role": "user", "content": [{"type": "text", "text": "A) "}, {"type": "image", "url": first}, {"type": "text", "text": "B) "}, {"type": "image", "url": second}, {"type": "text", "text": "Q"}]}]
+
+
+_HARD = layout_of(_probe_conversation(None, None))
+
+
+def observed_verdict(lm: Any, task: Any, doc: Any, messages: list[dict[str, Any]], layout: Layout) -> Verdict | dict[str, Any]:
+    """The verdict for one doc from what the class handed its processor (:mod:`.observe`), or a dict with
+    the status where nothing could be observed."""
+    recolour = observe.Recolour()
+    probe_messages, expected = observe.recoloured_messages(messages, recolour)
+    text = str(task.doc_to_text(doc)) if hasattr(task, "doc_to_text") else ""
+    if getattr(lm, "is_simple", False):
+        visuals = [recolour(v) for v in (task.doc_to_visual(doc) or [])]
+        if interleaves(lm):  # what our generate_until wrap does to the run's requests (core.interleave)
+            text = numbered_form(text, lambda: len(visuals))
+        return verdict_of(observe.observe(lm, observe.request_args(True, text, visuals)), layout, expected)
+    return verdict_of(observe.observe(lm, observe.request_args(False, text, probe_messages)), layout, expected)
+
+
+def verdict_of(seen: observe.Observation, layout: Layout, expected: Sequence[Sequence[float]]) -> Verdict | dict[str, Any]:
+    """What an observation says of ``layout`` (``expected``: the probe colours of its images in order)."""
+    if seen.error:
+        return {"status": NOT_OBSERVED, "why": f"the class's processor call raised {seen.error}: the run will fail on its first doc", "broken": True}
+    if not seen.seen:
+        return {"status": NOT_OBSERVED, "why": seen.why or "nothing reached a processor"}
+    marker = seen.marker()
+    if marker is None:
+        return {"status": NOT_OBSERVED, "why": f"no image token of the processor occurs once per image in its text ({len(seen.images)} images)"}
+    verdict = check_prompt(layout, str(seen.text), re.escape(marker), images_passed=len(seen.images))
+    if verdict.ok and expected:
+        images = [observe.load_any_image(i) for i in seen.images]
+        if all(i is not None for i in images):
+            order = image_order(expected, [mean_colour(i) for i in images])
+            if order:
+                verdict.lost.append(order)
+    verdict.observed = True
+    return verdict
+
+
+def _fallback_verdict(lm: Any, task: Any, messages: list[dict[str, Any]], layout: Layout, doc: Any) -> Verdict | None:
+    """Where nothing could be observed: the simple classes' known handling (:data:`SIMPLE_HANDLING`) or
+    the class's processor's chat template rendered as the class does; None when neither applies."""
+    if getattr(lm, "is_simple", False):
+        handling = _simple_handling(lm)
+        if handling is None:
+            return None
+        text, n = _simple_inputs(task, doc)
+        return simple_verdict(handling, layout, text, n, getattr(lm, "system_prompt", None))
+    processor = processor_of(lm)
+    return chat_verdict(lm, processor, messages, layout) if processor is not None else None
+
+
+def _doc_verdict(lm: Any, task: Any, messages: list[dict[str, Any]], layout: Layout, doc: Any) -> Verdict | dict[str, Any]:
+    """The verdict for one doc (its messages and their layout): observed, else the fallback, else a dict
+    with the status and why."""
+    seen = observed_verdict(lm, task, doc, messages, layout)
+    if isinstance(seen, Verdict) or seen.get("broken"):
+        return seen
+    fallback = _fallback_verdict(lm, task, messages, layout, doc)
+    return fallback if fallback is not None else seen
+
+
+def _loses_interleaving(lm: Any) -> bool:
+    """Whether the class loses a probe conversation's interleaving (labels before their figures)."""
+    cached = getattr(lm, "_earthsci_loses_interleaving", None)
+    if cached is None:
+        images = [observe.probe_image(c) for c in observe.PALETTE[:2]]
+        conversation = _probe_conversation(*images)
+        expected = [observe.colour_of(i) for i in images]
+        if getattr(lm, "is_simple", False):
+            text = "S\nA) <image>B) <image>Q"
+            if interleaves(lm):
+                text = numbered_form(text, lambda: 2)
+            arguments = observe.request_args(True, text, images)
+        else:
+            arguments = observe.request_args(False, "S\nA) B) Q", conversation)
+        seen = verdict_of(observe.observe(lm, arguments), _HARD, expected)
+        if isinstance(seen, Verdict):
+            cached = not seen.ok
+        elif getattr(lm, "is_simple", False):
+            cached = not simple_verdict(_simple_handling(lm) or "strip", _HARD, "A) <image>B) <image>Q", 2, "S").ok
+        else:
+            processor = processor_of(lm)
+            cached = processor is not None and not chat_verdict(lm, processor, conversation, _HARD).ok
+        try:
+            lm._earthsci_loses_interleaving = cached
+        except Exception:
+            pass
+    return bool(cached)
+
+
+def _helps(owner: Any, setting: str, lm: Any, task: Any, doc: Any, messages: list[dict[str, Any]], layout: Layout) -> bool:
+    """Whether the doc arrives as written with ``owner.<setting>`` (off in this run) switched on: observed with
+    it set for one probe request, then switched off again."""
+    if owner is None or getattr(owner, setting, None) is not False:
+        return False
+    setattr(owner, setting, True)
+    try:
+        seen = observed_verdict(lm, task, doc, messages, layout)
+    finally:
+        setattr(owner, setting, False)
+    return isinstance(seen, Verdict) and seen.ok
+
+
+def _engine_multimodal_config(lm: Any) -> Any:
+    """The multimodal config of the vLLM engine ``lm`` holds (None when it holds none)."""
+    for obj in observe.observable(lm)[1]:
+        if observe.is_engine(obj):
+            return getattr(getattr(obj, "model_config", None), "multimodal_config", None)
+    return None
+
+
+def _better_fix(lm: Any, task: Any, doc: Any, messages: list[dict[str, Any]], layout: Layout) -> str | None:
+    """The setting that delivers a lost doc as written, where one does: a simple class's lmms-eval
+    ``interleave_visuals`` (with our placeholder rewrite), a vLLM engine's ``interleave_mm_strings``."""
+    if getattr(lm, "is_simple", False) and _helps(lm, "interleave_visuals", lm, task, doc, messages, layout):
+        return INTERLEAVE_FIX
+    if _helps(_engine_multimodal_config(lm), "interleave_mm_strings", lm, task, doc, messages, layout):
+        return VLLM_FIX
+    return None
+
+
+def verdict_for(lm: Any, task: Any) -> dict[str, Any] | None:
+    """The layout verdict of ``task`` under the model class ``lm`` (a dict for the results JSON): its
+    first doc's, or where that arrives as written but the class loses interleaving, the first of its
+    next docs that does not (up to :data:`MORE_DOCS`). A class with an ``earthsci_layout(task)`` method
+    (rescore's replay) answers for itself: the replayed run's verdict, or None (nothing is recorded)."""
+    cls = type(lm).__name__
+    doc = first_doc(task)
+    if doc is None:
+        return {"status": NOT_CHECKED, "class": cls, "why": "no doc"}
+    messages = task_messages(task, doc)
+    layout = layout_of(messages)
+    out: dict[str, Any] = {"class": cls, "expected": layout.shape()}
+    recorded = getattr(lm, "earthsci_layout", None)
+    if callable(recorded):  # a class that replays a run's responses (rescore): that run's verdict, or none
+        return recorded(task.config.task)
+    if cls in SERVER_CLASSES and not getattr(lm, "is_simple", False):
+        status = SERVER_CLASSES[cls]
+        out.update(status=status, sent=SERVER_NOTE)
+        if status == SERVER:
+            out["fix"] = SERVER_NOTE
+        return out
+    verdict = _doc_verdict(lm, task, messages, layout, doc)
+    if isinstance(verdict, dict):
+        broken = BROKEN_CLASSES.get(type(lm).__module__)
+        if verdict.get("broken") and broken:
+            verdict = {**verdict, "why": broken}
+        return {**out, **verdict}
+    if verdict.ok and _loses_interleaving(lm):
+        docs = task.eval_docs
+        for i in range(1, min(len(docs), MORE_DOCS)):
+            more = task_messages(task, docs[i])
+            more_layout = layout_of(more)
+            other = _doc_verdict(lm, task, more, more_layout, docs[i])
+            if isinstance(other, Verdict) and not other.ok:
+                verdict, doc, messages, layout = other, docs[i], more, more_layout
+                out.update(expected=more_layout.shape(), doc_id=i)
+                break
+    out.update(status=AS_WRITTEN if verdict.ok else LOST, received=verdict.received, observed=verdict.observed)
+    if not verdict.ok:
+        simple = bool(getattr(lm, "is_simple", False))
+        fix = _better_fix(lm, task, doc, messages, layout) or fix_for(verdict, simple=simple)
+        out.update(lost=verdict.lost, fix=fix)
+    return out
+
+
+#: the verdicts of this process's last probe, by task (``check-model`` reads them when lmms-eval stops later)
+VERDICTS: dict[str, dict[str, Any]] = {}
+
+
+def probe(lm: Any, task_dict: Mapping[Any, Any]) -> dict[str, dict[str, Any]]:
+    """Probe every task of ours, record each verdict in its config's metadata and warn once per lost
+    layout (once per run for layouts that could not be observed). Never raises."""
+    verdicts: dict[str, dict[str, Any]] = {}
+    started = time.perf_counter()
+    for name, task in our_tasks(task_dict):
+        try:
+            verdict = verdict_for(lm, task)
+        except Exception as exc:  # a probe must never stop a run
+            verdict = {"status": NOT_CHECKED, "class": type(lm).__name__, "why": f"probe failed: {type(exc).__name__}: {exc}"}
+        if verdict is None:
+            continue
+        verdicts[name] = VERDICTS[name] = verdict
+        try:
+            if not isinstance(task.config.metadata, dict):
+                task.config.metadata = {}
+            task.config.metadata["earthsci_layout"] = verdict
+        except Exception:
+            pass
+        if verdict["status"] == LOST:
+            logger.warning("lmms_eval_earthsci: %s with %s: not the authors' layout (%s). Fix: %s", name, verdict["class"], "; ".join(verdict["lost"]), verdict["fix"])
+        elif verdict.get("broken") or verdict.get("why") in BROKEN_CLASSES.values():
+            logger.warning("lmms_eval_earthsci: %s with %s: %s", name, verdict["class"], verdict["why"])
+    served = [name for name, v in verdicts.items() if v.get("sent")]
+    if served:  # a server decides: what is sent and what it must be told, once per run (nothing can be lost on our side)
+        logger.info("lmms_eval_earthsci: with %s (%d task(s)): %s", verdicts[served[0]]["class"], len(served), verdicts[served[0]]["sent"])
+    unseen = [name for name, v in verdicts.items() if v["status"] == NOT_OBSERVED and not v.get("broken")]
+    if unseen:
+        first = verdicts[unseen[0]]
+        logger.warning("lmms_eval_earthsci: with %s, what reaches the model could not be observed for %d task(s) (%s): their layouts are not checked; "
+                       "`lmms-eval-earthsci check-model --model <name> --model_args ...` checks them on this class", first["class"], len(unseen), first["why"])
+    if verdicts:
+        counts = {status: sum(v["status"] == status for v in verdicts.values()) for status in (AS_WRITTEN, LOST, SERVER, NOT_OBSERVED, NOT_CHECKED)}
+        logger.info("lmms_eval_earthsci: layout probe: %d task(s) in %.2f s: %s", len(verdicts), time.perf_counter() - started, ", ".join(f"{n} {s}" for s, n in counts.items() if n))
+    return verdicts
+
+
+#: more steps run on lmms-eval's model and task dict before its first request (``core.capture`` adds one)
+BEFORE_EVALUATE: list[Callable[[Any, Any], None]] = []
+
+
+def _later(original: Callable[..., Any]) -> Callable[..., Any]:
+    def download(self: Any, *args: Any, **kwargs: Any) -> Any:
+        install_layout_probe()
+        return original(self, *args, **kwargs)
+
+    return download
+
+
+def install_layout_probe() -> bool:
+    """Wrap lmms-eval's ``evaluator.evaluate`` so that :func:`probe` (then :data:`BEFORE_EVALUATE`) runs on
+    its model and tasks before the first request. Idempotent; False when the target is gone."""
+    loading = sys.modules.get("lmms_eval.evaluator")
+    if loading is not None and not hasattr(loading, "evaluate"):
+        # our entry point runs while lmms-eval's evaluator is still importing (it imports lmms_eval.models,
+        # which loads entry points): wrap it when the first task loads, after that import has finished
+        return wrap_task_method("download", "_earthsci_layout_later", _later)
+    try:
+        from lmms_eval import evaluator  # noqa: PLC0415 - lmms-eval's evaluator (torch, seconds), only inside a run
+    except Exception:
+        return False
+
+    def make(original: Callable[..., Any]) -> Callable[..., Any]:
+        def evaluate(lm: Any, task_dict: Any, *args: Any, **kwargs: Any) -> Any:
+            try:
+                install_interleave_fix(lm)
+                probe(lm, task_dict)
+            except Exception:
+                logger.exception("lmms_eval_earthsci: layout probe failed")
+            for step in BEFORE_EVALUATE:
+                step(lm, task_dict)
+            try:
+                return original(lm, task_dict, *args, **kwargs)
+            except Exception as exc:  # lmms-eval prints it and exits 0: our tasks that had no results end the run non-zero
+                ours = [name for name, _ in our_tasks(task_dict)]
+                if ours and is_cli_run():
+                    run_status.note_stopped(ours, exc)
+                raise
+
+        return evaluate
+
+    return wrap_method(evaluator, "evaluate", "_earthsci_layout", make)

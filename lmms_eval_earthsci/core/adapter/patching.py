@@ -1,0 +1,219 @@
+"""Every place we change lmms-eval's behaviour or read its internals, in one inventory, and the one
+primitive that patches it (wrap a method once, idempotently).
+
+lmms-eval (>= 0.6.1) has no plugin hooks for what we need: no task-plugin entry point, no hook around
+dataset loading, filtering or aggregation. :data:`INVENTORY` lists each patch (``wraps``) and each
+internal we read or call (``reads``): its target, who does it, why no public hook serves, the versions
+it was checked on (:data:`VERIFIED`), the first version that has it (``since``), and what happens when
+the target is gone (``missing``: ``warns``, or ``fails`` where a wrong answer would follow).
+``tests/core/adapter/test_patch_targets.py`` checks every target's shape in the installed lmms-eval (CI runs it on
+the newest and, in the smoke list, on the oldest we support) and fails naming the entry when upstream
+moves. :func:`target_problem` is the same check at run time; :func:`warn_missing` says it once.
+
+This module imports nothing of ours, so the modules that own those behaviours build their wrappers
+here without an import circle.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import inspect
+import logging
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+#: the lmms-eval versions every entry below was checked on (CI: the newest in the main venv, the oldest
+#: in its own); 0.7.2 is excluded by our requirement (its wheel cannot index tasks)
+VERIFIED = ("0.6.1", "0.7.3")
+
+
+@dataclass(frozen=True)
+class Target:
+    """One lmms-eval target: ``target`` is ``module:Qualname`` (``module:`` alone: the module);
+    ``params``: parameter names its signature must have; ``attrs``: names the module must have."""
+
+    name: str
+    kind: str  # "wraps" (we replace it) or "reads" (we read or call it)
+    target: str
+    owner: str
+    why: str
+    missing: str = "warns"
+    since: str = "0.6.1"
+    params: tuple[str, ...] = ()
+    attrs: tuple[str, ...] = ()
+
+
+INVENTORY: tuple[Target, ...] = (
+    Target("registration", "wraps", "lmms_eval.tasks:TaskManager.initialize_tasks", "lmms_eval_earthsci.core.adapter.task_manager",
+           "lmms-eval indexes tasks from its own folder and --include_path only; wrapping the indexer adds ours to every TaskManager (the CLI, simple_evaluate, a hand-built one)",
+           params=("include_path",)),
+    Target("task index on libyaml", "wraps", "lmms_eval.utils:", "lmms_eval_earthsci.core.adapter.task_manager",
+           "every TaskManager parses each task YAML lmms-eval ships with PyYAML's pure-Python loader (~2 s of every run's start); lmms_eval.utils' yaml "
+           "is given libyaml's C parser for full_load (the same documents: tests/core/adapter/test_registration.py), where PyYAML has it", attrs=("yaml", "load_yaml_config")),
+    Target("task-name typos", "wraps", "lmms_eval.tasks:TaskManager.match_tasks", "lmms_eval_earthsci.core.adapter.task_manager",
+           "lmms-eval reports a task name it does not know with 'Tasks not found' and exits 0 (DEBUG: 1); a name with one of our prefixes that is none of "
+           "our tasks stops the run with exit 2 and 'did you mean', before the model loads; in a run with tasks of ours any other unknown name stops it there with "
+           "exit 3, one line naming ours; the names of ours are noted for the run's end", params=("task_list",)),
+    Target("tasks that cannot load", "wraps", "lmms_eval.tasks:TaskManager._load_individual_task_or_group", "lmms_eval_earthsci.core.adapter.task_manager",
+           "lmms-eval stops the whole run at the first task that cannot load and exits 0; in a CLI run a task of ours that cannot load is left out "
+           "(a group that lost one, its group score), the others run and the process ends with exit 2 and one line per task; in a run with tasks of ours, "
+           "a task not ours that cannot load is left out the same way (exit 3)", params=("name_or_config",)),
+    Target("nothing left to run", "wraps", "lmms_eval.tasks:TaskManager.load_task_or_group", "lmms_eval_earthsci.core.adapter.task_manager",
+           "when every requested task of ours was left out, the run stops with exit 2 before the first doc", params=("task_list",)),
+    Target("run outcome", "wraps", "lmms_eval.evaluator:simple_evaluate", "lmms_eval_earthsci.core.adapter.task_manager",
+           "what stops a run outside the evaluation of our tasks (a model that cannot load, ...) is printed by lmms-eval, which exits 0; in a CLI run with "
+           "tasks of ours it is noted, and a run that never got to its end exits 3 with one line naming ours (installed when the run asks for them)",
+           params=("model", "tasks", "task_manager")),
+    Target("results written", "wraps", "lmms_eval.loggers.evaluation_tracker:EvaluationTracker.save_results_aggregated", "lmms_eval_earthsci.core.adapter.task_manager",
+           "lmms-eval logs a warning and goes on when it cannot write the results file; rank 0's run counts as done once the file is there",
+           params=("results", "samples", "datetime_str")),
+    Target("local mirror", "wraps", "lmms_eval.api.task:ConfigurableTask.download", "lmms_eval_earthsci.core.adapter.task_data",
+           "datasets are loaded inside download(); no hook lets a plugin point a task at local files (EARTHSCI_DATA_MIRROR; without the hook a run "
+           "with it set would read other data, so it stops)", missing="fails"),
+    Target("bad-record gate", "wraps", "lmms_eval.api.task:ConfigurableTask.build_all_requests", "lmms_eval_earthsci.core.adapter.task_data",
+           "the first call after every task is loaded and before inference: all tasks' invalid records are reported at once"),
+    Target("judge pass", "wraps", "lmms_eval.api.task:ConfigurableTask.apply_filters", "lmms_eval_earthsci.core.adapter.judge_hook",
+           "process_results sees one doc at a time; right after a task's filters every response is known, so the judge runs concurrently over the task"),
+    Target("aggregation", "wraps", "lmms_eval.evaluator_utils:TaskOutput.calculate_aggregate_metric", "lmms_eval_earthsci.core.adapter.unavailable",
+           "a metric's reason for null and the per-doc paired score's empty entry are only reachable after lmms-eval aggregates a task"),
+    Target("CLT errors of a null metric", "wraps", "lmms_eval.evaluator_utils:TaskOutput.calculate_clt_aggregate_metric", "lmms_eval_earthsci.core.adapter.unavailable",
+           "lmms-eval computes <metric>_stderr_clt from the per-doc scores even where the metric aggregated to null (0.0 beside it); it is set to N/A there",
+           since="0.7.3"),
+    Target("response-cache recovery", "wraps", "lmms_eval.caching.response_cache:ResponseCache.create", "lmms_eval_earthsci.core.adapter.hooks",
+           "a killed --use_cache run leaves unmerged shards; the merge must happen before lmms-eval opens the cache", since="0.7.3",
+           params=("cache_root",), attrs=("_LAYERED_RUNS_DIRNAME", "_LAYERED_MERGED_MARKER", "_LAYERED_LOCK_DIRNAME", "_merge_lock")),
+    Target("HF token redaction", "wraps", "loguru:logger.configure", "lmms_eval_earthsci.core.adapter.hooks",
+           "lmms-eval logs the HF token in clear at INFO; a loguru patcher (the previous one kept) masks it", params=("patcher",)),
+    Target("process group at exit", "wraps", "torch.distributed:destroy_process_group", "lmms_eval_earthsci.core.adapter.hooks",
+           "lmms-eval never destroys its gloo/NCCL group; an atexit handler does, after its final barrier"),
+    Target("old MAC snapshots", "wraps", "lmms_eval_earthsci.mac.tasks:doc_to_messages", "lmms_eval_earthsci._legacy",
+           "the YAMLs of MAC snapshots built up to 0.1.0 name lmms_eval_earthsci.mac.tasks.*; an import alias (sys.meta_path) gives the module under evals/mac"),
+    Target("layout probe", "wraps", "lmms_eval.evaluator:evaluate", "lmms_eval_earthsci.core.adapter.layout_probe",
+           "the model object and the built tasks meet only inside evaluate(); before its first request each task's first doc is rendered through the model's processor "
+           "(metadata.earthsci_layout, one warning per lost layout); an evaluation of our tasks that raised is noted for the exit status (lmms-eval exits 0)", params=("lm", "task_dict")),
+    Target("task system turn", "reads", "lmms_eval.models.chat.qwen3_vl:Qwen3_VL.generate_until", "lmms_eval_earthsci.core.prompts.messages",
+           "qwen3_vl inserts its default system turn at index 0 of doc_to_messages' list, displacing the task's own (its template renders one); our list type ignores "
+           "that insert when the task has a system turn (core.messages.Messages); tests/models/test_model_classes.py sees the system text reach the model", since="0.7.3"),
+    Target("image pass-through", "wraps", "lmms_eval.protocol:ChatMessages.encode_image", "lmms_eval_earthsci.core.adapter.passthrough",
+           "server routes re-encode every image as PNG (LMMS_IMAGE_ENCODE_FORMAT) in the event loop that sends the requests; an image of ours decoded from "
+           "a dataset cell and returned unchanged is sent as its stored bytes when they are already in that format (the same pixels, no encode)",
+           params=("image",)),
+    Target("interleave_visuals", "wraps", "lmms_eval.models.simple.qwen2_5_vl:Qwen2_5_VL.generate_until", "lmms_eval_earthsci.core.adapter.interleave",
+           "with interleave_visuals=True the simple Qwen classes place images only where the text says <image i>; our placeholders (<image_k>, <image>) "
+           "made them pass zero images. The context of our requests is rewritten before the class reads it (also qwen3_vl's and qwen2_vl's simple classes)", params=("requests",)),
+    Target("interleave_visuals on gemma3", "wraps", "lmms_eval.models.simple.gemma3:Gemma3.generate_until", "lmms_eval_earthsci.core.adapter.interleave",
+           "the same rewrite for every simple class started with interleave_visuals=True (gemma3, gemma4, llava_onevision1_5, huggingface carry the same "
+           "<image i> code); tests/models/test_model_classes.py observes Gemma 3 deliver C->F and EMMA as written with it", params=("requests",)),
+    Target("observe: processor call", "wraps", "transformers.processing_utils:ProcessorMixin.__call__", "lmms_eval_earthsci.core.adapter.observe",
+           "what a model class hands its model is read where it reaches a transformers processor: for one probe request before the first doc, the "
+           "processor classes of the run's model object record their input and stop the request (a BaseException); removed when it stops",
+           params=("images", "text")),
+    Target("observe: generate", "wraps", "transformers.generation.utils:GenerationMixin.generate", "lmms_eval_earthsci.core.adapter.observe",
+           "the probe request never generates: a class that reaches generate without a processor call is stopped there (and 'could not be observed'); "
+           "removed when the request stops"),
+    Target("observe: request", "reads", "lmms_eval.api.instance:Instance", "lmms_eval_earthsci.core.adapter.observe",
+           "the probe request is lmms-eval's own request type, sent through the class's generate_until with a doc in the class's task_dict"),
+    Target("reasoning tags", "reads", "lmms_eval.api.reasoning:parse_reasoning_tags_config", "lmms_eval_earthsci.core.adapter.judge_hook",
+           "the judge must see a response as process_results will (reasoning blocks stripped); the CLI's default tags are copied (a test compares them)",
+           since="0.7.3", params=("cli_value", "task_value")),
+    Target("reasoning stripping", "reads", "lmms_eval.api.reasoning:strip_reasoning_tags", "lmms_eval_earthsci.core.adapter.judge_hook",
+           "as above: the same stripping lmms-eval applies before process_results", since="0.7.3"),
+    Target("token usage log", "reads", "lmms_eval.models.model_utils.usage_metrics:log_usage", "lmms_eval_earthsci.core.adapter.judge_hook",
+           "the judge's tokens go into lmms-eval's usage summary beside the model's", since="0.7.3"),
+    Target("instances", "reads", "lmms_eval.api.instance:Instance", "lmms_eval_earthsci.core.adapter.judge_hook",
+           "the judge pass reads each instance's doc_id, filtered_resps and metadata (and token_counts where present)"),
+    Target("undecoded docs", "reads", "lmms_eval.api.task:ConfigurableTask.eval_docs_no_media", "lmms_eval_earthsci.core.adapter.judge_hook",
+           "the judge pass reads docs without decoding their figures, and decodes only the ones a judge sees"),
+    Target("CLI", "reads", "lmms_eval.__main__:cli_evaluate", "lmms_eval_earthsci.core.adapter.harness",
+           "`lmms-eval-earthsci run/demo/rescore` start lmms-eval's own CLI in-process", params=("args",)),
+    Target("YAML loader", "reads", "lmms_eval.utils:load_yaml_config", "lmms_eval_earthsci.core.adapter.replay",
+           "rescore reads a run's task YAMLs as lmms-eval does (its !function tags included)"),
+    Target("replay model", "reads", "lmms_eval.models:MODEL_REGISTRY_V2", "lmms_eval_earthsci.core.adapter.replay",
+           "rescore registers a model that replays a run's logged responses", since="0.7.3"),
+)
+
+_WARNED: set[str] = set()
+
+
+def entry(name: str) -> Target:
+    """The inventory's entry named ``name``."""
+    for t in INVENTORY:
+        if t.name == name:
+            return t
+    raise KeyError(name)
+
+
+def resolve(target: str) -> Any:
+    """The object ``module:Qualname`` names (the module for ``module:``); raises when it is gone."""
+    module, _, qualname = target.partition(":")
+    saved = sys.argv
+    # lmms-eval 0.6.x's __main__ prints its banner and exits at import when argv holds no argument
+    sys.argv = saved if len(saved) > 1 else ["lmms-eval", "--verbosity", "INFO"]
+    try:
+        obj: Any = importlib.import_module(module)
+    finally:
+        sys.argv = saved
+    for part in filter(None, qualname.split(".")):
+        obj = getattr(obj, part)
+    return obj
+
+
+def target_problem(t: Target) -> str | None:
+    """What is wrong with ``t``'s target in the installed packages, or None when it has the shape we
+    rely on (it exists, takes ``params``, its module has ``attrs``)."""
+    try:
+        obj = resolve(t.target)
+    except (Exception, SystemExit) as exc:
+        return f"{t.target} is gone ({type(exc).__name__}: {exc})"
+    module = importlib.import_module(t.target.partition(":")[0])
+    absent = [a for a in t.attrs if not hasattr(module, a)]
+    if absent:
+        return f"{t.target}'s module no longer has {', '.join(absent)}"
+    if t.params:
+        try:
+            have = inspect.signature(obj).parameters
+        except (TypeError, ValueError):
+            return None  # a builtin without a signature: existence is what we can check
+        lost = [p for p in t.params if p not in have]
+        if lost:
+            return f"{t.target} no longer takes {', '.join(lost)}"
+    return None
+
+
+def warn_missing(name: str, consequence: str) -> None:
+    """Say once per process that the inventory's entry ``name`` could not be installed or read, with its
+    target, what the run does without it and the versions it was checked on."""
+    if name in _WARNED:
+        return
+    _WARNED.add(name)
+    t = entry(name)
+    why = target_problem(t) or f"{t.target} does not have the shape we rely on"
+    logging.getLogger("lmms_eval_earthsci").warning(
+        "lmms_eval_earthsci: %s not installed: %s; %s (checked on lmms-eval %s; see lmms_eval_earthsci/core/adapter/patching.py)", name, why, consequence, ", ".join(VERIFIED)
+    )
+
+
+def wrap_method(cls: Any, name: str, marker: str, make_wrapper: Callable[[Any], Any], requires: tuple[str, ...] = ()) -> bool:
+    """Replace ``cls.<name>`` by ``make_wrapper(original)`` once (``marker`` records it on the class, or
+    the module for a module's function). False, changing nothing, if the class no longer has the method
+    or the attributes in ``requires``."""
+    if getattr(cls, marker, False):
+        return True
+    original = getattr(cls, name, None)
+    if original is None or not all(hasattr(cls, r) for r in requires):
+        return False
+    setattr(cls, name, functools.wraps(original)(make_wrapper(original)))
+    setattr(cls, marker, True)
+    return True
+
+
+def wrap_task_method(name: str, marker: str, make_wrapper: Callable[[Any], Any], requires: tuple[str, ...] = ()) -> bool:
+    """:func:`wrap_method` on lmms-eval's ``ConfigurableTask``; False if lmms-eval's layout changed."""
+    try:
+        from lmms_eval.api.task import ConfigurableTask  # noqa: PLC0415 - lmms-eval's task machinery loads in seconds; its layout may change
+    except Exception:  # pragma: no cover - lmms-eval layout changed
+        return False
+    return wrap_method(ConfigurableTask, name, marker, make_wrapper, requires)
