@@ -1,6 +1,6 @@
 """What a dead or misconfigured judge endpoint costs a task, against the number of docs.
 
-Each case runs one task's judge pass (``core.judge_pass.run_pass``, the code the lmms-eval hook runs)
+Each case runs one task's judge pass (``core.judge.task_pass.run_pass``, the code the lmms-eval hook runs)
 with the DEFAULT client settings (32 in flight, 5 retries with 0.5 s doubling backoff, breaker 5) on
 N docs, for N = 32 and N = 2,000, against
 

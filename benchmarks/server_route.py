@@ -11,7 +11,7 @@ own process for the whole run. One task per benchmark (``TASKS``), the first ``-
 
   PNG   lmms-eval as shipped: ``ChatMessages.to_openai_messages`` re-encodes every image as base64 PNG;
   JPEG  the same with ``LMMS_IMAGE_ENCODE_FORMAT=JPEG`` (quality ``LMMS_IMAGE_JPEG_QUALITY``, default 85);
-  PASS  ours (``core.passthrough``, in every run of our tasks): an image our hook decoded from a
+  PASS  ours (``core.adapter.passthrough``, in every run of our tasks): an image our hook decoded from a
         dataset cell and returned unchanged (size and mode as stored) is sent as the stored bytes when
         they are PNG, what lmms-eval sends; any other image (MAC's covers, shrunk to 512 px; a converted
         one; MuSciClaims' JPEG files) goes through lmms-eval's encode.
@@ -68,12 +68,12 @@ MODEL = "loopback"
 
 # --------------------------------------------------------------------------- the routes
 
-_ENCODE: dict = {}  # "ours": ChatMessages.encode_image with core.passthrough; "lmms-eval": as shipped
+_ENCODE: dict = {}  # "ours": ChatMessages.encode_image with core.adapter.passthrough; "lmms-eval": as shipped
 _OPENED: collections.Counter = collections.Counter()  # format and mode of every image opened
 
 
 def install_passthrough() -> None:
-    """``core.passthrough`` (what every run of ours installs) with lmms-eval's own encode kept beside it,
+    """``core.adapter.passthrough`` (what every run of ours installs) with lmms-eval's own encode kept beside it,
     and every ``PIL.Image.open`` tallied (format, mode)."""
     from lmms_eval.protocol import ChatMessages
     from PIL import Image

@@ -11,7 +11,11 @@ Importing an old name gives the module that lives on under its new name (the sam
 state is shared, and its ``__spec__`` stays the new one); :func:`current` maps a dotted name written under
 an old name (a results file's aggregation, a kernel key) to the new one. Nothing else is aliased.
 ``core.data`` and ``core.judge`` kept their names (``core.data`` is now a package whose ``__init__``
-re-exports what the module held)."""
+re-exports what a benchmark used of the module). The lmms-eval hooks that left a module for the adapter are
+not aliased back: ``core.data``'s ``install_mirror_hook`` / ``install_record_gate`` / ``validate_task``
+(now ``core.adapter.task_data``), ``core.judge_pass``'s ``install_judge_hook`` / ``run_task_pass`` /
+``after_filters`` (now ``core.adapter.judge_hook``), ``core.passthrough``'s ``remember`` (now
+``core.data.loading``)."""
 
 from __future__ import annotations
 
@@ -47,7 +51,8 @@ class _Alias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         for old, new in ALIASES.items():
             if fullname == old or fullname.startswith(old + "."):
                 target_name = new + fullname[len(old):]
-                is_package = importlib.util.find_spec(target_name) is not None and fullname == old
+                real = importlib.util.find_spec(target_name)
+                is_package = real is not None and real.submodule_search_locations is not None  # a module stays a module
                 return importlib.util.spec_from_loader(fullname, self, origin=target_name, is_package=is_package)
         return None
 

@@ -8,7 +8,7 @@ token. Two views per layout, both read from what the class handed its transforme
 
 - the run's layout probe (``metadata.earthsci_layout``, :mod:`.core.observe`): one probe request per task
   through the class's own ``generate_until``, stopped at its processor;
-- what the class handed its processor during the run (``core.capture``): the prompt text, its image
+- what the class handed its processor during the run (``core.adapter.capture``): the prompt text, its image
   token once per image, and the images (positional or keyword calls, PIL, data URLs, paths).
 
 A class that holds no transformers processor (API and server classes) is answered by the probe alone.

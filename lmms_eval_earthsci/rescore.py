@@ -306,7 +306,7 @@ def __getattr__(name: str):
 def _register_replay() -> None:
     try:
         replay.register_model(REPLAY_MODEL, "lmms_eval_earthsci.rescore.Replay")
-    except ImportError as exc:
+    except replay.NoModelRegistry as exc:
         raise RescoreError(f"rescore needs lmms-eval >= 0.7.3 (its model registry): {exc}") from exc
 
 

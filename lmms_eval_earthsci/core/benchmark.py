@@ -47,7 +47,7 @@ class ProtocolNote:
 
 @dataclass(frozen=True)
 class PaperValue:
-    model: str  # canonical name (core.papers.canonical_model)
+    model: str  # canonical name (core.scoring.papers.canonical_model)
     task: str
     metric: str
     value: float
@@ -136,7 +136,7 @@ class ReportSpec:
     protocol_notes: Mapping[str, ProtocolNote] = {}
     #: printed with three decimals (as the paper prints them), not two
     three_decimals: tuple[str, ...] = ()
-    #: model spellings in this paper's tables that the model key alone cannot join (core.papers)
+    #: model spellings in this paper's tables that the model key alone cannot join (core.scoring.papers)
     model_spellings: Mapping[str, str] = {}
     #: a similarity-fallback pick (extraction rule "similarity") below this is a low-confidence pick
     low_confidence_similarity: float | None = None
@@ -303,7 +303,7 @@ class Benchmark:
     suite: tuple[str, ...] = ()
     suite_nojudge: tuple[str, ...] = ()
     demo_tasks: tuple[str, ...] = ()
-    # its circular variants' groups (multiple-choice tasks once per rotation: core.circular), in the
+    # its circular variants' groups (multiple-choice tasks once per rotation: core.scoring.circular), in the
     # `earthsci_circular` suite
     circular: tuple[str, ...] = ()
     # the EARTHSCI_* settings its code reads (core.settings.Setting), checked before a run or command

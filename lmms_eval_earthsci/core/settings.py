@@ -253,12 +253,19 @@ def enforce(settings: Sequence[Setting], scope: str, *, complete: bool = False, 
 _DECLARED: list[Setting] = list(CORE)
 
 
+#: called with the settings each declaration adds; the lmms-eval adapter checks them there when the process
+#: is inside an lmms-eval run (:mod:`lmms_eval_earthsci.core.adapter.hooks`)
+ON_DECLARE: list[Callable[[list[Setting]], None]] = []
+
+
 def declare_settings(settings: Sequence[Setting]) -> None:
     """A benchmark's task module declares its settings as lmms-eval imports it; inside an lmms-eval run
-    they are checked at once, by the ``ensure_runtime_hooks()`` that follows
-    (:func:`lmms_eval_earthsci.core.adapter.hooks.ensure_runtime_hooks`: the routes that bypass our entry
-    point, ``--include_path``)."""
-    _DECLARED.extend(s for s in settings if s not in _DECLARED)
+    they are checked at once (the routes that bypass our entry point: ``--include_path``)."""
+    new = [s for s in settings if s not in _DECLARED]
+    _DECLARED.extend(new)
+    if new:
+        for check in ON_DECLARE:
+            check(new)
 
 
 def declared() -> list[Setting]:

@@ -279,7 +279,7 @@ class Run:
     n_samples: dict = field(default_factory=dict)  # task -> (docs scored, docs in the task)
     versions: dict = field(default_factory=dict)  # task or group -> comparability version (metadata.version)
     subtasks: dict = field(default_factory=dict)  # group -> its tasks (lmms-eval's group_subtasks)
-    unavailable: dict = field(default_factory=dict)  # task -> {metric: why it has no value} (core.unavailable)
+    unavailable: dict = field(default_factory=dict)  # task -> {metric: why it has no value} (core.adapter.unavailable)
     configs: dict = field(default_factory=dict)  # task -> its config as the results JSON recorded it
     higher_is_better: dict = field(default_factory=dict)  # task -> {metric: bool}
     source: dict = field(default_factory=dict)  # task or group -> the ResultsFile it comes from

@@ -561,7 +561,7 @@ def breakdown_tables(bench: Benchmark, runs: list[Run], paper_model: str) -> str
         refs = []
         shown: list[str] = []  # the tasks of the rows kept
         withheld = False  # a paper number left out: no run beside it kept the authors' layout
-        why: dict[tuple[str, str], list[str]] = {}  # a metric that could not be computed here (core.unavailable): n/a, and the reason below
+        why: dict[tuple[str, str], list[str]] = {}  # a metric that could not be computed here (core.adapter.unavailable): n/a, and the reason below
         for label, t, m, ref in breakdown_rows(bench, fam, runs, paper_model):
             values = [r.value(t, m) for r in runs]
             reasons = [(r.column, r.unavailable.get(t, {}).get(m)) for r in runs]

@@ -105,3 +105,13 @@ def test_an_old_name_imported_first_in_a_fresh_interpreter():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and out.stdout.strip() == "one module", out.stderr
+
+
+def test_an_aliased_module_stays_a_module_and_pickles_under_its_new_name():
+    import pickle
+
+    old = importlib.import_module(f"{CORE}.metrics")
+    assert not hasattr(old, "__path__")  # a module, not turned into a package by its alias
+    assert hasattr(importlib.import_module("lmms_eval_earthsci.mac"), "__path__")  # a package alias stays a package
+    blob = pickle.dumps(old.mean_present)
+    assert f"{CORE}.scoring.metrics".encode() in blob and pickle.loads(blob) is old.mean_present

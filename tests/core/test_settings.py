@@ -224,3 +224,26 @@ def test_an_lmms_eval_run_stops_before_inference_without_debug_verbosity(route, 
     assert proc.returncode == 2, proc.stderr[-3000:]
     assert line in proc.stderr.splitlines(), proc.stderr[-3000:]
     assert asked == [] and not os.path.exists(tmp_path / "o")
+
+
+@pytest.mark.slow
+def test_a_benchmarks_settings_are_checked_when_declared_inside_an_lmms_eval_run():
+    """A benchmark's task module declares its settings as lmms-eval imports it (the --include_path route):
+    inside an lmms-eval run a wrong value stops the process there, before ``ensure_runtime_hooks``; outside
+    one (a command importing the module) nothing is checked. A fresh interpreter each: the state is global."""
+    import subprocess
+
+    code = (
+        "import sys, types\n"
+        "from lmms_eval_earthsci.core.adapter import hooks  # what a task module imports first\n"
+        "from lmms_eval_earthsci.core.settings import Setting, declare_settings, integer\n"
+        "if sys.argv[1] == 'run':\n"
+        "    sys.modules['lmms_eval.api.task'] = types.ModuleType('lmms_eval.api.task')  # lmms-eval is loading tasks\n"
+        "declare_settings([Setting('EARTHSCI_TOY_LIMIT', 'a whole number >= 1', integer(1))])\n"
+        "print('declared')\n"
+    )
+    env = {**os.environ, "EARTHSCI_TOY_LIMIT": "0"}
+    inside = subprocess.run([sys.executable, "-c", code, "run"], env=env, capture_output=True, text=True, timeout=120)
+    outside = subprocess.run([sys.executable, "-c", code, "command"], env=env, capture_output=True, text=True, timeout=120)
+    assert (inside.returncode, inside.stdout) == (2, "") and "EARTHSCI_TOY_LIMIT='0' is not valid" in inside.stderr
+    assert (outside.returncode, outside.stdout) == (0, "declared\n")

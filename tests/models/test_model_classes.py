@@ -7,7 +7,7 @@ template), run through the real ``lmms-eval`` CLI over every layout we ship:
 - labelled candidates, each label directly before its figure (SciFIBench C->F);
 - a system prompt and four covers (MAC T2I).
 
-What the model received is captured from the test side (``core.capture``: the processor's text and
+What the model received is captured from the test side (``core.adapter.capture``: the processor's text and
 images, the decoded input ids of ``generate``) without changing any class, and held against the layout
 each task's ``doc_to_messages`` wrote: image spans = the doc's images in order, no placeholder text left,
 each label directly before its figure, the system text present. Cells that lmms-eval or the family's
@@ -63,7 +63,7 @@ RUNS = {
     "huggingface": ("smolvlm", "", []),
     "qwen2_5_vl-simple": ("qwen2_5_vl", "", ["--force_simple"]),
     "qwen3_vl-simple": ("qwen3_vl", "", ["--force_simple"]),
-    # interleave_visuals=True: zero images before our rewrite (core.interleave)
+    # interleave_visuals=True: zero images before our rewrite (core.adapter.interleave)
     "qwen2_5_vl-interleave": ("qwen2_5_vl", "interleave_visuals=True", ["--force_simple"]),
     # classes no table of ours knows: what reached the model is observed by the probe
     "gemma3": ("gemma3", "", []),

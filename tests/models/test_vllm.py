@@ -61,7 +61,7 @@ LOST = {("string", t): VLLM_FIX for t in IMAGES_AFTER_TEXT} | {("simple", t): "t
 # of ~26 s here; what is observed (the front end's rendering) is the same either way
 ENGINE_ENV = {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
 
-# the run's process: expected layouts (core.capture) and every conversation the engine renders, as it renders it
+# the run's process: expected layouts (core.adapter.capture) and every conversation the engine renders, as it renders it
 LAUNCH = """
 import os, runpy, sys
 

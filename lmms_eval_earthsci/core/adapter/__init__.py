@@ -1,5 +1,5 @@
 """The lmms-eval adapter: every place we wrap an lmms-eval object or read its internals, listed in
-:data:`.patching.INVENTORY` (checked against the installed lmms-eval by ``tests/test_patch_targets.py``).
+:data:`.patching.INVENTORY` (checked against the installed lmms-eval by ``tests/core/adapter/test_patch_targets.py``).
 When lmms-eval changes, this package is what breaks; the code it calls (scoring, data, the judge, prompts)
 knows nothing of lmms-eval's internals.
 

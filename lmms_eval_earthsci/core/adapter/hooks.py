@@ -38,8 +38,7 @@ from lmms_eval_earthsci.core.adapter.run_status import install_exit_status
 from lmms_eval_earthsci.core.adapter.task_data import install_mirror_hook, install_record_gate
 from lmms_eval_earthsci.core.adapter.unavailable import install_clt_hook, install_unavailable_hook
 from lmms_eval_earthsci.core.data.loading import MIRROR_ENV
-from lmms_eval_earthsci.core.settings import CORE as CORE_SETTINGS
-from lmms_eval_earthsci.core.settings import declared, enforce, read_flag
+from lmms_eval_earthsci.core.settings import ON_DECLARE, declared, enforce, read_flag
 from lmms_eval_earthsci.core.settings import read as read_setting
 
 LOGGER_NAME = "lmms_eval_earthsci"
@@ -208,10 +207,9 @@ def install_runtime_hooks() -> None:
     _RUNTIME_HOOKS = True
     # a wrong EARTHSCI_* value stops the process here, before any task is built (SettingsError, exit 2)
     enforce(declared(), "run")
-    _CHECKED.extend(s for s in declared() if s not in _CHECKED)
     forward_logs()
     quiet_torchvision_fallback()
-    # each hook is an entry of core.patching.INVENTORY: a missing target is said once, naming it
+    # each hook is an entry of core.adapter.patching.INVENTORY: a missing target is said once, naming it
     if not redact_hf_token():
         warn_missing("HF token redaction", "lmms-eval's log may show HF_TOKEN in clear")
     install_exit_status()  # before the handlers it must run after (atexit runs the last registered first)
@@ -277,18 +275,15 @@ def _has_layered_cache() -> bool:
     return hasattr(response_cache, "ResponseCache") and hasattr(response_cache.ResponseCache, "create")
 
 
-# the declared settings checked in this process; the core's own are checked with a run's hooks
-# (install_runtime_hooks), not when a benchmark declares its own (report's figures read no judge setting)
-_CHECKED: list = list(CORE_SETTINGS)
-
-
-def _check_declared() -> None:
-    """The settings a benchmark's task module declared (``core.settings.declare_settings``) and nothing
-    checked yet, checked for a run: a wrong value stops it (exit 2)."""
-    new = [s for s in declared() if s not in _CHECKED]
-    _CHECKED.extend(new)
-    if new:
+def _check_in_a_run(new: list) -> None:
+    """A benchmark's newly declared settings, checked at once inside an lmms-eval run (lmms-eval is loading
+    our tasks): a wrong value stops it (exit 2)."""
+    if "lmms_eval.api.task" in sys.modules:
         enforce(new, "run")
+
+
+if _check_in_a_run not in ON_DECLARE:
+    ON_DECLARE.append(_check_in_a_run)
 
 
 def ensure_runtime_hooks() -> None:
@@ -299,7 +294,6 @@ def ensure_runtime_hooks() -> None:
     loaded. Cheap and idempotent; does nothing outside lmms-eval."""
     if "lmms_eval.api.task" not in sys.modules:
         return
-    _check_declared()  # a benchmark's settings, declared by its task module just before
     if getattr(_DATA_ONLY, "on", False):
         install_data_hooks()
         return

@@ -12,7 +12,7 @@ form these classes read, before they read it: ``<image_k>`` -> ``<image r>`` (``
 among the numbers the text names, which is where ``doc_to_visual`` puts that image; a repeat names the
 same image again), the i-th ``<image>`` -> ``<image i>``, and a text that names no image gets
 ``<image 1>`` ... ``<image n>`` before it (where the classes put images without the flag). Other tasks'
-requests, and runs without the flag, are untouched. ``core.patching.INVENTORY``: "interleave_visuals".
+requests, and runs without the flag, are untouched. ``core.adapter.patching.INVENTORY``: "interleave_visuals".
 """
 
 from __future__ import annotations

@@ -181,7 +181,7 @@ def observed_verdict(lm: Any, task: Any, doc: Any, messages: list[dict[str, Any]
     text = str(task.doc_to_text(doc)) if hasattr(task, "doc_to_text") else ""
     if getattr(lm, "is_simple", False):
         visuals = [recolour(v) for v in (task.doc_to_visual(doc) or [])]
-        if interleaves(lm):  # what our generate_until wrap does to the run's requests (core.interleave)
+        if interleaves(lm):  # what our generate_until wrap does to the run's requests (core.adapter.interleave)
             text = numbered_form(text, lambda: len(visuals))
         return verdict_of(observe.observe(lm, observe.request_args(True, text, visuals)), layout, expected)
     return verdict_of(observe.observe(lm, observe.request_args(False, text, probe_messages)), layout, expected)
@@ -376,7 +376,7 @@ def probe(lm: Any, task_dict: Mapping[Any, Any]) -> dict[str, dict[str, Any]]:
     return verdicts
 
 
-#: more steps run on lmms-eval's model and task dict before its first request (``core.capture`` adds one)
+#: more steps run on lmms-eval's model and task dict before its first request (``core.adapter.capture`` adds one)
 BEFORE_EVALUATE: list[Callable[[Any, Any], None]] = []
 
 

@@ -15,7 +15,7 @@ stopped where it reaches a transformers processor, before the model generates.
   and the class's model objects' ``generate``) are removed when the request stops; :class:`Observed` is
   a ``BaseException`` so that a class that catches ``Exception`` around its processor or ``generate``
   neither swallows nor logs it; what the class prints (its progress bar) goes nowhere; the probe's doc
-  is removed from the class's ``task_dict``. ``core.patching.INVENTORY``: "observe: processor call",
+  is removed from the class's ``task_dict``. ``core.adapter.patching.INVENTORY``: "observe: processor call",
   "observe: generate".
 
 A class with no transformers processor or model among its attributes (API and server classes) is never
@@ -49,7 +49,7 @@ _ACTIVE: list[bool] = []  # non-empty while a probe request is under way
 
 
 def active() -> bool:
-    """Whether a probe request is under way in this process (``core.capture`` does not record it)."""
+    """Whether a probe request is under way in this process (``core.adapter.capture`` does not record it)."""
     return bool(_ACTIVE)
 
 

@@ -7,7 +7,7 @@ what a doc costs on that route, in the one event loop that also sends the reques
 they are already in the format lmms-eval would send: the same pixels (PNG is lossless: the server
 decodes what our hook decoded), the same MIME label, no encode. Anything else (a converted or shrunk
 image, another format, another task's image) goes through lmms-eval's encode as before.
-``core.patching.INVENTORY``: "image pass-through".
+``core.adapter.patching.INVENTORY``: "image pass-through".
 """
 
 from __future__ import annotations

@@ -96,7 +96,7 @@ INVENTORY: tuple[Target, ...] = (
            "(metadata.earthsci_layout, one warning per lost layout); an evaluation of our tasks that raised is noted for the exit status (lmms-eval exits 0)", params=("lm", "task_dict")),
     Target("task system turn", "reads", "lmms_eval.models.chat.qwen3_vl:Qwen3_VL.generate_until", "lmms_eval_earthsci.core.prompts.messages",
            "qwen3_vl inserts its default system turn at index 0 of doc_to_messages' list, displacing the task's own (its template renders one); our list type ignores "
-           "that insert when the task has a system turn (core.messages.Messages); tests/models/test_model_classes.py sees the system text reach the model", since="0.7.3"),
+           "that insert when the task has a system turn (core.prompts.messages.Messages); tests/models/test_model_classes.py sees the system text reach the model", since="0.7.3"),
     Target("image pass-through", "wraps", "lmms_eval.protocol:ChatMessages.encode_image", "lmms_eval_earthsci.core.adapter.passthrough",
            "server routes re-encode every image as PNG (LMMS_IMAGE_ENCODE_FORMAT) in the event loop that sends the requests; an image of ours decoded from "
            "a dataset cell and returned unchanged is sent as its stored bytes when they are already in that format (the same pixels, no encode)",

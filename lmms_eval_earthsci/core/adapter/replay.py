@@ -21,10 +21,16 @@ def model_base() -> Any:
     return lmms
 
 
-def register_model(model_id: str, class_path: str) -> None:
-    """``model_id`` in lmms-eval's model registry, served by the class at ``class_path``; ImportError
-    before lmms-eval 0.7.3 (no such registry)."""
-    from lmms_eval.models import MODEL_REGISTRY_V2  # noqa: PLC0415 - lmms-eval's models (seconds); absent before 0.7.3
-    from lmms_eval.models.registry_v2 import ModelManifest  # noqa: PLC0415 - lmms-eval's models (seconds); absent before 0.7.3
+class NoModelRegistry(ImportError):
+    """lmms-eval before 0.7.3: no model registry to add a model to."""
 
+
+def register_model(model_id: str, class_path: str) -> None:
+    """``model_id`` in lmms-eval's model registry, served by the class at ``class_path``;
+    :class:`NoModelRegistry` before lmms-eval 0.7.3."""
+    try:
+        from lmms_eval.models import MODEL_REGISTRY_V2  # noqa: PLC0415 - lmms-eval's models (seconds); absent before 0.7.3
+        from lmms_eval.models.registry_v2 import ModelManifest  # noqa: PLC0415 - lmms-eval's models (seconds); absent before 0.7.3
+    except ImportError as exc:
+        raise NoModelRegistry(str(exc)) from exc
     MODEL_REGISTRY_V2.register_manifest(ModelManifest(model_id=model_id, simple_class_path=class_path), overwrite=True)

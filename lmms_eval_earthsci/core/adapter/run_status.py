@@ -3,7 +3,7 @@ not run: what, why, the fix.
 
 lmms-eval's CLI exits 0 when a task fails to load or the evaluation raises (1 only with ``--verbosity
 DEBUG``), and stops the whole run at the first task that cannot load. In an lmms-eval CLI run
-(:func:`core.harness.is_cli_run`):
+(:func:`core.adapter.harness.is_cli_run`):
 
 - a task of ours that cannot load (no route to its data, a mirror without it, the Hub refusing it, any
   error while building it) is left out, named now on stderr and noted (:func:`note_not_loaded`); the other

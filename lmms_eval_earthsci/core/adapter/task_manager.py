@@ -25,7 +25,7 @@ from lmms_eval_earthsci.core.adapter import run_status
 from lmms_eval_earthsci.core.adapter.harness import leaf_tasks
 from lmms_eval_earthsci.core.adapter.hooks import data_hooks_only, install_runtime_hooks, warn_registration
 from lmms_eval_earthsci.core.adapter.patching import warn_missing, wrap_method
-from lmms_eval_earthsci.core.data.loading import LOADER_SAYS_WHY, HubRefusedError, NoDataRouteError
+from lmms_eval_earthsci.core.data.loading import HubRefusedError, NoDataRouteError, loader_says_why
 from lmms_eval_earthsci.core.settings import is_cli_run
 
 
@@ -262,8 +262,16 @@ def leave_out_what_cannot_load(task_manager_cls: Any) -> bool:
     task_manager_cls._load_individual_task_or_group = _load_individual_task_or_group
     task_manager_cls.load_task_or_group = load_task_or_group
     task_manager_cls._earthsci_leaves_out = True
-    LOADER_SAYS_WHY.append(lambda: is_cli_run() and getattr(task_manager_cls, "_earthsci_leaves_out", False))
     return True
+
+
+def _loader_says_why() -> bool:
+    """In a CLI run with our loader wrap on lmms-eval's TaskManager, the loader says why a task was left out."""
+    loader = getattr(sys.modules.get("lmms_eval.tasks"), "TaskManager", None)
+    return is_cli_run() and getattr(loader, "_earthsci_leaves_out", False)
+
+
+loader_says_why(_loader_says_why)
 
 
 class _LibYaml:
@@ -295,7 +303,7 @@ class _LibYaml:
 def index_on_libyaml() -> bool:
     """Every ``TaskManager`` parses each task YAML lmms-eval ships (~2,000 files, ~3,400 loads with their
     includes) with PyYAML's pure-Python loader: ~2 s of each run's start on 2 cores. Where PyYAML has libyaml,
-    ``lmms_eval.utils`` gets the C parser instead (~0.3 s; tests/test_registration.py loads every YAML lmms-eval
+    ``lmms_eval.utils`` gets the C parser instead (~0.3 s; tests/core/adapter/test_registration.py loads every YAML lmms-eval
     and we ship both ways and finds the same documents). Returns whether it is in place."""
     import yaml  # noqa: PLC0415 - PyYAML, which lmms-eval has imported already
     from lmms_eval import utils  # noqa: PLC0415 - lmms-eval's task-config loader
@@ -312,7 +320,6 @@ def is_registered() -> bool:
     from lmms_eval.tasks import TaskManager  # noqa: PLC0415 - lmms-eval's task machinery loads in seconds
 
     return bool(getattr(TaskManager, "_earthsci_patched", False))
-
 
 
 def install(check_settings: Callable[[], None] = lambda: None) -> bool:

@@ -57,7 +57,6 @@ __all__ = [  # what ``lmms_eval_earthsci.core.data`` re-exports (it was this mod
     "HubRefusedError",
     "KNOWN_DATASETS",
     "LISTED_BAD_RECORDS",
-    "LOADER_SAYS_WHY",
     "MIRROR_ENV",
     "MirrorError",
     "NO_ROUTE_STOPS",
@@ -73,6 +72,7 @@ __all__ = [  # what ``lmms_eval_earthsci.core.data`` re-exports (it was this mod
     "is_image_column",
     "is_media",
     "load_image",
+    "loader_says_why",
     "mirror_env",
     "mirror_path",
     "mirror_root",
@@ -308,14 +308,19 @@ class NoDataRouteError(SystemExit):
         lmms-eval CLI run with our loader wrap (``adapter.task_manager.leave_out_what_cannot_load``), which leaves
         a task of ours out and says why (:mod:`..adapter.run_status`), or says the line of any other task."""
         err = cls(line)
-        if not any(says() for says in LOADER_SAYS_WHY):
+        if not _LOADER_SAYS_WHY["fn"]():
             err.say()
         return err
 
 
-#: predicates, each True while a task loader will say a :class:`NoDataRouteError`'s line itself (set by the
-#: lmms-eval adapter: a CLI run's task loader leaves a task of ours out and says why, :mod:`..adapter.task_manager`)
-LOADER_SAYS_WHY: list[Callable[[], bool]] = []
+# whether a task loader will say a NoDataRouteError's line itself (the lmms-eval adapter tells: a CLI run's
+# task loader leaves a task of ours out and says why, ..adapter.task_manager)
+_LOADER_SAYS_WHY: dict[str, Callable[[], bool]] = {"fn": lambda: False}
+
+
+def loader_says_why(predicate: Callable[[], bool]) -> None:
+    """``predicate()`` is True while a task loader will say a :class:`NoDataRouteError`'s line itself."""
+    _LOADER_SAYS_WHY["fn"] = predicate
 
 
 _WARNED_CACHED: set[str] = set()
@@ -398,12 +403,6 @@ def hub_refusal(exc: BaseException | None, repo: str | None, revision: str | Non
     return None
 
 
-
-
-
-
-
-
 def require(record: Mapping[str, Any], field: str, *, dataset: str, record_id: Any, types: type | tuple = object, allow_none: bool = False) -> Any:
     """``record[field]``, or a :class:`RecordError` that says exactly what is wrong."""
     if field not in record:
@@ -461,14 +460,7 @@ def load_image(value: Any, *, dataset: str, record_id: Any, field: str) -> Image
         raise RecordError(dataset, record_id, field, f"image cannot be decoded ({exc})") from exc
 
 
-
 # --------------------------------------------------------------------------- record validation
-
-
-
-
-
-
 
 
 def record_check(check: Any, prepare: Callable[[Any, Mapping[str, Any]], Any] | None = None, describe: Callable[[dict], Any] | None = None) -> Callable[[Any], Any]:
@@ -559,8 +551,6 @@ def undecoded(dataset: Any) -> Any:
     for name, feature in swaps.items():
         out._info.features[name] = feature
     return out
-
-
 
 
 def _image_cells(column: Any) -> list[Any]:

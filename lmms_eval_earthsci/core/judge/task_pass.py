@@ -9,9 +9,9 @@ throughput at 4 (or 1) / latency, whatever the endpoint can take. Here:
 
 1. A benchmark declares a :class:`JudgeSpec` (how to build the judge request for one doc and response,
    how to parse the reply) and attaches it to its ``process_results`` with :func:`judged`.
-2. :func:`install_judge_hook` (run by our entry point, like the task registration) wraps
+2. :func:`..adapter.judge_hook.install_judge_hook` (run by our entry point, like the task registration) wraps
    ``ConfigurableTask.apply_filters``. Right after lmms-eval has applied the task's filters on a rank,
-   :func:`run_task_pass` collects that rank's (doc, response) pairs, which are exactly the docs this
+   :func:`..adapter.judge_hook.run_task_pass` collects that rank's (doc, response) pairs, which are exactly the docs this
    rank will score, and judges them with :meth:`JudgeClient.complete_many`: ``concurrency / world_size``
    requests in flight per rank (so the endpoint sees the configured total), a progress bar on rank 0,
    the persistent verdict cache in front. No doc is judged twice across ranks: the shards are disjoint.
@@ -25,7 +25,7 @@ Memory stays bounded: images are read *undecoded* (the dataset's stored bytes, n
 the client's builder threads build the request, no more requests built than are in flight plus a few
 (``core.judge.client.BUILD_AHEAD``), and dropped once the reply is in; nothing but small per-doc dicts ever
 reaches lmms-eval's cross-rank gather. The outcomes kept for ``process_results`` are one task's: the
-next task's filters drop them (:func:`after_filters`).
+next task's filters drop them (:func:`..adapter.judge_hook.after_filters`).
 
 If the pass did not run for a doc (the hook is missing because lmms-eval internals changed, or the
 pass itself failed on this rank), ``process_results`` falls back to judging its doc on the spot
@@ -242,23 +242,12 @@ def judged_mean(items: Sequence[Any]) -> float | None:
 # --------------------------------------------------------------------------- registry of pass results
 
 
-
-
-
-
 _OUTCOMES: dict[tuple[str, str, str], Outcome] = {}
 _OUTCOMES_LOCK = threading.Lock()
 # per spec: the task's metadata judge overrides the pass used (the per-doc fallback uses them too)
 _PASS_OVERRIDES: dict[str, Any] = {}
 # per spec: why this rank's pass failed, for the fallback's message
 _PASS_ERRORS: dict[str, str] = {}
-
-
-
-
-
-
-
 
 
 def _store(spec: JudgeSpec, key: str, response: str, outcome: Outcome) -> None:
@@ -280,7 +269,7 @@ def pass_failed(spec_name: str, exc: BaseException) -> None:
 
 
 def forget(spec_name: str | None = None) -> None:
-    """Drop stored outcomes (all, or one spec's): :func:`after_filters` drops every earlier task's when a
+    """Drop stored outcomes (all, or one spec's): :func:`..adapter.judge_hook.after_filters` drops every earlier task's when a
     task's filters are applied, so a run holds one task's outcomes at a time."""
     k: Any  # a key of _OUTCOMES, then of _PASS_ERRORS
     with _OUTCOMES_LOCK:
@@ -383,15 +372,11 @@ def run_pass(
     return [by_key[(it.key, it.response)] for it in items]
 
 
-
-
 TOKEN_FIELDS = ("input_tokens", "output_tokens", "reasoning_tokens")
 
 
 def _sum_tokens(counts: Sequence[Mapping]) -> dict:
     return {k: sum(int(c.get(k) or 0) for c in counts) for k in TOKEN_FIELDS}
-
-
 
 
 def failure_causes(causes: Iterable[str | None]) -> dict[str, int]:
@@ -413,14 +398,6 @@ def summarize(outcomes: Sequence[Outcome]) -> dict:
         "prompt_tokens": sum(int(o.usage.get("prompt_tokens", 0)) for o in outcomes if not o.cached),
         "completion_tokens": sum(int(o.usage.get("completion_tokens", 0)) for o in outcomes if not o.cached),
     }
-
-
-
-
-
-
-
-
 
 
 # --------------------------------------------------------------------------- aggregation

@@ -92,7 +92,7 @@ class Messages(list):
     template renders only the first system turn: a task's own system prompt never reached the model.
     Inserting a system turn before a list that already starts with the task's own is ignored here, so
     the task's instructions stay the system prompt (the class's default is not the authors' request).
-    ``core.patching.INVENTORY`` lists this as "task system turn"."""
+    ``core.adapter.patching.INVENTORY`` lists this as "task system turn"."""
 
     keeps_own_system = True
 

@@ -504,7 +504,7 @@ def ratio(v: Any, m: Any, axis: int = -1) -> Any:
 
 
 def kernels() -> dict[str, tuple[Callable, Callable]]:
-    """Vectorised interval kernels (``core.stats``): right/wrong per question (Wilson's), the position
+    """Vectorised interval kernels (``core.scoring.stats``): right/wrong per question (Wilson's), the position
     shares and the no-answer share resampled by question."""
     from lmms_eval_earthsci.core.scoring.stats import mean_stat  # noqa: PLC0415 - numpy; stats imports nothing of ours back
 

@@ -70,7 +70,7 @@ MAJ, PASS = "emma_maj@k", "emma_pass@k"
 JUDGE_METRIC, JUDGE_FAILED = "emma_judge_acc", "emma_judge_failed"
 # majority-vote ties are broken at random, seeded per question: the same run scores the same
 TIE_SEED = 1234
-# breakdown metrics: emma_<field>_<label> = emma_acc over that slice (see core.metrics)
+# breakdown metrics: emma_<field>_<label> = emma_acc over that slice (see core.scoring.metrics)
 BREAKDOWN_PREFIX = "emma"
 
 

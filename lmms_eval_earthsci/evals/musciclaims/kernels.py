@@ -48,7 +48,7 @@ def _classes_encode(domain: str | None = None):
 
 
 def _classes_stat(key: str):
-    """Per-class or macro P/R/F1 (percent) from the per-claim counts, as ``core.metrics.precision_recall_f1``
+    """Per-class or macro P/R/F1 (percent) from the per-claim counts, as ``core.scoring.metrics.precision_recall_f1``
     (undefined ratios 0; a prediction outside the labels is a miss and nobody's false positive)."""
 
     def stat(g0, g1, g2, p0, p1, p2, t0, t1, t2, axis: int = -1):

@@ -6,7 +6,7 @@ What is specific to MuSciClaims lives here: the paper's prompts (Appendix F: the
 Sonnet, the "KEY: value" family shown for InternVL3) as exact constants, our minimal edits for the
 caption-only / figure-only / text-hint diagnostics, the decision and panel parser, and the corpus
 metrics (per-class and macro P/R/F1, 2-class weighted, flip rates over claim pairs, panel P/R/F1).
-Figures are files in the dataset repo, served by :mod:`core.repo_files` (mirror or Hub, fetched once
+Figures are files in the dataset repo, served by :mod:`core.data.repo_files` (mirror or Hub, fetched once
 per machine). Every metric is on a 0-100 scale (the paper prints F1 as 0-1: 0.77 here is 77.0).
 """
 

@@ -1,4 +1,4 @@
-"""What a class hands its model, observed (``core.observe``): a real transformers processor (LLaVA's, with
+"""What a class hands its model, observed (``core.adapter.observe``): a real transformers processor (LLaVA's, with
 a BPE tokenizer trained here and its PIL image processor) inside classes shaped like lmms-eval's: the
 simple Gemma 3 route (data URLs through ``apply_chat_template(tokenize=True)``, images first, its
 ``except Exception`` around the call), the simple Llama-3.2-Vision route (``processor(images, prompt)``

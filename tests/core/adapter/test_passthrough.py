@@ -1,5 +1,5 @@
 """Server routes send an image of ours as the dataset's stored bytes when it reached the model unchanged
-and they are in the format lmms-eval would send (core.passthrough); otherwise lmms-eval's own encode."""
+and they are in the format lmms-eval would send (core.adapter.passthrough); otherwise lmms-eval's own encode."""
 
 import base64
 import io

@@ -1,4 +1,4 @@
-"""Every lmms-eval patch and internal in core.patching.INVENTORY has, in the installed lmms-eval, the
+"""Every lmms-eval patch and internal in core.adapter.patching.INVENTORY has, in the installed lmms-eval, the
 shape we rely on (its target exists, takes the parameters we pass, its module has the names we read);
 a failure names the entry. In the smoke list: the oldest lmms-eval we support runs it too (an entry
 newer than the installed version is skipped, saying so). Our copy of lmms-eval's CLI default reasoning

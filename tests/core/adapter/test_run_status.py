@@ -1,4 +1,4 @@
-"""How a CLI run that includes tasks of ours ends (core.run_status), whatever stopped it: the exit status
+"""How a CLI run that includes tasks of ours ends (core.adapter.run_status), whatever stopped it: the exit status
 and the last lines for each way a run can fall short, in the order the hooks note them. The same paths
 through the real CLI: tests/core/adapter/test_exit_codes_e2e.py."""
 

@@ -15,7 +15,7 @@ import pytest
 pytestmark = pytest.mark.slow
 
 TASKS = ["scifibench_cs_c2f", "scifibench_cs_f2c", "emma_mini_math", "emma_mini_physics", "emma_mini_chemistry", "msearth_mcq", "mac2025_t2i_option", "musciclaims_rd"]
-# MAC and MuSciClaims keep the covers and figures they decoded (core.repo_files.DecodedCache)
+# MAC and MuSciClaims keep the covers and figures they decoded (core.data.repo_files.DecodedCache)
 KEEP_DECODED = ("mac2025_t2i_option", "musciclaims_rd")
 
 

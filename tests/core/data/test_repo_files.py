@@ -1,4 +1,4 @@
-"""core.repo_files: the files rows name (MuSciClaims figures), from the loopback Hub server and the
+"""core.data.repo_files: the files rows name (MuSciClaims figures), from the loopback Hub server and the
 mirror, through the unmodified huggingface_hub client in separate processes (as ranks are).
 
 Proves: a cold cache downloads each needed file once (one listing call, no 404 probing: the path fixes

@@ -1,4 +1,4 @@
-"""The judge pass (core.judge_pass) against the loopback server: concurrency, faults, parse failures,
+"""The judge pass (core.judge.task_pass) against the loopback server: concurrency, faults, parse failures,
 deduplication, undecoded images, the fallback path and the failure metric."""
 
 import base64

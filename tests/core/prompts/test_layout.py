@@ -1,4 +1,4 @@
-"""core.layout: a rendered prompt against the layout its chat messages wrote (what a model class lost)."""
+"""core.prompts.layout: a rendered prompt against the layout its chat messages wrote (what a model class lost)."""
 
 from PIL import Image
 

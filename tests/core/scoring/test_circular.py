@@ -1,4 +1,4 @@
-"""Circular variants (core.circular and each benchmark's rotation): rotations move options, images and the
+"""Circular variants (core.scoring.circular and each benchmark's rotation): rotations move options, images and the
 gold together; the metrics on fixture questions with known answers; the position test."""
 
 import json

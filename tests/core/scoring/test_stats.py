@@ -1,4 +1,4 @@
-"""core.stats: each vectorised kernel equals its aggregation on resampled docs (MuSciClaims': on resampled
+"""core.scoring.stats: each vectorised kernel equals its aggregation on resampled docs (MuSciClaims': on resampled
 base claims, its cluster); intervals, paired differences and McNemar on constructed runs."""
 
 import math
