@@ -165,3 +165,19 @@ def pytest_runtest_makereport(item, call):
             f"{item.nodeid} took {item._earthsci_seconds:.1f} s (setup + call), over the fast tier's {limit:g} s: "
             "make it faster, or mark it `slow` (or `e2e` if it starts lmms-eval) so that it runs in `make test` only"
         )
+
+
+def cached_verdict_keys(cache_dir):
+    """The request keys in a judge cache directory's verdicts (what a killed pass had judged)."""
+    import sqlite3
+
+    con = sqlite3.connect(os.path.join(cache_dir, "verdicts.sqlite3"))
+    try:
+        return {k for (k,) in con.execute("SELECT key FROM verdicts")}
+    finally:
+        con.close()
+
+
+def run_rescore(args, env, cwd):
+    """``lmms-eval-earthsci rescore ARGS`` as its own process (forked with the heavy imports done)."""
+    return forkserver.subprocess_run([os.path.join(VENV_BIN, "lmms-eval-earthsci"), "rescore", *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=900)

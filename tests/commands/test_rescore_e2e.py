@@ -12,6 +12,7 @@ import shutil
 import forkserver
 import pytest
 from conftest import VENV_BIN, cli_env, openai_args, read_outputs, run_cli
+from conftest import run_rescore as rescore
 
 from lmms_eval_earthsci.testing.openai_server import FakeOpenAIServer, prompt_field, text_of
 
@@ -51,10 +52,6 @@ def responder(body):
 
 def env_for(mirror, hf_home, srv, cache):
     return cli_env(mirror, hf_home, EARTHSCI_JUDGE_BASE_URL=srv.base_url, EARTHSCI_JUDGE_MODEL=JUDGE, EARTHSCI_JUDGE_CACHE=str(cache))
-
-
-def rescore(args, env, cwd):
-    return forkserver.subprocess_run([os.path.join(VENV_BIN, "lmms-eval-earthsci"), "rescore", *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=900)
 
 
 VOLATILE = {"cached", "attempts", "latency", "usage"}

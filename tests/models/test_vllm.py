@@ -216,9 +216,9 @@ def test_the_judge_on_a_real_vllm_server(models_root, mirror, hf_home, tmp_path)
       before the kill, the rest cache hits;
     - the restarted server accepts no image (--limit-mm-per-prompt image 0) and EMMA's answers are longer than
       its --max-model-len: each doc fails under the cause naming the setting to change."""
+    from conftest import cached_verdict_keys as _cached_keys
     from conftest import openai_args, run_cli
-    from test_judge_e2e import _cached_keys
-    from test_rescore_e2e import rescore
+    from conftest import run_rescore as rescore
 
     from lmms_eval_earthsci.core.judge.client import NO_SUCH_MODEL, OVER_CONTEXT, TOO_MANY_IMAGES
     from lmms_eval_earthsci.testing.openai_server import FakeOpenAIServer, text_of

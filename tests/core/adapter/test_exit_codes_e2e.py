@@ -37,7 +37,7 @@ def test_other_harness_names_keep_lmms_evals_own_behaviour(mirror, hf_home, tmp_
 
 
 def test_two_real_ranks_both_stop_on_the_typo(mirror, hf_home, tmp_path):
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29543", "-m", "lmms_eval", *NO_MODEL, "--tasks", "scifibench_cs_c2ff", "--output_path", str(tmp_path / "o")]
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29547", "-m", "lmms_eval", *NO_MODEL, "--tasks", "scifibench_cs_c2ff", "--output_path", str(tmp_path / "o")]
     proc = forkserver.subprocess_run(cmd, env=cli_env(mirror, hf_home), cwd=str(tmp_path), capture_output=True, text=True, timeout=600)
     assert proc.returncode != 0
     line = "lmms_eval_earthsci: scifibench_cs_c2ff is none of our tasks or groups (did you mean scifibench_cs_c2f?)"

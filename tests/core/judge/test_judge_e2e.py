@@ -5,13 +5,13 @@ import json
 import os
 import re
 import signal
-import sqlite3
 import subprocess
 import time
 
 import forkserver
 import pytest
 from conftest import VENV_BIN, cli_env, openai_args, read_outputs, run_cli
+from conftest import cached_verdict_keys as _cached_keys
 
 from lmms_eval_earthsci.core.judge import JudgeConfig, VerdictCache, encode_payload, request_key
 from lmms_eval_earthsci.testing.openai_server import FakeOpenAIServer, Fault, text_of
@@ -129,14 +129,6 @@ def _wait_for(cond, timeout, what):
             return
         time.sleep(0.05)
     raise AssertionError(f"timed out waiting for {what}")
-
-
-def _cached_keys(cache_dir):
-    con = sqlite3.connect(os.path.join(cache_dir, "verdicts.sqlite3"))
-    try:
-        return {k for (k,) in con.execute("SELECT key FROM verdicts")}
-    finally:
-        con.close()
 
 
 def test_sigkill_mid_pass_then_resume_reuses_verdicts(mirror, hf_home, tmp_path):

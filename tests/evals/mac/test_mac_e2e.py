@@ -10,7 +10,7 @@ import os
 import re
 
 import pytest
-from conftest import cli_env, openai_args, read_outputs, run_cli
+from conftest import cli_env, openai_args, read_outputs, run_cli, two_ranks
 from PIL import Image
 
 from lmms_eval_earthsci.evals.mac import tasks as mac_tasks
@@ -152,9 +152,8 @@ def test_requests_and_metrics(route, mirror, hf_home, tmp_path, request):
 
 def test_two_real_ranks_equal_one(chat_run, mirror, hf_home, tmp_path):
     """Two ranks against the one-rank chat run (same backend, responder and settings)."""
-    from test_multirank_e2e import TWO_RANKS
 
-    launcher = [a if a != "29541" else "29544" for a in TWO_RANKS]
+    launcher = two_ranks(29544)
     log1, r1, s1, _ = chat_run
     assert "world_size2" not in log1
     log2, r2, s2, _ = _run(mirror, hf_home, tmp_path, "two", "mac2025_i2t_info,mac2025_t2i_option", launcher=launcher)

@@ -10,7 +10,7 @@ import shutil
 
 import forkserver
 import pytest
-from conftest import cli_env, openai_args, read_outputs, run_cli
+from conftest import cli_env, openai_args, read_outputs, run_cli, two_ranks
 from PIL import Image
 
 from lmms_eval_earthsci.evals.musciclaims import tasks as musciclaims_tasks
@@ -146,14 +146,13 @@ def test_backends_send_the_figure_then_the_exact_prompt_and_score_by_hand(route,
     assert seen_caption_only == 9
 
 
-TWO_RANKS_PORT = "29543"
+TWO_RANKS_PORT = "29546"  # one port per module: modules run side by side on the two workers
 
 
 def test_two_real_ranks_equal_one_flip_rate_included(chat_run, mirror, hf_home, tmp_path):
     """Two ranks against the one-rank chat run (same backend, responder and settings)."""
-    from test_multirank_e2e import TWO_RANKS
 
-    launcher = [a if a != "29541" else TWO_RANKS_PORT for a in TWO_RANKS]
+    launcher = two_ranks(TWO_RANKS_PORT)
     tasks = "musciclaims_d,musciclaims_ird"
     log1, r1, s1, _ = chat_run
     assert "world_size2" not in log1
