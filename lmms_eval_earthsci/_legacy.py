@@ -48,13 +48,12 @@ def current(dotted: str) -> str:
 
 class _Alias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def find_spec(self, fullname, path=None, target=None):
-        for old, new in ALIASES.items():
-            if fullname == old or fullname.startswith(old + "."):
-                target_name = new + fullname[len(old):]
-                real = importlib.util.find_spec(target_name)
-                is_package = real is not None and real.submodule_search_locations is not None  # a module stays a module
-                return importlib.util.spec_from_loader(fullname, self, origin=target_name, is_package=is_package)
-        return None
+        target_name = current(fullname)
+        if target_name == fullname:
+            return None
+        real = importlib.util.find_spec(target_name)
+        is_package = real is not None and real.submodule_search_locations is not None  # a module stays a module
+        return importlib.util.spec_from_loader(fullname, self, origin=target_name, is_package=is_package)
 
     def create_module(self, spec):
         module = importlib.import_module(spec.origin)

@@ -35,25 +35,11 @@ from lmms_eval_earthsci.core.adapter.task_manager import (  # noqa: F401 - impor
     leave_out_what_cannot_load,
     patch_task_manager,
     stop_on_unknown_names,
+    with_our_tasks,
 )
 from lmms_eval_earthsci.yamlgen import did_you_mean, looks_ours_but_unknown, ours_near
 
 __all__ = ["RegistrationWarning", "install_runtime_hooks", "patch_task_manager", "register", "is_registered", "with_our_tasks"]
-
-
-def with_our_tasks(include_path):
-    """``include_path`` (None, one folder or several) with our task folder and those of the benchmarks
-    registered from outside added: what every ``TaskManager`` indexes."""
-    if include_path is None:
-        paths = []
-    elif isinstance(include_path, (str, bytes)):
-        paths = [include_path]
-    else:
-        paths = list(include_path)
-    for folder in [TASKS_DIR, *_registered_task_dirs()]:
-        if folder not in paths:
-            paths.append(folder)
-    return paths
 
 
 def _registered_task_dirs() -> list[str]:
@@ -67,7 +53,7 @@ def _registered_task_dirs() -> list[str]:
 
 
 task_manager.use(
-    with_our_tasks=with_our_tasks,
+    task_dirs=lambda: [TASKS_DIR, *_registered_task_dirs()],
     looks_ours_but_unknown=looks_ours_but_unknown,
     near=ours_near,
     did_you_mean=did_you_mean,

@@ -275,10 +275,15 @@ def _has_layered_cache() -> bool:
     return hasattr(response_cache, "ResponseCache") and hasattr(response_cache.ResponseCache, "create")
 
 
+def _lmms_eval_loads_tasks() -> bool:
+    """Whether this process is lmms-eval loading tasks (its task module is imported)."""
+    return "lmms_eval.api.task" in sys.modules
+
+
 def _check_in_a_run(new: list) -> None:
     """A benchmark's newly declared settings, checked at once inside an lmms-eval run (lmms-eval is loading
     our tasks): a wrong value stops it (exit 2)."""
-    if "lmms_eval.api.task" in sys.modules:
+    if _lmms_eval_loads_tasks():
         enforce(new, "run")
 
 
@@ -292,7 +297,7 @@ def ensure_runtime_hooks() -> None:
     (``--include_path``, ``lmms-eval-earthsci run``, a hand-built ``TaskManager``) as whole as the
     automatic one: lmms-eval imports these modules while it reads the task YAMLs, before any dataset is
     loaded. Cheap and idempotent; does nothing outside lmms-eval."""
-    if "lmms_eval.api.task" not in sys.modules:
+    if not _lmms_eval_loads_tasks():
         return
     if getattr(_DATA_ONLY, "on", False):
         install_data_hooks()

@@ -29,17 +29,12 @@ from lmms_eval_earthsci.core.data.loading import HubRefusedError, NoDataRouteErr
 from lmms_eval_earthsci.core.settings import is_cli_run
 
 
-def _with_our_folder(include_path: Any) -> list:
-    paths = [] if include_path is None else [include_path] if isinstance(include_path, (str, bytes)) else list(include_path)
-    return paths if TASKS_DIR in paths else [*paths, TASKS_DIR]
-
-
 @dataclass
 class Ours:
     """What is ours, as the layers above the core know it."""
 
-    #: ``include_path`` (None, one folder or several) with our task folders added
-    with_our_tasks: Callable = _with_our_folder
+    #: our task folders: TASKS_DIR and those of the benchmarks registered from outside
+    task_dirs: Callable[[], list[str]] = lambda: [TASKS_DIR]
     #: a hint when ``name`` looks like one of our tasks but is none of ``known`` (else None)
     looks_ours_but_unknown: Callable[[str, set], str | None] = lambda name, known: None
     #: the names of ours close to one of lmms-eval's (``emma-mini`` -> ``emma_mini``)
@@ -59,6 +54,21 @@ def use(**what: Callable) -> None:
         setattr(OURS, name, fn)
 
 
+def with_our_tasks(include_path: Any) -> list:
+    """``include_path`` (None, one folder or several) with our task folders added: what every ``TaskManager``
+    indexes."""
+    if include_path is None:
+        paths = []
+    elif isinstance(include_path, (str, bytes)):
+        paths = [include_path]
+    else:
+        paths = list(include_path)
+    for folder in OURS.task_dirs():
+        if folder not in paths:
+            paths.append(folder)
+    return paths
+
+
 def patch_task_manager(task_manager_cls: Any) -> bool:
     """Make ``task_manager_cls.initialize_tasks`` always index :data:`TASKS_DIR`. Returns success."""
     if getattr(task_manager_cls, "_earthsci_patched", False):
@@ -74,7 +84,7 @@ def patch_task_manager(task_manager_cls: Any) -> bool:
 
     @functools.wraps(original)
     def initialize_tasks(self: Any, include_path: Any = None, *args: Any, **kwargs: Any) -> Any:
-        return original(self, OURS.with_our_tasks(include_path), *args, **kwargs)
+        return original(self, with_our_tasks(include_path), *args, **kwargs)
 
     task_manager_cls.initialize_tasks = initialize_tasks
     task_manager_cls._earthsci_patched = True
@@ -184,7 +194,7 @@ def _install_outcome_hooks() -> None:
 
 
 def _our_task_dirs() -> tuple[str, ...]:
-    return tuple(os.path.join(os.path.abspath(d), "") for d in OURS.with_our_tasks(None))
+    return tuple(os.path.join(os.path.abspath(d), "") for d in with_our_tasks(None))
 
 
 def _is_ours(task_manager: Any, name: str) -> bool:

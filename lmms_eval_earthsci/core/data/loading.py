@@ -50,7 +50,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger("lmms_eval_earthsci")
 
 __all__ = [  # what ``lmms_eval_earthsci.core.data`` re-exports (it was this module)
-    "STORED_BYTES_ATTR",
     "BAD_RECORDS_ENV",
     "BadRecordsError",
     "DataRouteError",
@@ -62,6 +61,7 @@ __all__ = [  # what ``lmms_eval_earthsci.core.data`` re-exports (it was this mod
     "NO_ROUTE_STOPS",
     "NoDataRouteError",
     "RecordError",
+    "STORED_BYTES_ATTR",
     "check_image",
     "data_route",
     "declare_datasets",
