@@ -178,6 +178,6 @@ def cached_verdict_keys(cache_dir):
         con.close()
 
 
-def run_rescore(args, env, cwd):
+def run_rescore(args, env, cwd=None, timeout=900):
     """``lmms-eval-earthsci rescore ARGS`` as its own process (forked with the heavy imports done)."""
-    return forkserver.subprocess_run([os.path.join(VENV_BIN, "lmms-eval-earthsci"), "rescore", *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=900)
+    return forkserver.subprocess_run([os.path.join(VENV_BIN, "lmms-eval-earthsci"), "rescore", *map(str, args)], env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout)

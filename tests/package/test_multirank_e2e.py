@@ -9,10 +9,9 @@ fails if the launcher ever falls back to one process. lmms-eval is started throu
 import hashlib
 import json
 import re
-import sqlite3
 
 import pytest
-from conftest import cli_env, openai_args, read_outputs, run_cli, two_ranks
+from conftest import cached_verdict_keys, cli_env, openai_args, read_outputs, run_cli, two_ranks
 
 from lmms_eval_earthsci.core.judge import JudgeConfig, encode_payload, request_key
 from lmms_eval_earthsci.testing.openai_server import FakeOpenAIServer, text_of
@@ -55,12 +54,7 @@ def _run(mirror, hf_home, tmp_path, name, launcher):
         proc = run_cli(args, env, str(tmp_path), launcher=launcher)  # asserts exit code 0 on every rank
         keys = [request_key(JudgeConfig(model=JUDGE_MODEL, api_type="openai"), encode_payload(b)) for b in srv.requests if b.get("model") == JUDGE_MODEL]
     res, samples = read_outputs(str(out))
-    con = sqlite3.connect(str(cache / "verdicts.sqlite3"))
-    try:
-        cached = {k for (k,) in con.execute("SELECT key FROM verdicts")}
-    finally:
-        con.close()
-    return proc.stdout + proc.stderr, res, samples, keys, cached
+    return proc.stdout + proc.stderr, res, samples, keys, cached_verdict_keys(str(cache))
 
 
 def _metrics(res, task):

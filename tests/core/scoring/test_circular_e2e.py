@@ -5,11 +5,9 @@ responses (the real CLI), and two real ranks give what one gives."""
 import hashlib
 import json
 import os
-import sys
 
-import forkserver
 import pytest
-from conftest import cli_env, openai_args, read_outputs, run_cli, two_ranks
+from conftest import cli_env, openai_args, read_outputs, run_cli, run_rescore, two_ranks
 
 from lmms_eval_earthsci.core.scoring import circular
 from lmms_eval_earthsci.testing.openai_server import FakeOpenAIServer, text_of
@@ -175,8 +173,7 @@ def test_report_position_bias_section_browser_and_paired_rows(mirror, hf_home, t
 
     # rescore of the circular run: the same numbers
     out = tmp_path / "rescored"
-    proc = forkserver.subprocess_run([os.path.join(os.path.dirname(sys.executable), "lmms-eval-earthsci"), "rescore", str(outs["A"]), "--out", str(out), "--tasks", "msearth_mcq_circular"],
-                                        env=cli_env(mirror, hf_home), capture_output=True, text=True, timeout=600)
+    proc = run_rescore([outs["A"], "--out", out, "--tasks", "msearth_mcq_circular"], cli_env(mirror, hf_home), timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.count("msearth_mcq_circular · circular_acc: 0.00") == 1  # the headline of a circular run alone, said once
     assert "msearth_mcq_circular · circular_no_answer: 0.00" in proc.stdout

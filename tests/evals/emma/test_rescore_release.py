@@ -14,9 +14,8 @@ import os
 import re
 import zlib
 
-import forkserver
 import pytest
-from conftest import ROOT, VENV_BIN, cli_env, read_outputs, shared_path
+from conftest import ROOT, cli_env, read_outputs, run_rescore, shared_path
 
 pytestmark = pytest.mark.e2e
 
@@ -102,8 +101,7 @@ def release_mirror(tmp_path_factory):
 
 
 def rescore(release_file, out, mirror, hf_home, cwd):
-    cmd = [os.path.join(VENV_BIN, "lmms-eval-earthsci"), "rescore", "--from", "emma-release", str(release_file), "--out", str(out)]
-    return forkserver.subprocess_run(cmd, env=cli_env(mirror, hf_home), cwd=str(cwd), capture_output=True, text=True, timeout=900)
+    return run_rescore(["--from", "emma-release", release_file, "--out", out], cli_env(mirror, hf_home), str(cwd))
 
 
 # --------------------------------------------------------------------------- tests

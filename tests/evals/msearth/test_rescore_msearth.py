@@ -11,9 +11,8 @@ import json
 import os
 import zlib
 
-import forkserver
 import pytest
-from conftest import VENV_BIN, cli_env, read_outputs, shared_path
+from conftest import cli_env, read_outputs, run_rescore, shared_path
 
 from lmms_eval_earthsci.testing.openai_server import FakeOpenAIServer, prompt_field, text_of
 
@@ -43,8 +42,7 @@ def release_file(path, records):
 
 def rescore(args, mirror, hf_home, srv, cwd, cache):
     env = cli_env(mirror, hf_home, EARTHSCI_JUDGE_BASE_URL=srv.base_url, EARTHSCI_JUDGE_MODEL=JUDGE, EARTHSCI_JUDGE_CACHE=str(cache))
-    cmd = [os.path.join(VENV_BIN, "lmms-eval-earthsci"), "rescore", "--from", "msearth-release", *map(str, args)]
-    return forkserver.subprocess_run(cmd, env=env, cwd=str(cwd), capture_output=True, text=True, timeout=900)
+    return run_rescore(["--from", "msearth-release", *args], env, str(cwd))
 
 
 def as_record(row):
