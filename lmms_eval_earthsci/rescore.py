@@ -147,6 +147,8 @@ def plan_from_run(run: str, tasks: Sequence[str] | None = None) -> dict:
         "data": {t: (configs[t].get("metadata") or {}).get("earthsci_data") for t in leaf},
         # what the run's model received (its layout probe): the rescored run records the same verdict
         "layout": {t: (configs[t].get("metadata") or {}).get("earthsci_layout") for t in leaf},
+        # at what size its figures reached the model: the same record
+        "budget": {t: (configs[t].get("metadata") or {}).get("earthsci_budget") for t in leaf},
         # a --predict_only run logs no per-doc records: the backend says how every doc was prompted
         "route": "chat" if "(chat)" in str(cfg.get("model_backend") or "") else "simple",
         "model": {"model": cfg.get("model"), "model_args": cfg.get("model_args"), "model_name": results.get("model_name") or "rescored"},
@@ -287,6 +289,10 @@ def _make_replay():
         def earthsci_layout(self, task: str) -> dict | None:
             """The layout verdict the replayed run recorded for ``task`` (None: it recorded none)."""
             return (self.plan.get("layout") or {}).get(task)
+
+        def earthsci_budget(self, task: str) -> dict | None:
+            """The figure budget the replayed run recorded for ``task`` (None: it recorded none)."""
+            return (self.plan.get("budget") or {}).get(task)
 
         def loglikelihood(self, requests):
             raise RescoreError("rescore replays generated responses; loglikelihood tasks are not ours")

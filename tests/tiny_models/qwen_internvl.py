@@ -75,7 +75,12 @@ def _finish(model, tokenizer, banned_ids: list[int], out_dir: str, seed: int = 0
     model.save_pretrained(out_dir)
 
 
-def build_qwen2_5_vl(out_dir: str) -> None:
+# the family's real preprocessor config (Qwen/Qwen2.5-VL-*-Instruct: min_pixels 3136, max_pixels 12845056): what a
+# checkpoint that has it makes of a large figure, on each backend
+QWEN25_REAL_MIN_PIXELS, QWEN25_REAL_MAX_PIXELS = 3136, 12845056
+
+
+def build_qwen2_5_vl(out_dir: str, min_pixels: int = QWEN25_MIN_PIXELS, max_pixels: int = QWEN25_MAX_PIXELS, positions: int = 4096) -> None:
     """``Qwen2_5_VLForConditionalGeneration`` + ``Qwen2_5_VLProcessor`` (image processor: patch 14, merge 2)."""
     from transformers import (  # noqa: PLC0415
         Qwen2_5_VLConfig,
@@ -90,7 +95,7 @@ def build_qwen2_5_vl(out_dir: str) -> None:
     ids = {t: tok.convert_tokens_to_ids(t) for t in QWEN_SPECIALS}
     config = Qwen2_5_VLConfig(
         text_config=dict(
-            vocab_size=len(tok), **TEXT, rope_parameters={"rope_type": "default", "rope_theta": 1000000.0, "mrope_section": MROPE},
+            vocab_size=len(tok), **{**TEXT, "max_position_embeddings": positions}, rope_parameters={"rope_type": "default", "rope_theta": 1000000.0, "mrope_section": MROPE},
             bos_token_id=ids["<|endoftext|>"], eos_token_id=ids["<|im_end|>"], pad_token_id=ids["<|endoftext|>"],
         ),
         vision_config=dict(
@@ -103,7 +108,7 @@ def build_qwen2_5_vl(out_dir: str) -> None:
     model = Qwen2_5_VLForConditionalGeneration(config)
     _finish(model, tok, [ids["<|image_pad|>"], ids["<|video_pad|>"]], out_dir)
 
-    size = {"shortest_edge": QWEN25_MIN_PIXELS, "longest_edge": QWEN25_MAX_PIXELS}
+    size = {"shortest_edge": min_pixels, "longest_edge": max_pixels}
     image_processor = Qwen2VLImageProcessor(size=size, patch_size=14, merge_size=2, temporal_patch_size=2)
     video_processor = Qwen2VLVideoProcessor(size=size, patch_size=14, merge_size=2, temporal_patch_size=2)
     processor = Qwen2_5_VLProcessor(image_processor=image_processor, tokenizer=tok, video_processor=video_processor, chat_template=template)
@@ -192,6 +197,11 @@ register(Family(
     name="qwen2_5_vl", model="qwen2_5_vl", build=build_qwen2_5_vl,
     image_span=r"<\|vision_start\|>(?:<\|image_pad\|>)+<\|vision_end\|>",
     model_args=f"device=cpu,device_map=cpu,attn_implementation=eager,min_pixels={QWEN25_MIN_PIXELS},max_pixels={QWEN25_MAX_PIXELS}",
+))  # fmt: skip
+register(Family(
+    name="qwen2_5_vl_real", model="qwen2_5_vl", build=lambda out: build_qwen2_5_vl(out, QWEN25_REAL_MIN_PIXELS, QWEN25_REAL_MAX_PIXELS, positions=32768),
+    image_span=r"<\|vision_start\|>(?:<\|image_pad\|>)+<\|vision_end\|>",
+    model_args="device=cpu,device_map=cpu,attn_implementation=eager",  # the class's own max_pixels (its default): what a lab runs
 ))  # fmt: skip
 register(Family(
     name="qwen3_vl", model="qwen3_vl", build=build_qwen3_vl,

@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-from lmms_eval_earthsci.core.adapter import observe, run_status
+from lmms_eval_earthsci.core.adapter import budget, observe, run_status
 from lmms_eval_earthsci.core.adapter.harness import is_cli_run, leaf_tasks
 from lmms_eval_earthsci.core.adapter.interleave import applies as interleaves
 from lmms_eval_earthsci.core.adapter.interleave import install_interleave_fix, numbered_form
@@ -165,9 +165,10 @@ def _simple_handling(lm: Any) -> str | None:
 
 
 def _probe_conversation(first: Any, second: Any) -> list[dict[str, Any]]:
-    """A system turn and two labelled figures: what a class that interleaves keeps and one that does not loses."""
-    return [{"role": "system", "content": [{"type": "text", "text": "S"}]},
-            {"role": "user", "content": [{"type": "text", "text": "A) "}, {"type": "image", "url": first}, {"type": "text", "text": "B) "}, {"type": "image", "url": second}, {"type": "text", "text": "Q"}]}]
+    """Two labelled figures: what a class that interleaves keeps and one that does not loses. One user turn
+    and no system turn, so that a template that accepts a task's messages accepts it (a class may insert
+    a system turn of its own: a second one breaks templates that want it first)."""
+    return [{"role": "user", "content": [{"type": "text", "text": "A) "}, {"type": "image", "url": first}, {"type": "text", "text": "B) "}, {"type": "image", "url": second}, {"type": "text", "text": "Q"}]}]
 
 
 _HARD = layout_of(_probe_conversation(None, None))
@@ -238,17 +239,17 @@ def _loses_interleaving(lm: Any) -> bool:
         conversation = _probe_conversation(*images)
         expected = [observe.colour_of(i) for i in images]
         if getattr(lm, "is_simple", False):
-            text = "S\nA) <image>B) <image>Q"
+            text = "A) <image>B) <image>Q"
             if interleaves(lm):
                 text = numbered_form(text, lambda: 2)
             arguments = observe.request_args(True, text, images)
         else:
-            arguments = observe.request_args(False, "S\nA) B) Q", conversation)
+            arguments = observe.request_args(False, "A) B) Q", conversation)
         seen = verdict_of(observe.observe(lm, arguments), _HARD, expected)
         if isinstance(seen, Verdict):
             cached = not seen.ok
         elif getattr(lm, "is_simple", False):
-            cached = not simple_verdict(_simple_handling(lm) or "strip", _HARD, "A) <image>B) <image>Q", 2, "S").ok
+            cached = not simple_verdict(_simple_handling(lm) or "strip", _HARD, "A) <image>B) <image>Q", 2).ok
         else:
             processor = processor_of(lm)
             cached = processor is not None and not chat_verdict(lm, processor, conversation, _HARD).ok
@@ -337,27 +338,65 @@ def verdict_for(lm: Any, task: Any) -> dict[str, Any] | None:
 
 #: the verdicts of this process's last probe, by task (``check-model`` reads them when lmms-eval stops later)
 VERDICTS: dict[str, dict[str, Any]] = {}
+#: the figure budgets of this process's last probe, by task (as :data:`VERDICTS`)
+BUDGETS: dict[str, dict[str, Any]] = {}
 
 
-def probe(lm: Any, task_dict: Mapping[Any, Any]) -> dict[str, dict[str, Any]]:
-    """Probe every task of ours, record each verdict in its config's metadata and warn once per lost
-    layout (once per run for layouts that could not be observed). Never raises."""
+def _record(task: Any, key: str, value: dict[str, Any]) -> None:
+    try:
+        if not isinstance(task.config.metadata, dict):
+            task.config.metadata = {}
+        task.config.metadata[key] = value
+    except Exception:
+        pass
+
+
+def _budget(lm: Any, name: str, task: Any, verdict: dict[str, Any], limit: Any) -> dict[str, Any] | None:
+    """The task's ``earthsci_budget`` (:mod:`.budget`); a replaying class (rescore) answers for itself."""
+    recorded = getattr(lm, "earthsci_budget", None)
+    if callable(recorded):
+        return recorded(task.config.task)
+    try:
+        return budget.budget_for(lm, task, limit, server=bool(verdict.get("sent")) or verdict.get("status") == SERVER)
+    except Exception as exc:  # a probe must never stop a run
+        return {"status": budget.NOT_OBSERVED, "class": type(lm).__name__, "why": f"budget probe failed: {type(exc).__name__}: {exc}"}
+
+
+def budget_line(b: dict[str, Any]) -> str:
+    """A budget in words, for a log line: "up to 1.6 MP (1288 x 1232, 2,028 visual tokens)"."""
+    if b.get("status") != budget.OBSERVED:
+        return str(b.get("status"))
+    size, tokens = b.get("reached"), b.get("tokens")
+    said = f"{size[0]} x {size[1]}" if size else ""
+    said += (", " if said else "") + (f"{tokens:,} visual tokens" if tokens is not None else "")
+    probe_mp = budget.PROBE_SIZE[0] * budget.PROBE_SIZE[1] / 1e6
+    if b.get("capped"):
+        return f"up to {b['max_pixels'] / 1e6:.2g} MP ({said})"
+    if b.get("capped") is False:
+        return f"full size up to at least {probe_mp:.3g} MP ({said})"
+    return f"{said} for a {probe_mp:.3g} MP figure"
+
+
+def probe(lm: Any, task_dict: Mapping[Any, Any], limit: Any = None) -> dict[str, dict[str, Any]]:
+    """Probe every task of ours, record each verdict (and figure budget) in its config's metadata and warn
+    once per lost layout (once per run for layouts or budgets that could not be observed, and for a probe
+    that failed). Never raises."""
     verdicts: dict[str, dict[str, Any]] = {}
+    budgets: dict[str, dict[str, Any]] = {}
     started = time.perf_counter()
     for name, task in our_tasks(task_dict):
         try:
             verdict = verdict_for(lm, task)
         except Exception as exc:  # a probe must never stop a run
-            verdict = {"status": NOT_CHECKED, "class": type(lm).__name__, "why": f"probe failed: {type(exc).__name__}: {exc}"}
+            verdict = {"status": NOT_CHECKED, "class": type(lm).__name__, "why": f"probe failed: {type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"}
         if verdict is None:
             continue
         verdicts[name] = VERDICTS[name] = verdict
-        try:
-            if not isinstance(task.config.metadata, dict):
-                task.config.metadata = {}
-            task.config.metadata["earthsci_layout"] = verdict
-        except Exception:
-            pass
+        _record(task, "earthsci_layout", verdict)
+        figure_budget = _budget(lm, name, task, verdict, limit)
+        if figure_budget is not None:
+            budgets[name] = BUDGETS[name] = figure_budget
+            _record(task, "earthsci_budget", figure_budget)
         if verdict["status"] == LOST:
             logger.warning("lmms_eval_earthsci: %s with %s: not the authors' layout (%s). Fix: %s", name, verdict["class"], "; ".join(verdict["lost"]), verdict["fix"])
         elif verdict.get("broken") or verdict.get("why") in BROKEN_CLASSES.values():
@@ -365,15 +404,35 @@ def probe(lm: Any, task_dict: Mapping[Any, Any]) -> dict[str, dict[str, Any]]:
     served = [name for name, v in verdicts.items() if v.get("sent")]
     if served:  # a server decides: what is sent and what it must be told, once per run (nothing can be lost on our side)
         logger.info("lmms_eval_earthsci: with %s (%d task(s)): %s", verdicts[served[0]]["class"], len(served), verdicts[served[0]]["sent"])
+    _warn_unseen(verdicts, budgets)
+    if verdicts:
+        counts = {status: sum(v["status"] == status for v in verdicts.values()) for status in (AS_WRITTEN, LOST, SERVER, NOT_OBSERVED, NOT_CHECKED)}
+        seen = next((b for b in budgets.values() if b.get("status") == budget.OBSERVED), None)
+        said = f"; figures reach the model {budget_line(seen)}" if seen else ""
+        logger.info("lmms_eval_earthsci: layout probe: %d task(s) in %.2f s: %s%s", len(verdicts), time.perf_counter() - started,
+                    ", ".join(f"{n} {s}" for s, n in counts.items() if n), said)
+    return verdicts
+
+
+def _warn_unseen(verdicts: dict[str, dict[str, Any]], budgets: dict[str, dict[str, Any]]) -> None:
+    """One warning per run for layouts that could not be observed, one for a probe that failed, one for a
+    figure budget that could not be observed: each names the class, the reason and ``check-model``."""
+    check = "`lmms-eval-earthsci check-model --model <name> --model_args ...` checks them on this class"
     unseen = [name for name, v in verdicts.items() if v["status"] == NOT_OBSERVED and not v.get("broken")]
     if unseen:
         first = verdicts[unseen[0]]
-        logger.warning("lmms_eval_earthsci: with %s, what reaches the model could not be observed for %d task(s) (%s): their layouts are not checked; "
-                       "`lmms-eval-earthsci check-model --model <name> --model_args ...` checks them on this class", first["class"], len(unseen), first["why"])
-    if verdicts:
-        counts = {status: sum(v["status"] == status for v in verdicts.values()) for status in (AS_WRITTEN, LOST, SERVER, NOT_OBSERVED, NOT_CHECKED)}
-        logger.info("lmms_eval_earthsci: layout probe: %d task(s) in %.2f s: %s", len(verdicts), time.perf_counter() - started, ", ".join(f"{n} {s}" for s, n in counts.items() if n))
-    return verdicts
+        logger.warning("lmms_eval_earthsci: with %s, what reaches the model could not be observed for %d task(s) (%s): their layouts are not checked; %s",
+                       first["class"], len(unseen), first["why"], check)
+    failed = [name for name, v in verdicts.items() if v["status"] == NOT_CHECKED and v.get("why") != "no doc"]
+    if failed:
+        first = verdicts[failed[0]]
+        logger.warning("lmms_eval_earthsci: with %s, the layout probe failed for %d task(s) (%s: %s): their layouts are not checked; %s",
+                       first["class"], len(failed), failed[0], first["why"], check)
+    blind = [name for name, b in budgets.items() if b.get("status") == budget.NOT_OBSERVED]
+    if blind and not unseen:
+        first = budgets[blind[0]]
+        logger.warning("lmms_eval_earthsci: with %s, the size figures reach the model at could not be observed (%s); "
+                       "`lmms-eval-earthsci check-model --model <name> --model_args ...` shows it", first["class"], first["why"])
 
 
 #: more steps run on lmms-eval's model and task dict before its first request (``core.adapter.capture`` adds one)
@@ -405,7 +464,7 @@ def install_layout_probe() -> bool:
         def evaluate(lm: Any, task_dict: Any, *args: Any, **kwargs: Any) -> Any:
             try:
                 install_interleave_fix(lm)
-                probe(lm, task_dict)
+                probe(lm, task_dict, kwargs.get("limit"))
             except Exception:
                 logger.exception("lmms_eval_earthsci: layout probe failed")
             for step in BEFORE_EVALUATE:

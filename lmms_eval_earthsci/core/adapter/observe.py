@@ -70,6 +70,7 @@ class Observation:
     markers: list[str] = field(default_factory=list)
     error: str | None = None
     why: str | None = None
+    sizes: dict[str, Any] = field(default_factory=dict)  # what the processor or engine made of the images (:func:`processor_sizes`)
 
     @property
     def seen(self) -> bool:
@@ -86,6 +87,66 @@ class Observation:
         if not n:
             return self.markers[0] if self.markers else "\x03IMAGE\x03"
         return None
+
+
+def _ints(value: Any) -> list[Any]:
+    """A tensor, array or nested list as nested Python lists."""
+    return value.tolist() if hasattr(value, "tolist") else list(value)
+
+
+def image_token_id(processor: Any) -> int | None:
+    """The id of the token that stands for one visual token in a processor's output ids: its
+    ``image_token_id``, else its ``image_token`` through its tokenizer."""
+    token_id = getattr(processor, "image_token_id", None)
+    if isinstance(token_id, int):
+        return token_id
+    token, tokenizer = getattr(processor, "image_token", None), getattr(processor, "tokenizer", None)
+    if isinstance(token, str) and tokenizer is not None:
+        try:
+            found = tokenizer.convert_tokens_to_ids(token)
+            return found if isinstance(found, int) and found != getattr(tokenizer, "unk_token_id", None) else None
+        except Exception:
+            return None
+    return None
+
+
+def sizes_from(ids: Sequence[int] | None, token_id: int | None, grid: Any, patch: Any, merge: Any, pixel_values: Any, n_images: int) -> dict[str, Any]:
+    """What a processor's (or an engine's) output says of the size its images reached the model at:
+    ``tokens`` (the image token's count in the ids: every visual token of every image), ``per_image`` (each
+    image's tokens, where a grid gives them or one image was passed) and ``reached`` (each image's size in
+    px: its grid of patches times the patch size, or the height and width of ``pixel_values`` where it
+    holds one picture per image). Read from the output's own fields, whatever the class or family."""
+    out: dict[str, Any] = {"tokens": None, "per_image": None, "reached": None}
+    if ids is not None and token_id is not None:
+        out["tokens"] = sum(1 for i in ids if i == token_id)
+    rows = _ints(grid) if grid is not None else None
+    if rows and all(len(r) == 3 for r in rows):
+        side = patch[0] if isinstance(patch, (list, tuple)) else patch
+        if isinstance(side, int):
+            out["reached"] = [[int(w) * side, int(h) * side] for _, h, w in rows]
+        if isinstance(merge, int) and merge > 0:
+            out["per_image"] = [int(t) * int(h) * int(w) // (merge * merge) for t, h, w in rows]
+    shape = tuple(getattr(pixel_values, "shape", ()) or ())
+    if out["reached"] is None and len(shape) == 4 and shape[0] == n_images and n_images:
+        out["reached"] = [[int(shape[3]), int(shape[2])]] * n_images
+    if out["per_image"] is None and n_images == 1 and out["tokens"] is not None:
+        out["per_image"] = [out["tokens"]]
+    return out
+
+
+def processor_sizes(processor: Any, output: Any, n_images: int) -> dict[str, Any]:
+    """:func:`sizes_from` a transformers processor's output (``input_ids``, ``image_grid_thw``,
+    ``pixel_values``) and its image processor's ``patch_size`` and ``merge_size``."""
+    try:
+        get = output.get if hasattr(output, "get") else (lambda key: None)
+        ids = get("input_ids")
+        first = _ints(ids)[0] if ids is not None and len(ids) else None
+        grid = next((get(k) for k in ("image_grid_thw",) if get(k) is not None), None)
+        image_processor = getattr(processor, "image_processor", None)
+        return sizes_from(first, image_token_id(processor), grid, getattr(image_processor, "patch_size", None), getattr(image_processor, "merge_size", None),
+                          get("pixel_values"), n_images)
+    except Exception:  # an output of another shape: its sizes are not read, the layout still is
+        return {}
 
 
 def probe_image(colour: tuple[int, int, int]) -> Any:
@@ -303,9 +364,11 @@ def _watching(processors: list[Any], models: list[Any], record: dict[str, Any]) 
                 text, images = bind_call(_original, args, kwargs)
                 record.update(text=_first_text(text), images=flatten(images), markers=image_markers(self))
                 try:
-                    _original(self, *args, **kwargs)
+                    output = _original(self, *args, **kwargs)
                 except Exception as exc:  # the class breaks its own processor: the run would too
                     record["error"] = f"{type(exc).__name__}: {exc}"
+                else:
+                    record["sizes"] = processor_sizes(self, output, len(record["images"]))
             raise Observed
 
         replace(cls, "__call__", call)
@@ -372,14 +435,73 @@ def engine_observation(engine: Any, method: str, args: tuple[Any, ...], kwargs: 
             text = tokenizer.decode(rendered["prompt_token_ids"])
         placeholders = (rendered.get("mm_placeholders") or {}).get("image", []) if isinstance(rendered, dict) else []
         images = message_images(conversation)
-        return Observation(text=text, images=images[: len(placeholders)] if len(placeholders) <= len(images) else [None] * len(placeholders), markers=markers,
-                           why=None if text is not None else "the engine rendered no prompt text")
+        images = images[: len(placeholders)] if len(placeholders) <= len(images) else [None] * len(placeholders)
+        return Observation(text=text, images=images, markers=markers, why=None if text is not None else "the engine rendered no prompt text",
+                           sizes=engine_sizes(engine, rendered, images, kwargs.get("mm_processor_kwargs")))
     prompts = kwargs.get("prompts", args[0] if args else None)
     prompt = prompts[0] if isinstance(prompts, list) and prompts else prompts
     if isinstance(prompt, dict) and isinstance(prompt.get("prompt"), str):
         data = (prompt.get("multi_modal_data") or {}).get("image")
         return Observation(text=prompt["prompt"], images=flatten(data), markers=markers)
     return Observation(why=f"{type(engine).__name__}.generate was given no text prompt the engine would render here")
+
+
+#: images whose engine-side size is read by running the engine's own image processor on them when its
+#: rendering kept no grid (vLLM's processor cache keeps the processed items in the engine core)
+ENGINE_SIZE_IMAGES = 2
+
+
+def _embeds(placeholder: Any) -> int:
+    """The visual tokens of one vLLM placeholder range (its embedding positions where it marks them)."""
+    mask = getattr(placeholder, "is_embed", None)
+    return int(mask.sum()) if mask is not None else int(getattr(placeholder, "length", 0))
+
+
+def engine_sizes(engine: Any, rendered: Any, images: Sequence[Any], mm_processor_kwargs: Any = None) -> dict[str, Any]:
+    """What a vLLM engine made of the images of a rendered request: their visual tokens (its placeholder
+    ranges), and their size where its multimodal inputs hold a grid, else from the engine's own HF image
+    processor (its checkpoint's preprocessor config, the engine's and the request's ``mm_processor_kwargs``)
+    run on them (at most :data:`ENGINE_SIZE_IMAGES`: the budget probe's one figure)."""
+    try:
+        placeholders = (rendered.get("mm_placeholders") or {}).get("image", [])
+        per_image = [_embeds(p) for p in placeholders]
+        out: dict[str, Any] = {"tokens": sum(per_image), "per_image": per_image, "reached": None}
+        items = ((rendered.get("mm_kwargs") or {}).get("image") or []) if hasattr(rendered.get("mm_kwargs"), "get") else []
+        grids = [item.get("image_grid_thw") for item in items if item is not None and hasattr(item, "get")]
+        grids = [getattr(g, "data", g) for g in grids if g is not None]
+        processor = None
+        if not grids and images and len(images) <= ENGINE_SIZE_IMAGES:
+            processor = _engine_processor(engine, mm_processor_kwargs)
+            loaded = [load_any_image(i) for i in images]
+            if processor is not None and all(i is not None for i in loaded):
+                output = processor.image_processor(images=[i.convert("RGB") for i in loaded], return_tensors="pt")
+                grids = list(output.get("image_grid_thw") or []) if hasattr(output, "get") else []
+        rows: list[Any] = []
+        for grid in grids:  # one (t, h, w) per item, or a batch of them
+            values = _ints(grid)
+            rows.extend(values if values and isinstance(values[0], list) else [values])
+        if rows:
+            image_processor = getattr(processor or _engine_processor(engine, mm_processor_kwargs), "image_processor", None)
+            seen = sizes_from(None, None, rows, getattr(image_processor, "patch_size", None), getattr(image_processor, "merge_size", None), None, len(images))
+            if seen["per_image"] in (None, per_image):  # the grid agrees with what the engine placed
+                out["reached"] = seen["reached"]
+        return out
+    except Exception:  # an engine of another shape: its sizes are not read, the layout still is
+        return {}
+
+
+def _engine_processor(engine: Any, mm_processor_kwargs: Any) -> Any:
+    """The HF processor a vLLM engine processes images with (its multimodal processor's, with the engine's
+    ``mm_processor_kwargs`` and the request's), or None."""
+    renderer = getattr(getattr(engine, "llm_engine", None), "renderer", None)
+    mm = getattr(renderer, "mm_processor", None)
+    info = getattr(mm, "info", None)
+    if info is None or not hasattr(info, "get_hf_processor"):
+        return None
+    try:
+        return info.get_hf_processor(**dict(mm_processor_kwargs or {}))
+    except Exception:
+        return None
 
 
 class _HasTokenizer:
@@ -428,7 +550,7 @@ def observe(lm: Any, arguments: tuple[Any, ...]) -> Observation:
         _ACTIVE.pop()
     if "text" in record:
         return Observation(text=record["text"], images=record["images"], markers=record["markers"], error=record.get("error"),
-                           why=None if record["text"] is not None else "the processor call had no text")
+                           why=None if record["text"] is not None else "the processor call had no text", sizes=record.get("sizes") or {})
     if record.get("generate"):
         return Observation(why=f"{type(lm).__name__} reached generate without a transformers processor call: its input cannot be read here")
     return Observation(why=f"{type(lm).__name__} answered the probe request without a transformers processor call or generate")

@@ -37,6 +37,7 @@ import json
 import logging
 import os
 import sys
+import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
@@ -80,6 +81,7 @@ __all__ = [  # what ``lmms_eval_earthsci.core.data`` re-exports (it was this mod
     "prepare_load",
     "record_check",
     "record_problems",
+    "sizes_only",
     "record_rows",
     "recorded_mirror",
     "recorded_revision",
@@ -453,11 +455,51 @@ def load_image(value: Any, *, dataset: str, record_id: Any, field: str) -> Image
             img = Image.open(value)
         else:
             raise RecordError(dataset, record_id, field, f"not an image ({type(value).__name__})")
-        return img if img.mode == "RGB" else img.convert("RGB")
+        return img if img.mode == "RGB" or reading_sizes() else img.convert("RGB")
     except RecordError:
         raise
     except (UnidentifiedImageError, OSError, ValueError) as exc:
         raise RecordError(dataset, record_id, field, f"image cannot be decoded ({exc})") from exc
+
+
+# --------------------------------------------------------------------------- figure sizes without decoding
+
+_SIZES = threading.local()
+
+
+@contextlib.contextmanager
+def sizes_only() -> Iterator[None]:
+    """Inside the block our image loaders decode nothing: :func:`load_image` returns the image as PIL opened
+    it (its header read, its pixels not), and a file our repo-file loader would decode and downscale is
+    a :class:`FigureSize` of the size it would have. A task's ``doc_to_visual`` then says the size of every
+    figure a doc sends at the cost of reading headers (the layout probe's figure statistics)."""
+    _SIZES.on = True
+    try:
+        yield
+    finally:
+        _SIZES.on = False
+
+
+def reading_sizes() -> bool:
+    """Whether this thread is inside :func:`sizes_only`."""
+    return bool(getattr(_SIZES, "on", False))
+
+
+class FigureSize:
+    """A figure's size where its pixels were not decoded (:func:`sizes_only`): ``size``, ``width``, ``height``."""
+
+    mode = "RGB"
+
+    def __init__(self, size: tuple[int, int]) -> None:
+        self.size = (int(size[0]), int(size[1]))
+
+    @property
+    def width(self) -> int:
+        return self.size[0]
+
+    @property
+    def height(self) -> int:
+        return self.size[1]
 
 
 # --------------------------------------------------------------------------- record validation

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
 from lmms_eval_earthsci.core.data import RecordError, hub_refusal, mirror_path, mirror_root
+from lmms_eval_earthsci.core.data.loading import FigureSize, reading_sizes
 
 if TYPE_CHECKING:
     from huggingface_hub import DatasetInfo
@@ -336,6 +337,8 @@ class DecodedCache:
         self.hits = self.misses = 0
 
     def get(self, path: str, max_pixels: int | None = None, max_side: int | None = None) -> Image.Image:
+        if reading_sizes():  # the size the decode below would give, from the file's header
+            return cast("Image.Image", FigureSize(decoded_size(path, max_pixels, max_side)))
         st = os.stat(path)
         key = (path, st.st_size, st.st_mtime_ns, max_pixels, max_side)
         with self._lock:
@@ -365,11 +368,7 @@ def decode_image(path: str, max_pixels: int | None = None, max_side: int | None 
 
     im: Image.Image = Image.open(path)
     try:
-        scale = 1.0
-        if max_pixels and im.width * im.height > max_pixels:
-            scale = (max_pixels / (im.width * im.height)) ** 0.5
-        if max_side and max(im.size) > max_side:
-            scale = min(scale, max_side / max(im.size))
+        scale = _scale(im.size, max_pixels, max_side)
         if scale < 1.0:
             size = (max(1, int(im.width * scale)), max(1, int(im.height * scale)))
             im.draft("RGB", size)
@@ -385,3 +384,23 @@ def decode_image(path: str, max_pixels: int | None = None, max_side: int | None 
         fp = getattr(im, "fp", None)
         if fp is not None and getattr(im, "_exclusive_fp", False):
             fp.close()
+
+
+def _scale(size: tuple[int, int], max_pixels: int | None, max_side: int | None) -> float:
+    """The factor :func:`decode_image` scales an image of ``size`` by (1.0: kept)."""
+    width, height = size
+    scale = 1.0
+    if max_pixels and width * height > max_pixels:
+        scale = (max_pixels / (width * height)) ** 0.5
+    if max_side and max(size) > max_side:
+        scale = min(scale, max_side / max(size))
+    return scale
+
+
+def decoded_size(path: str, max_pixels: int | None = None, max_side: int | None = None) -> tuple[int, int]:
+    """The size :func:`decode_image` gives ``path``, read from its header."""
+    from PIL import Image  # noqa: PLC0415 - as in decode_image
+
+    with Image.open(path) as im:
+        scale = _scale(im.size, max_pixels, max_side)
+        return (max(1, int(im.width * scale)), max(1, int(im.height * scale))) if scale < 1.0 else im.size

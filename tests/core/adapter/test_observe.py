@@ -27,6 +27,11 @@ TEMPLATE = ("{% for m in messages %}<|{{ m['role'] }}|>{% if m['content'] is str
 
 @pytest.fixture(scope="module")
 def processor():
+    return clip_processor()
+
+
+def clip_processor():
+    """LLaVA's processor: a BPE tokenizer trained here, CLIP's PIL image processor (a 32 x 32 crop), patch 8."""
     from tiny_models import train_tokenizer
     from transformers import CLIPImageProcessorPil, LlavaProcessor
 
