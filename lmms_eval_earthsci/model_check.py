@@ -23,6 +23,7 @@ import glob
 import json
 import os
 import re
+import subprocess
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -30,8 +31,10 @@ from typing import Any
 
 from lmms_eval_earthsci import registry
 from lmms_eval_earthsci.core.adapter import capture, layout_probe
+from lmms_eval_earthsci.core.adapter.budget import NOT_OBSERVED, OBSERVED, PROBE_SIZE, SERVER_DECIDES, align
 from lmms_eval_earthsci.core.adapter.harness import output_to, run_lmms_eval
-from lmms_eval_earthsci.core.adapter.layout_probe import fix_for
+from lmms_eval_earthsci.core.adapter.layout_probe import budget_line, fix_for
+from lmms_eval_earthsci.core.adapter.observe import SIDE
 from lmms_eval_earthsci.core.prompts.layout import check_prompt
 from lmms_eval_earthsci.sample_mirror import sample_mirror_root
 
@@ -51,6 +54,10 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--tasks", default=None, help="our tasks whose layouts to check (default: one task per layout we ship)")
     ap.add_argument("--force_simple", action="store_true", help="check the class's simple route, as lmms-eval --force_simple runs it")
     ap.add_argument("--log", default=None, help="lmms-eval's log goes here (default: a file in a temporary folder; its path is printed)")
+    ap.add_argument("--against", default=None, metavar="B", help="compare with this class or backend on the same probe (its own process): rendered text, image order, visual tokens per image")
+    ap.add_argument("--against_args", default="", metavar="ARGS", help="--model_args of --against (--tasks and --log apply to both)")
+    ap.add_argument("--json", default=None, metavar="PATH", help="also write what was observed (verdicts, figure budget) to this JSON file")
+    ap.add_argument("--align_to", default=None, metavar="PATH", help=argparse.SUPPRESS)  # --against: the other side's --json, whose budget this side tries to match
     return ap
 
 
@@ -105,8 +112,31 @@ def table(rows: list[dict[str, Any]], model: str, simple: bool = False) -> tuple
     return "\n".join(lines), any_lost
 
 
+def budget_of(results: dict[str, Any], tasks: Sequence[str]) -> dict[str, Any] | None:
+    """The class's figure budget as the run recorded it (every task carries the same one)."""
+    for task in tasks:
+        found = ((results.get("configs", {}).get(task) or {}).get("metadata") or {}).get("earthsci_budget")
+        if isinstance(found, dict):
+            return {k: v for k, v in found.items() if k != "figures"}
+    return None
+
+
+def budget_says(b: dict[str, Any] | None) -> str:
+    """The budget line check-model prints."""
+    if not b:
+        return "Figures: the run recorded no figure budget."
+    probe = "x".join(str(x) for x in b.get("probe") or PROBE_SIZE).replace("x", " x ")
+    if b.get("status") == OBSERVED:
+        return f"Figures: a {probe} figure reaches the model {budget_line(b)}, observed."
+    if b.get("status") == SERVER_DECIDES:
+        return f"Figures: sent at full size; {b.get('why')}."
+    return f"Figures: the size a figure reaches the model at could not be observed ({b.get('why')})."
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    if args.against:
+        return against(args)
     tasks = args.tasks.split(",") if args.tasks else list(layout_tasks())
     work = tempfile.mkdtemp(prefix="earthsci-check-model-")
     log = args.log or os.path.join(work, "lmms-eval.log")
@@ -114,6 +144,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ.update({"EARTHSCI_DATA_MIRROR": mirror, "HF_DATASETS_OFFLINE": "1"})
     capture.install()  # lmms-eval runs in this process: what its model got is in capture.RECORDS
     capture.install_expected(limit=LIMIT)
+    aligned: dict[str, Any] = {}
+    if args.align_to:
+        with open(args.align_to) as f:
+            target = (json.load(f) or {}).get("budget") or {}
+        layout_probe.BEFORE_EVALUATE.append(lambda lm, _tasks: aligned.update(result=align(lm, target)))
     lmms_args = ["--model", args.model, *(["--model_args", args.model_args] if args.model_args else []), "--tasks", ",".join(tasks), "--limit", str(LIMIT), "--gen_kwargs", "max_new_tokens=1",
                  "--batch_size", "1", "--output_path", os.path.join(work, "out"), "--verbosity", "DEBUG"]
     if args.force_simple:
@@ -141,7 +176,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     rows = analyse(list(capture.RECORDS), results, tasks)
     text, lost = table(rows, label, simple=args.force_simple)
     print(text)
+    figure_budget = budget_of(results, tasks)
+    print("\n" + budget_says(figure_budget))
     unseen = [r["task"] for r in rows if not lost_of(r) and r["probe"].get("status") not in ("as written", "lost") and r["captured"] != []]
+    code = 1 if lost else 2 if unseen else 0
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"model": args.model, "model_args": args.model_args, "label": label, "exit": code, "budget": figure_budget,
+                       "tasks": {r["task"]: {**r["probe"], "lost": lost_of(r)} for r in rows}, "align": aligned.get("result")}, f, indent=1)
     if lost:
         print("\nSome layouts do not reach the model as the authors wrote them: numbers from those tasks are not comparable with the papers.")
         return 1
@@ -149,4 +191,92 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"\ncheck-model: what reaches the model could not be observed for {len(unseen)} layout(s) ({', '.join(unseen)}): see the table", file=sys.stderr)
         return 2
     print("\nEvery layout reaches the model as written.")
+    return 0
+
+
+# --------------------------------------------------------------------------- --against: two classes or backends of one checkpoint
+
+
+def _side(args: argparse.Namespace, model: str, model_args: str, out: str, log: str, align_to: str | None = None) -> int:
+    """One side of ``--against`` in its own process (two engines never share one), printing its table."""
+    argv = [sys.executable, "-m", "lmms_eval_earthsci.cli", "check-model", "--model", model, "--model_args", model_args, "--log", log, "--json", out]
+    argv += ["--tasks", args.tasks] if args.tasks else []
+    argv += ["--force_simple"] if args.force_simple and align_to is None else []  # the other flags apply to A
+    argv += ["--align_to", align_to] if align_to else []
+    print(f"\n== {model} ({model_args or 'no --model_args'})", flush=True)
+    return subprocess.run(argv).returncode
+
+
+def _sized(b: dict[str, Any] | None) -> str:
+    if not b or b.get("status") == NOT_OBSERVED:
+        return "not observed"
+    if b.get("status") == SERVER_DECIDES:
+        return "sent at full size (the server decides)"
+    size, tokens = b.get("reached"), b.get("tokens")
+    return ", ".join(filter(None, [f"{size[0]} x {size[1]}" if size else "", f"{tokens:,} visual tokens" if tokens is not None else ""]))
+
+
+def _first_difference(a: str, b: str) -> str:
+    at = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+    return f"from character {at}: A {a[max(0, at - 20):at + 40]!r}, B {b[max(0, at - 20):at + 40]!r}"
+
+
+def differences(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
+    """What differs between two check-model observations of one probe: the figure budget (with the
+    argument observed to align them, where one was), and per task the rendered text, the image order and
+    the visual tokens per image."""
+    out = []
+    ba, bb = a.get("budget") or {}, b.get("budget") or {}
+    if _sized(ba) != _sized(bb):
+        probe = " x ".join(str(x) for x in ba.get("probe") or bb.get("probe") or PROBE_SIZE)
+        line = f"the same {probe} figure reaches the model at {_sized(ba)} through A ({a['label']}) and {_sized(bb)} through B ({b['label']})"
+    elif ba.get("tokens_small") != bb.get("tokens_small"):
+        line = f"the same {SIDE} x {SIDE} figure becomes {ba.get('tokens_small')} visual tokens through A ({a['label']}) and {bb.get('tokens_small')} through B ({b['label']})"
+    else:
+        line = ""
+    if line:
+        fix = (b.get("align") or {}).get("argument")
+        tried = (b.get("align") or {}).get("tried") or []
+        if fix:
+            line += f". Aligns them (observed): add {fix} to B's --model_args"
+        elif tried:
+            line += ". No argument tried aligned them (" + "; ".join(f"{t['argument']}: {t['tokens']} tokens" for t in tried) + ")"
+        if ba.get("tokens_small") != bb.get("tokens_small") and f"{SIDE} x {SIDE}" not in line:
+            line += f"; a {SIDE} x {SIDE} figure: {ba.get('tokens_small')} visual tokens through A, {bb.get('tokens_small')} through B"
+        out.append(line)
+    for task in dict.fromkeys([*a.get("tasks", {}), *b.get("tasks", {})]):
+        va, vb = a.get("tasks", {}).get(task) or {}, b.get("tasks", {}).get(task) or {}
+        if va.get("status") != vb.get("status") or va.get("lost") != vb.get("lost"):
+            out.append(f"{task}: the layout reaches A {va.get('status', 'unchecked')}{' (' + '; '.join(va['lost']) + ')' if va.get('lost') else ''}, "
+                       f"B {vb.get('status', 'unchecked')}{' (' + '; '.join(vb['lost']) + ')' if vb.get('lost') else ''}")
+        ra, rb = va.get("rendered"), vb.get("rendered")
+        if ra is not None and rb is not None and ra != rb:
+            out.append(f"{task}: the rendered text differs {_first_difference(ra, rb)}")
+        elif (ra is None) != (rb is None):
+            out.append(f"{task}: the rendered text is observed on one side only ({'B' if ra is None else 'A'}: {(vb if ra is None else va).get('why') or 'rendered by its server'})")
+        if va.get("visual_tokens") is not None and vb.get("visual_tokens") is not None and va["visual_tokens"] != vb["visual_tokens"]:
+            out.append(f"{task}: visual tokens per image differ: A {va['visual_tokens']}, B {vb['visual_tokens']}")
+    return out
+
+
+def against(args: argparse.Namespace) -> int:
+    """``--against``: A, then B aligned to A's budget where an argument is observed to do it, each in its own
+    process; the differences. Exit 0: both deliver every layout as written and identically; 1: a layout is
+    lost on either side, or the two differ; 2: either side could not run."""
+    work = tempfile.mkdtemp(prefix="earthsci-check-model-")
+    log = args.log or os.path.join(work, "lmms-eval.log")
+    paths = os.path.join(work, "a.json"), os.path.join(work, "b.json")
+    codes = [_side(args, args.model, args.model_args, paths[0], log)]
+    codes.append(_side(args, args.against, args.against_args, paths[1], log, align_to=paths[0] if os.path.exists(paths[0]) else None))
+    if any(c not in (0, 1) for c in codes) or not all(os.path.exists(p) for p in paths):
+        print(f"\ncheck-model --against: {'A' if codes[0] not in (0, 1) else 'B'} could not run (exit {max(codes)}); see {log}", file=sys.stderr)
+        return 2
+    a, b = (json.load(open(p)) for p in paths)
+    diffs = differences(a, b)
+    print(f"\n== A: {a['label']} against B: {b['label']}")
+    if diffs:
+        print("Not the same input:\n" + "\n".join(f"- {d}" for d in diffs))
+    if any(codes) or diffs:
+        return 1
+    print("Both deliver every layout as written, the same text, the same images in the same order, at the same size.")
     return 0

@@ -20,8 +20,16 @@ a class, a family or a resize rule:
 
 from __future__ import annotations
 
+import base64
+import contextlib
+import copy
+import dataclasses
+import inspect
+import io
+import json
 import logging
 import statistics
+from collections.abc import Iterator
 from typing import Any
 
 from lmms_eval_earthsci.core.adapter import observe
@@ -72,7 +80,8 @@ def budget_of(seen: observe.Observation, cls: str) -> dict[str, Any]:
         return {**out, "status": NOT_OBSERVED, "why": "the processor's output shows neither visual tokens nor a resized size"}
     size = reached[0] if reached else None
     capped = None if size is None else size[0] * size[1] < SHRUNK_BELOW * PROBE_SIZE[0] * PROBE_SIZE[1]
-    return {**out, "status": OBSERVED, "reached": size, "tokens": tokens, "capped": capped, "max_pixels": size[0] * size[1] if capped and size else None}
+    return {**out, "status": OBSERVED, "reached": size, "tokens": tokens, "capped": capped, "max_pixels": size[0] * size[1] if capped and size else None,
+            "settings": sizes.get("settings") or {}}
 
 
 def observe_budget(lm: Any, server: bool = False) -> dict[str, Any]:
@@ -88,6 +97,8 @@ def observe_budget(lm: Any, server: bool = False) -> dict[str, Any]:
                                   "capped": None, "max_pixels": None, "why": SERVER_WHY}
     else:
         budget = budget_of(observe.observe(lm, _request(lm, probe_figure())), cls)
+        if budget["status"] == OBSERVED:  # and a small figure: a class may enlarge it (its min_pixels)
+            budget["tokens_small"] = _tokens(observe.observe(lm, _request(lm, observe.probe_image(observe.PALETTE[3]))))
     try:
         lm._earthsci_budget = budget
     except Exception:
@@ -150,3 +161,92 @@ def budget_for(lm: Any, task: Any, limit: Any = None, server: bool = False) -> d
     docs, sizes = figure_sizes(task, limit)
     budget["figures"] = figure_stats(sizes, budget, docs)
     return budget
+
+
+# --------------------------------------------------------------------------- aligning two backends (check-model --against)
+
+
+def _candidates(target: dict[str, Any]) -> list[dict[str, int]]:
+    """Pixel settings that may give this class the target's budget: each of the target processor's own cap
+    settings (``max_pixels``, ``longest_edge``: uninterpreted, so each is tried, then the pixels it reached),
+    with its floor (``min_pixels`` or ``shortest_edge``) where it has one."""
+    settings = target.get("settings") or {}
+    caps = [settings.get(k) for k in ("max_pixels", "longest_edge")] + [target.get("max_pixels")]
+    floor = next((v for v in (settings.get("min_pixels"), settings.get("shortest_edge")) if isinstance(v, int) and v > 0), None)
+    out = []
+    for cap in dict.fromkeys(v for v in caps if isinstance(v, int) and v > 0):
+        out.append({"max_pixels": cap, **({"min_pixels": floor} if floor else {})})
+    return out
+
+
+@contextlib.contextmanager
+def _pixel_settings(image_processor: Any, kwargs: dict[str, int]) -> Iterator[None]:
+    """``image_processor`` with its cap and floor set for the block (``size.longest_edge`` /
+    ``shortest_edge`` and ``max_pixels`` / ``min_pixels``, whichever it holds), then restored."""
+    size = getattr(image_processor, "size", None)
+    saved = {"size": copy.copy(size), **{k: getattr(image_processor, k) for k in kwargs if getattr(image_processor, k, None) is not None}}
+    edges = {"longest_edge": kwargs["max_pixels"], **({"shortest_edge": kwargs["min_pixels"]} if "min_pixels" in kwargs else {})}
+    try:
+        if isinstance(size, dict):
+            image_processor.size = {**size, **edges}
+        elif dataclasses.is_dataclass(size) and not isinstance(size, type) and hasattr(size, "longest_edge"):
+            image_processor.size = dataclasses.replace(size, **edges)
+        for key in saved.keys() - {"size"}:
+            setattr(image_processor, key, kwargs[key])
+        yield
+    finally:
+        for key, value in saved.items():
+            setattr(image_processor, key, value)
+
+
+def _engine_of(lm: Any) -> Any:
+    return next((m for m in observe.observable(lm)[1] if observe.is_engine(m)), None)
+
+
+def _tokens(seen: observe.Observation) -> int | None:
+    per_image = (seen.sizes or {}).get("per_image")
+    return per_image[0] if per_image else None
+
+
+def align(lm: Any, target: dict[str, Any]) -> dict[str, Any] | None:
+    """The argument that gives ``lm`` the ``target`` budget (another class's or backend's, observed on the
+    same probe figures), observed: each candidate (:func:`_candidates`) is applied for the two budget probes
+    (a vLLM engine: the request's ``mm_processor_kwargs``; a class whose constructor takes ``max_pixels``:
+    its processor's settings), and the first that gives the target's visual tokens for both is named. None
+    when the budgets already agree or either was not observed; ``{"argument": None, "tried": [...]}`` when
+    no candidate aligned them."""
+    mine = observe_budget(lm)
+    want = (target.get("tokens"), target.get("tokens_small"))
+    if mine.get("status") != OBSERVED or target.get("status") != OBSERVED or want[0] is None or (mine.get("tokens"), mine.get("tokens_small")) == want:
+        return None
+    tried: list[dict[str, Any]] = []
+    engine = _engine_of(lm)
+    processors = [p for p in observe.observable(lm)[0] if getattr(p, "image_processor", None) is not None]
+    accepted = inspect.signature(type(lm).__init__).parameters
+    figures = (probe_figure(), observe.probe_image(observe.PALETTE[3]))
+    for kwargs in _candidates(target):
+        if engine is not None:
+            argument = "mm_processor_kwargs=" + json.dumps(kwargs, separators=(",", ":"))
+            got = tuple(_tokens(observe.engine_observation(engine, "chat", ([_conversation(f)],), {"mm_processor_kwargs": kwargs})) for f in figures)
+        elif processors and "max_pixels" in accepted:
+            kwargs = {k: v for k, v in kwargs.items() if k in accepted}
+            argument = ",".join(f"{k}={v}" for k, v in kwargs.items())
+            with _pixel_settings(processors[0].image_processor, kwargs):
+                got = tuple(_tokens(observe.observe(lm, _request(lm, f))) for f in figures)
+        else:
+            break
+        tried.append({"argument": argument, "tokens": list(got)})
+        if got[0] == want[0] and (want[1] is None or got[1] == want[1]):
+            return {"argument": argument, "tokens": list(got), "tried": tried}
+    return {"argument": None, "tried": tried}
+
+
+def _conversation(figure: Any) -> list[dict[str, Any]]:
+    """The budget probe as OpenAI-style messages, the figure as a data URL (what lmms-eval's vllm class sends)."""
+    return [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": _data_url(figure)}}, {"type": "text", "text": "Q"}]}]
+
+
+def _data_url(image: Any) -> str:
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG")
+    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode()

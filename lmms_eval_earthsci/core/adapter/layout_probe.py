@@ -154,6 +154,8 @@ def chat_verdict(lm: Any, processor: Any, messages: list[dict[str, Any]], layout
     return check_prompt(layout, str(prompt), re.escape(str(token)), images_passed=layout.images)
 
 
+#: the observed prompt kept in a verdict (``rendered``), at most
+RENDERED_CHARS = 6000
 #: docs of a task looked at when its first one arrives as written but the class loses a probe conversation
 #: with text before a figure (EMMA: a doc that opens with its figure says nothing of the next)
 MORE_DOCS = 8
@@ -205,7 +207,21 @@ def verdict_of(seen: observe.Observation, layout: Layout, expected: Sequence[Seq
             if order:
                 verdict.lost.append(order)
     verdict.observed = True
+    verdict.rendered = canonical_prompt(seen)[:RENDERED_CHARS]
+    verdict.tokens = (seen.sizes or {}).get("per_image")
     return verdict
+
+
+def canonical_prompt(seen: observe.Observation) -> str:
+    """The observed prompt with each image's tokens as one ``<image>``: every run of the image tokens that
+    occur once per image (``<|vision_start|><|image_pad|><|vision_end|>``), so that two classes or backends
+    that name an image by different ones of its tokens compare equal."""
+    text, n = str(seen.text), len(seen.images)
+    once = [m for m in seen.markers if n and text.count(m) == n] or [m for m in [seen.marker()] if m]
+    if not once:
+        return text
+    run = "(?:" + "|".join(re.escape(m) for m in sorted(once, key=len, reverse=True)) + ")+"
+    return re.sub(run, "<image>", text)
 
 
 def _fallback_verdict(lm: Any, task: Any, messages: list[dict[str, Any]], layout: Layout, doc: Any) -> Verdict | None:
@@ -329,6 +345,8 @@ def verdict_for(lm: Any, task: Any) -> dict[str, Any] | None:
                 out.update(expected=more_layout.shape(), doc_id=i)
                 break
     out.update(status=AS_WRITTEN if verdict.ok else LOST, received=verdict.received, observed=verdict.observed)
+    if verdict.rendered is not None:
+        out.update(rendered=verdict.rendered, visual_tokens=verdict.tokens)
     if not verdict.ok:
         simple = bool(getattr(lm, "is_simple", False))
         fix = _better_fix(lm, task, doc, messages, layout) or fix_for(verdict, simple=simple)

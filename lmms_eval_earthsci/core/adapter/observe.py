@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import dataclasses
 import io
 import re
 import sys
@@ -134,6 +135,27 @@ def sizes_from(ids: Sequence[int] | None, token_id: int | None, grid: Any, patch
     return out
 
 
+def size_settings(image_processor: Any) -> dict[str, Any]:
+    """An image processor's own size settings as it holds them (``size``'s fields, ``max_pixels``,
+    ``min_pixels``): what decides the size a figure reaches the model at, uninterpreted."""
+    out: dict[str, Any] = {}
+    size = getattr(image_processor, "size", None)
+    if isinstance(size, dict):
+        items: Any = size.items()
+    elif dataclasses.is_dataclass(size):  # transformers' SizeDict
+        items = [(f.name, getattr(size, f.name, None)) for f in dataclasses.fields(size)]
+    else:
+        items = vars(size).items() if hasattr(size, "__dict__") else ()
+    for key, value in items:
+        if isinstance(value, int) and not isinstance(value, bool):
+            out[key] = value
+    for key in ("max_pixels", "min_pixels"):
+        value = getattr(image_processor, key, None)
+        if isinstance(value, int) and not isinstance(value, bool):
+            out[key] = value
+    return out
+
+
 def processor_sizes(processor: Any, output: Any, n_images: int) -> dict[str, Any]:
     """:func:`sizes_from` a transformers processor's output (``input_ids``, ``image_grid_thw``,
     ``pixel_values``) and its image processor's ``patch_size`` and ``merge_size``."""
@@ -143,8 +165,9 @@ def processor_sizes(processor: Any, output: Any, n_images: int) -> dict[str, Any
         first = _ints(ids)[0] if ids is not None and len(ids) else None
         grid = next((get(k) for k in ("image_grid_thw",) if get(k) is not None), None)
         image_processor = getattr(processor, "image_processor", None)
-        return sizes_from(first, image_token_id(processor), grid, getattr(image_processor, "patch_size", None), getattr(image_processor, "merge_size", None),
-                          get("pixel_values"), n_images)
+        sizes = sizes_from(first, image_token_id(processor), grid, getattr(image_processor, "patch_size", None), getattr(image_processor, "merge_size", None),
+                           get("pixel_values"), n_images)
+        return {**sizes, "settings": size_settings(image_processor)}
     except Exception:  # an output of another shape: its sizes are not read, the layout still is
         return {}
 
@@ -475,16 +498,19 @@ def engine_sizes(engine: Any, rendered: Any, images: Sequence[Any], mm_processor
             loaded = [load_any_image(i) for i in images]
             if processor is not None and all(i is not None for i in loaded):
                 output = processor.image_processor(images=[i.convert("RGB") for i in loaded], return_tensors="pt")
-                grids = list(output.get("image_grid_thw") or []) if hasattr(output, "get") else []
+                grid = output.get("image_grid_thw") if hasattr(output, "get") else None
+                grids = [grid] if grid is not None else []
         rows: list[Any] = []
         for grid in grids:  # one (t, h, w) per item, or a batch of them
             values = _ints(grid)
             rows.extend(values if values and isinstance(values[0], list) else [values])
+        image_processor = getattr(processor or _engine_processor(engine, mm_processor_kwargs), "image_processor", None)
         if rows:
-            image_processor = getattr(processor or _engine_processor(engine, mm_processor_kwargs), "image_processor", None)
             seen = sizes_from(None, None, rows, getattr(image_processor, "patch_size", None), getattr(image_processor, "merge_size", None), None, len(images))
             if seen["per_image"] in (None, per_image):  # the grid agrees with what the engine placed
                 out["reached"] = seen["reached"]
+        if image_processor is not None:
+            out["settings"] = size_settings(image_processor)
         return out
     except Exception:  # an engine of another shape: its sizes are not read, the layout still is
         return {}

@@ -76,6 +76,8 @@ class Verdict:
     expected: str = ""
     received: str = ""
     observed: bool = False  # read from what the class handed its processor (not from a model of the class)
+    rendered: str | None = None  # the prompt as observed, each image one "<image>" (check-model --against compares it)
+    tokens: list[int] | None = None  # visual tokens per image, where the processor's output shows them
 
     @property
     def ok(self) -> bool:
