@@ -129,7 +129,7 @@ def budget_says(b: dict[str, Any] | None) -> str:
     if b.get("status") == OBSERVED:
         return f"Figures: a {probe} figure reaches the model {budget_line(b)}, observed."
     if b.get("status") == SERVER_DECIDES:
-        return f"Figures: sent at full size; {b.get('why')}."
+        return f"Figures: sent at full size; the server's processor decides their size ({b.get('why')})."
     return f"Figures: the size a figure reaches the model at could not be observed ({b.get('why')})."
 
 

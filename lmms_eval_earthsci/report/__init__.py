@@ -26,6 +26,9 @@ Rules the report keeps, because a reader compares numbers across columns:
 - A run that did not give the model the authors' prompt layout (its own check:
   ``metadata.earthsci_layout``, :mod:`.layout`) has its cells marked ``⚠`` with a note (task, class,
   what was lost, the fix), and no paper number beside them.
+- Each benchmark section says how large each run's figures reached the model (``metadata.earthsci_budget``,
+  :mod:`.budget`); a number set beside another run's whose figures reached the model at another size
+  (a table row, a comparison with the baseline) is marked ``≠`` with a note saying both sizes.
 - One model, one name across the papers (:mod:`lmms_eval_earthsci.core.scoring.papers`).
 - A run made with ``--limit`` that scored fewer docs than the task has is marked ``(partial)`` in
   every table header and chart legend where its numbers appear.
@@ -115,7 +118,7 @@ def write_report(
     md.append(headline_section(runs, benches, ref, base, out_dir))
     md.append(versions_section(runs, benches))
     md.append(paired_section(comparisons, runs, base))
-    md += [benchmark_section(b, runs, out_dir, ref) for b in benches]
+    md += [benchmark_section(b, runs, out_dir, ref, base) for b in benches]
     md.append(position_section(benches, runs, out_dir, ref))
     papers = [paper_table(b, runs) for b in benches]
     if any(papers):

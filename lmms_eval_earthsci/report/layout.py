@@ -90,7 +90,8 @@ def paper_comparable(runs: Iterable[Run], task: str, metric: str) -> bool:
     return not have or not all(lost(r, task) for r in have)
 
 
-def _tasks(tasks: tuple[str, ...], shown: str) -> str:
+def tasks_in_words(tasks: tuple[str, ...], shown: str) -> str:
+    """The leaves a group's note is about, when they are not just the task shown."""
     return "" if tasks == (shown,) else " (" + ", ".join(f"`{t}`" for t in tasks[:4]) + (f" and {len(tasks) - 4} more" if len(tasks) > 4 else "") + ")"
 
 
@@ -102,7 +103,7 @@ def lost_notes(runs: Iterable[Run], tasks: Iterable[str]) -> list[str]:
         for t in tasks:
             lay = task_layout(r, t)
             if lay.status == LOST:
-                out[f"{MARK} `{r.column}` · `{t}`{_tasks(lay.tasks, t)}: not the authors' layout, not comparable with the paper's number "
+                out[f"{MARK} `{r.column}` · `{t}`{tasks_in_words(lay.tasks, t)}: not the authors' layout, not comparable with the paper's number "
                     f"({lay.cls}: {'; '.join(lay.lost) or 'lost'}). Fix: {lay.fix or 'see `lmms-eval-earthsci check-model`'}."] = None
     return list(out)
 

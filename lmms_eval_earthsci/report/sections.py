@@ -13,6 +13,7 @@ from typing import Any, cast
 from lmms_eval_earthsci import registry
 from lmms_eval_earthsci.core.benchmark import Benchmark, Family, PaperValue, ReportSpec, RunView
 from lmms_eval_earthsci.core.scoring import circular
+from lmms_eval_earthsci.report import budget
 from lmms_eval_earthsci.report.charts import build_chart, build_trend, plot, plot_reliability, plot_trend
 from lmms_eval_earthsci.report.comparisons import RULE, Comparison
 from lmms_eval_earthsci.report.intervals import BOOTSTRAP, BOOTSTRAP_NOTE, ci_cell, method_of
@@ -231,6 +232,12 @@ def _table(header: list[str], rows: list[list[str]], label_columns: int = 1) -> 
     return "\n".join(lines)
 
 
+def _marked(cell: str, run: Run, task: str, other: Run | None) -> str:
+    """A run's cell with its marks: the layout's (:mod:`.layout`), and :data:`.budget.MARK` when its figures
+    reached the model at another size than those of ``other``, the run it sits beside (:mod:`.budget`)."""
+    return budget.marked(marked(cell, run, task), run, other, task)
+
+
 def _partial_note(run: Run) -> str:
     """What a partial run left out: "`--limit 2`, 14 of 22 docs in <the tasks cut>"."""
     parts = []
@@ -248,15 +255,16 @@ def _partial_note(run: Run) -> str:
 HEADLINE_COLUMNS_UP_TO = 4  # runs side by side as columns; past that, runs as rows
 
 
-def _headline_wide(runs: list[Run], benches: list[Benchmark], paper_model: str) -> tuple[list[str], list]:
+def _headline_wide(runs: list[Run], benches: list[Benchmark], paper_model: str, base: Run) -> tuple[list[str], list]:
     rows, refs = [], []
     for b in benches:
         for t, m in headline_keys(b, runs):
             ref = paper_value(b, paper_model, t, m) if paper_comparable(runs, t, m) else None
             refs.append(ref)
             cells = []
+            other = budget.reference(runs, base, t)
             for r in runs:
-                cells += [marked(_cell(r, t, m), r, t), ci_cell(r, t, m)]
+                cells += [_marked(_cell(r, t, m), r, t, other), ci_cell(r, t, m)]
             rows.append([b.title, t, m] + cells + [method_of(runs, t, m), paper_cell(ref) if ref else MISSING])
     head = ["benchmark", "task", "metric"]
     for r in runs:
@@ -264,10 +272,10 @@ def _headline_wide(runs: list[Run], benches: list[Benchmark], paper_model: str) 
     return [_table(head + ["CI method", f"paper: {paper_model}"], rows, 3), ""], refs
 
 
-def _compact(run: Run, task: str, metric: str) -> str:
+def _compact(run: Run, task: str, metric: str, other: Run | None) -> str:
     """``value (low–high)``: a run's cell when runs are rows."""
     cell, ci = _cell(run, task, metric), ci_cell(run, task, metric)
-    return marked(cell if ci == MISSING else f"{cell} ({ci})", run, task)
+    return _marked(cell if ci == MISSING else f"{cell} ({ci})", run, task, other)
 
 
 def _headline_long(runs: list[Run], benches: list[Benchmark], paper_model: str, base: Run, out_dir: str | None) -> tuple[list[str], list]:
@@ -279,7 +287,8 @@ def _headline_long(runs: list[Run], benches: list[Benchmark], paper_model: str, 
         if not keys:
             continue
         head = ["run", "step"] + [f"{t} · {m}" for t, m in keys]
-        rows = [[r.column + (" (baseline)" if r is base else ""), MISSING if r.step is None else str(r.step)] + [_compact(r, t, m) for t, m in keys] for r in runs]
+        others = [budget.reference(runs, base, t) for t, _ in keys]
+        rows = [[r.column + (" (baseline)" if r is base else ""), MISSING if r.step is None else str(r.step)] + [_compact(r, t, m, o) for (t, m), o in zip(keys, others)] for r in runs]
         paper = [paper_value(b, paper_model, t, m) if paper_comparable(runs, t, m) else None for t, m in keys]
         refs += paper
         if any(paper):
@@ -297,7 +306,7 @@ def _headline_long(runs: list[Run], benches: list[Benchmark], paper_model: str, 
 def headline_section(runs: list[Run], benches: list[Benchmark], paper_model: str, base: Run | None = None, out_dir: str | None = None) -> str:
     base = base or runs[0]
     if len(runs) <= HEADLINE_COLUMNS_UP_TO:
-        body, refs = _headline_wide(runs, benches, paper_model)
+        body, refs = _headline_wide(runs, benches, paper_model, base)
     else:
         body, refs = _headline_long(runs, benches, paper_model, base, out_dir)
     text = ["## Headline", ""] + body
@@ -310,7 +319,8 @@ def headline_section(runs: list[Run], benches: list[Benchmark], paper_model: str
     withheld = [f"{t} · {m}" for b, t, m in keys if paper_value(b, paper_model, t, m) and not paper_comparable(runs, t, m)]
     if withheld:
         text.append(f"No paper number beside {', '.join(withheld)}: no run kept the authors' layout ({MARK} below).")
-    text += [""] + [n + "  " for n in footnotes(refs) + layout_notes(runs, [t for _, t, _ in keys])]
+    shown = [t for _, t, _ in keys]
+    text += [""] + [n + "  " for n in footnotes(refs) + layout_notes(runs, shown) + budget.difference_notes(budget.side_by_side(runs, base, shown))]
     elsewhere = [f"{t} · {m}" for b in benches for t, m in headline_keys(b, runs) if not paper_value(b, paper_model, t, m) and any(e.task == t and e.metric == m for e in paper_entries(b)[0])]
     if elsewhere:
         text += ["", f"{paper_model} has no paper number for {', '.join(elsewhere)}; other paper models do (Paper reference)."]
@@ -386,11 +396,18 @@ def _p(p: float | None) -> str:
 
 
 def _diff_cells(c: Comparison) -> list[str]:
+    """The difference (marked when the two runs' figures reached the model at other sizes) and its interval."""
     r, m = c.result, c.metric
     if r is None or r.diff is None:
         return [MISSING, MISSING]
     iv = r.interval
-    return [f"{r.diff:+.2f}", MISSING if iv.low is None else f"{fmt(iv.low, m)}–{fmt(iv.high, m)}"]
+    return [budget.marked(f"{r.diff:+.2f}", c.run, c.base, c.task), MISSING if iv.low is None else f"{fmt(iv.low, m)}–{fmt(iv.high, m)}"]
+
+
+def _budget_notes(rows: Iterable[Comparison]) -> list[str]:
+    """Under a table of comparisons: a line per run compared on other input than the baseline's."""
+    lines = budget.difference_notes((c.run, c.base, c.task) for c in rows if c.result is not None and c.result.diff is not None)
+    return [""] + [n + "  " for n in lines] if lines else []
 
 
 def _discordant(c: Comparison) -> str:
@@ -418,6 +435,7 @@ def changes_section(rows: list[Comparison], base: Run) -> str:
         assert c.result is not None  # changed: it was tested
         table.append([c.task, c.metric, c.run.column, _cell(base, c.task, c.metric), _cell(c.run, c.task, c.metric)] + _diff_cells(c) + [c.direction or MISSING, _p(c.result.p), c.result.test or MISSING, _p(c.p_adjusted), _discordant(c)])
     text.append(_table(["task", "metric", "run", "baseline", "run value", "difference", "95% CI", "direction", "p", "test", "p adj.", "discordant"], table, 3))
+    text += _budget_notes(hits)
     return "\n".join(text) + "\n"
 
 
@@ -448,6 +466,7 @@ def paired_section(rows: list[Comparison], runs: list[Run], base: Run) -> str:
         table.append([c.task, c.metric, f"{c.run.column} − {base.column}"] + _diff_cells(c) + [_p(r.p), r.test or MISSING, _p(c.p_adjusted), changed, _discordant(c), str(r.common), str(r.only_b), str(r.only_a), c.note or ""])
     if table:
         text.append(_table(["task", "metric", "runs", "difference", "95% CI", "p", "test", "p adj.", "changed", "discordant", "docs compared", "only in baseline", "only in this run", "note"], table, 3))
+        text += _budget_notes(c for c in rows if c.result is not None)
     if skipped:
         text += ["", "Not compared (a run without `--log_samples`): " + ", ".join(skipped) + "."]
     return "\n".join(text) + "\n"
@@ -554,8 +573,9 @@ def paper_table(bench: Benchmark, runs: list[Run]) -> str:
 
 
 
-def breakdown_tables(bench: Benchmark, runs: list[Run], paper_model: str) -> str:
+def breakdown_tables(bench: Benchmark, runs: list[Run], paper_model: str, base: Run | None = None) -> str:
     out = []
+    base = base or runs[0]
     for fam in families(bench, runs):
         rows = []
         refs = []
@@ -570,7 +590,8 @@ def breakdown_tables(bench: Benchmark, runs: list[Run], paper_model: str) -> str
             if ref and not paper_comparable(runs, t, m):
                 ref, withheld = None, True
             refs.append(ref)
-            rows.append([label] + [marked(fmt(v, m), r, t) if present else MISSING for r, (present, v) in zip(runs, values)] + ([paper_cell(ref) if ref else MISSING]))
+            other = budget.reference(runs, base, t)
+            rows.append([label] + [_marked(fmt(v, m), r, t, other) if present else MISSING for r, (present, v) in zip(runs, values)] + ([paper_cell(ref) if ref else MISSING]))
             shown.append(t)
             for column, text in reasons:
                 if text:
@@ -581,7 +602,8 @@ def breakdown_tables(bench: Benchmark, runs: list[Run], paper_model: str) -> str
         if not with_paper:
             rows = [r[:-1] for r in rows]
         header = ["slice"] + [r.column for r in runs] + ([f"paper: {paper_model}"] if with_paper else [])
-        notes = footnotes(refs) + layout_notes(runs, shown, server=False) + [f"`{m}` n/a in {', '.join(dict.fromkeys(cols))}: {text}." for (m, text), cols in why.items()]
+        notes = (footnotes(refs) + layout_notes(runs, shown, server=False) + budget.difference_notes(budget.side_by_side(runs, base, shown))
+                 + [f"`{m}` n/a in {', '.join(dict.fromkeys(cols))}: {text}." for (m, text), cols in why.items()])
         out += [f"### {fam.title}", "", _table(header, rows), ""] + [n + "  " for n in notes]
         if notes:
             out.append("")
@@ -590,18 +612,22 @@ def breakdown_tables(bench: Benchmark, runs: list[Run], paper_model: str) -> str
 
 
 
-def benchmark_section(bench: Benchmark, runs: list[Run], out_dir: str, paper_model: str) -> str:
-    """The benchmark's tables, charts and counts; of a benchmark run only as circular variants, its
-    counts alone (their numbers are in Position bias); empty when it has neither."""
+def benchmark_section(bench: Benchmark, runs: list[Run], out_dir: str, paper_model: str, base: Run | None = None) -> str:
+    """The benchmark's tables, the size its figures reached the model at in each run (:mod:`.budget`),
+    charts and counts; of a benchmark run only as circular variants, its counts alone (their numbers are
+    in Position bias); empty when it has neither."""
     spec = bench.report_spec()
     view = BenchView(bench, runs, paper_model)
     text = [f"## {bench.title}", ""]
+    sizes = [n + "  " for n in budget.notes(runs, bench_tasks(bench, runs) + circular_tasks(bench, runs))]
+    sizes += [""] if sizes else []
     if not bench_tasks(bench, runs):
         counted = counts_table(bench, runs)
-        return "\n".join([*text, "Run as circular variants only: their numbers are under Position bias.", "", counted]) if counted else ""
+        return "\n".join([*text, "Run as circular variants only: their numbers are under Position bias.", "", *sizes, counted]) if counted else ""
     for paragraph in spec.intro(view):
         text += [paragraph, ""]
-    text.append(breakdown_tables(bench, runs, paper_model))
+    text.append(breakdown_tables(bench, runs, paper_model, base))
+    text += sizes
     pngs = plot(bench, [build_chart(bench, c, runs, paper_model) for c in spec.charts(view)], out_dir)
     diagrams, missing = spec.reliability(view, paper_model)
     pngs += plot_reliability(diagrams, out_dir)

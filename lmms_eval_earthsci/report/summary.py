@@ -3,7 +3,8 @@
 One row per run × task × metric (``kind`` = ``metric``): every metric of our tasks in the results
 JSON, its 95 % interval where the report has one (Wilson's for right/wrong metrics, every one of them;
 the bootstrap's for the headline metrics), the docs behind it, the task's version, the results file it
-came from and whether the authors' prompt layout reached the model (``layout``: :mod:`.layout`); then
+came from, whether the authors' prompt layout reached the model (``layout``: :mod:`.layout`) and how
+large its figures reached the model (``figure_budget``: :mod:`.budget`); then
 one row per paired comparison with the baseline (``kind`` = ``paired``). The columns are :data:`COLUMNS`;
 the report's README describes each. In the CSV a text cell that a spreadsheet would run as a formula
 (starting with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return) gets a leading ``'`` (OWASP's
@@ -18,6 +19,7 @@ import os
 from typing import TYPE_CHECKING, Any, cast
 
 from lmms_eval_earthsci import registry
+from lmms_eval_earthsci.report import budget
 from lmms_eval_earthsci.report.charts import doc_count
 from lmms_eval_earthsci.report.comparisons import Comparison
 from lmms_eval_earthsci.report.intervals import interval
@@ -30,7 +32,7 @@ if TYPE_CHECKING:
 SCHEMA = 1
 COLUMNS = (
     "kind", "run", "baseline", "model", "model_args", "step", "task", "metric", "value", "ci_low", "ci_high",
-    "ci_method", "docs", "task_version", "results_file", "layout",
+    "ci_method", "docs", "task_version", "results_file", "layout", "figure_budget",
     "baseline_value", "difference", "p", "test", "p_adjusted", "changed", "direction",
     "discordant_run_right", "discordant_baseline_right", "docs_compared", "only_in_baseline", "only_in_run", "note",
 )
@@ -44,7 +46,7 @@ def metric_rows(runs: list[Run], base: Run, headline: set[tuple[str, str]]) -> l
             bench = registry.benchmark_of(task)
             if bench is None:
                 continue
-            layout = task_layout(r, task).summary
+            layout, size = task_layout(r, task).summary, budget.summary(r, task)
             for metric in sorted(r.results[task]):
                 value = r.results[task][metric]
                 iv = interval(r, task, metric, bootstrap=(task, metric) in headline) if value is not None else None
@@ -56,8 +58,13 @@ def metric_rows(runs: list[Run], base: Run, headline: set[tuple[str, str]]) -> l
                     "step": r.step, "task": task, "metric": metric, "value": value,
                     "ci_low": cast("Interval", iv).low if ok else None, "ci_high": cast("Interval", iv).high if ok else None, "ci_method": cast("Interval", iv).method if ok else None,
                     "docs": docs, "task_version": r.versions.get(task), "results_file": src.path if src else None, "layout": layout,
+                    "figure_budget": size,
                 })
     return rows
+
+
+def _label(run: Run) -> str:
+    return run.label
 
 
 def paired_rows(comparisons: list[Comparison]) -> list[dict[str, Any]]:
@@ -78,8 +85,9 @@ def paired_rows(comparisons: list[Comparison]) -> list[dict[str, Any]]:
             "discordant_baseline_right": res.discordant[1] if res is not None and res.discordant else None,
             "docs_compared": res.common if res is not None else None,
             "only_in_baseline": res.only_b if res is not None else None, "only_in_run": res.only_a if res is not None else None,
-            "note": c.note or None, "task_version": c.run.versions.get(c.task),
+            "note": "; ".join(x for x in (c.note, budget.difference(c.run, c.base, c.task, name=_label)) if x) or None, "task_version": c.run.versions.get(c.task),
             "results_file": c.run.source[c.task].path if c.task in c.run.source else None, "layout": task_layout(c.run, c.task).summary,
+            "figure_budget": budget.summary(c.run, c.task),
         })
     return rows
 

@@ -48,7 +48,7 @@ PROBE_SIZE = (4608, 3456)
 SHRUNK_BELOW = 0.9
 #: docs whose figure sizes are read per task at most (evenly spaced beyond that: the record says so)
 MAX_DOCS = 2000
-SERVER_WHY = "the class sends each figure at its full size; the server's processor (its checkpoint's preprocessor config, its max_pixels) decides what the model sees"
+SERVER_WHY = "its checkpoint's preprocessor config and its own settings (max_pixels)"
 
 
 def probe_figure() -> Any:
@@ -144,9 +144,10 @@ def figure_stats(sizes: list[list[tuple[int, int]]], budget: dict[str, Any], doc
     elif budget.get("status") != OBSERVED:
         out["why"] = budget.get("why") or budget.get("status")
     elif not cap:
-        out["why"] = "the probe figure was not shrunk: no figure above it" if budget.get("capped") is False else "the processor's output shows no resized size"
         if budget.get("capped") is False and largest and largest[0] * largest[1] <= PROBE_SIZE[0] * PROBE_SIZE[1]:
-            out.update(above=0, why=None)
+            out["above"] = 0  # no figure larger than the probe figure, which reached the model whole
+        else:
+            out["why"] = "a figure larger than the unshrunk probe figure" if budget.get("capped") is False else "the processor's output shows no resized size"
     else:
         factors = [max(w * h for w, h in s) / cap for s in with_figures]
         shrunk = [f for f in factors if f > 1 / SHRUNK_BELOW]

@@ -5,7 +5,8 @@ Layout of the report folder (nothing is fetched from anywhere else; the page wor
     report.html            the tables, charts and paired comparisons of report.md, then the sample browser
     browser/app.js, app.css  the browser (no framework, no CDN)
     browser/index.js       the runs, the tasks and their groups, one line per task (with the runs that
-                           lost the authors' layout of the task: its banner)
+                           lost the authors' layout of the task: its banner; and the size each run's
+                           figures of the task reached the model at: ``budget``, :mod:`..budget`)
     browser/data/t<N>.js   one task's docs over the runs (what the list and its filters read), loaded when
                            the task is opened
     browser/data/t<N>_r<K>.js  run K's responses, judge and headline records of that task's docs, loaded
@@ -31,6 +32,7 @@ from urllib.parse import quote
 
 from lmms_eval_earthsci.core.adapter.harness import group_leaves
 from lmms_eval_earthsci.core.benchmark import Benchmark
+from lmms_eval_earthsci.report.budget import browser_lines as budget_lines
 from lmms_eval_earthsci.report.html.images import DEFAULT_FIGURE_BUDGET_MB, LargeBudget, ThumbStore, run_images
 from lmms_eval_earthsci.report.html.markdown import to_html
 from lmms_eval_earthsci.report.html.samples import NOT_RIGHT, leaf_tasks, task_docs, view
@@ -38,7 +40,7 @@ from lmms_eval_earthsci.report.layout import LOST, NOT_OBSERVED, SERVER, UNOBSER
 from lmms_eval_earthsci.report.runs import Run
 
 #: the ids the page and its browser (app.js) use: no report heading takes one
-PAGE_IDS = ("samples", "browser", "overlay", "overlay-img", "overlay-caption", "layout-banner", "match-count", "empty-hint", "export-jsonl", "export-csv", "f-task", "f-run", "f-q", "f-pair")
+PAGE_IDS = ("samples", "browser", "overlay", "overlay-img", "overlay-caption", "layout-banner", "budget-banner", "match-count", "empty-hint", "export-jsonl", "export-csv", "f-task", "f-run", "f-q", "f-pair")
 ASSETS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "assets")
 CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' blob:; connect-src 'none'; base-uri 'none'; form-action 'none'"
 
@@ -179,6 +181,9 @@ def write_html(
         layouts = _layouts(runs, t)
         if layouts:  # the task's banner: a run that lost the authors' layout, or whose server decides it
             entry["layout"] = layouts
+        reached = budget_lines(list(runs), base, t)
+        if reached:  # beside it: the size each run's figures reached the model at (runs that recorded it)
+            entry["budget"] = reached
         index["tasks"].append(entry)
         del data
     have = {t for _, t in tasks}

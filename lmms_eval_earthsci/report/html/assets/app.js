@@ -418,6 +418,26 @@
     return box;
   }
 
+  // the size each run's figures reached the model at (budget of the task's entry): one line per run and
+  // wording, naming its tasks when a group is shown; "\u2260" and the note where it differs from the
+  // run the report holds it against (not the same input)
+  function budgetBanner(names) {
+    const seen = new Map();
+    for (const t of names) for (const x of S.index.tasks[S.index.byName[t]].budget || []) {
+      const key = JSON.stringify([x.run, x["class"], x.text, x.differs || ""]);
+      if (!seen.has(key)) seen.set(key, { x: x, tasks: [] });
+      seen.get(key).tasks.push(t);
+    }
+    if (!seen.size) return null;
+    const box = el("div", { cls: "budget", id: "budget-banner" });
+    for (const { x, tasks } of seen.values()) {
+      const where = names.length > 1 ? " (" + tasks.join(", ") + ")" : "";
+      box.appendChild(el("p", { text: (x.differs ? "\u2260 " : "") + x.run + where + (x["class"] ? " (" + x["class"] + ")" : "") + ": " + x.text + "."
+        + (x.differs ? " " + x.differs.charAt(0).toUpperCase() + x.differs.slice(1) + "." : "") }));
+    }
+    return box;
+  }
+
   let lastFiltered = [];
   function render() {
     const st = S.state, root = S.root;
@@ -441,6 +461,8 @@
     const counts = countVerdicts(all, st, search);
     const banner = layoutBanner(names);
     if (banner) root.appendChild(banner);
+    const sizes = budgetBanner(names);
+    if (sizes) root.appendChild(sizes);
     root.appendChild(controls(all, st, counts));
     const pages = Math.max(1, Math.ceil(shown.length / PAGE));
     const page = Math.min(st.page, pages - 1);
