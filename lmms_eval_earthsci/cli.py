@@ -24,7 +24,7 @@ COMMANDS = {
     "check-mirror": "check a local mirror: repos present, revisions against our pins, every record valid",
     "write-fixtures": "write the small synthetic mirror the tests use",
     "rescore": "score a finished --log_samples / --predict_only run again (judge pass included) without the model, or import the authors' released outputs (--from)",
-    "check-model": "does each of our prompt layouts reach this model class as written? one doc per layout, one token each; exit 1 when a layout is lost",
+    "check-model": "does each of our prompt layouts reach this model class as written, and at what size do figures reach it? one doc per layout, one token each; exit 1 when a layout is lost (--against B: two classes or backends compared)",
     "mac": "`mac build INPUT --out DIR ...`: build a new MAC snapshot (CSVs, covers, stats, task folder) from your covers and stories",
 }
 

@@ -12,8 +12,15 @@ token. Two views per layout, both read from what the class handed its transforme
   token once per image, and the images (positional or keyword calls, PIL, data URLs, paths).
 
 A class that holds no transformers processor (API and server classes) is answered by the probe alone.
-Prints a table (layout, as written / what is lost, fix). Whatever raises inside the run ends the check
+Prints a table (layout, as written / what is lost, fix) and the class's figure budget (the size a 4608 x 3456
+figure reached the model at, :mod:`.core.adapter.budget`). Whatever raises inside the run ends the check
 with exit 2 and the reason in one line (the table first, when the probe had observed the layouts).
+
+``--against B --against_args ARGS``: the same check on a second class or backend of one checkpoint, each in its
+own process (two engines never share one), then what differs: the figure budget (with the argument observed
+to align B with A: B tries the candidate settings read from A's processor on the same probe figures), and per
+task the rendered text, the layout and the visual tokens per image. Exit 0 when both deliver every layout as
+written and identically, 1 when a layout is lost on either side or the two differ, 2 when either cannot run.
 """
 
 from __future__ import annotations
