@@ -346,6 +346,14 @@ def test_check_model_on_vllm_gives_the_runs_answer(models_root, hf_home, tmp_pat
     assert rows == {"scifibench_cs_c2f": "as written", "emma_full_physics": "as written"}, proc.stdout
 
 
+def test_the_vllm_internals_we_read_have_the_shape_we_rely_on():
+    """The inventory's vLLM entries (the probe's engine rendering, the engine's image processor) in this vLLM."""
+    from lmms_eval_earthsci.core.adapter.patching import INVENTORY, target_problem
+
+    entries = [t for t in INVENTORY if t.target.startswith("vllm.")]
+    assert len(entries) >= 2 and all(target_problem(t) is None for t in entries), [(t.name, target_problem(t)) for t in entries]
+
+
 def test_the_torchvision_shim_is_still_needed():
     """tests/vllm_shim declares two torchvision operators so that the index's (CUDA) torchvision imports next to
     the CPU torch. Without it the import must still fail; once it does not, remove the shim and its Makefile step."""
@@ -357,3 +365,118 @@ def test_the_torchvision_shim_is_still_needed():
     shimmed = subprocess.run([sys.executable, "-c", "import torchvision, transformers; print(torchvision.__version__)"],
                              env={**env, "PYTHONPATH": os.path.join(ROOT, "tests", "vllm_shim")}, capture_output=True, text=True, timeout=120)
     assert shimmed.returncode == 0, shimmed.stderr[-2000:]
+
+
+# --------------------------------------------------------------------------- at what size a figure reaches the model
+
+# one checkpoint with the family's real preprocessor config (min_pixels 3136, max_pixels 12,845,056), the same figures
+# through lmms-eval's HF qwen2_5_vl class (its defaults: max_pixels 1605632, min_pixels 200704) and its vllm class on
+# the real engine (the checkpoint's config): (figure, visual tokens through the HF class, through the engine). The HF
+# class hands its processor the figure as qwen-vl-utils rounded it to the 28 px grid (2000 x 1500 -> 1988 x 1512), which
+# then resizes it: 1,989 tokens where the processor alone makes 2,028 of 2000 x 1500 (as the engine does with that cap)
+FIGURES = [((1000, 800), 1044, 1044), ((2000, 1500), 1989, 3834), ((3000, 2000), 1980, 7597), ((4000, 3000), 2028, 15301)]
+# the docs' figures on which the aligned engine still differs from the HF class: that double rounding
+ROUNDED_TWICE = {(2000, 1500): (1989, 2028)}
+BIG_ENGINE = 'limit_mm_per_prompt={"image":1},max_model_len=20000,enforce_eager=True'
+# what check-model --against names, observed to align the engine with the HF class
+ALIGN = 'mm_processor_kwargs={"max_pixels":1605632,"min_pixels":200704}'
+BIG_ROUTES = {
+    "hf": ("qwen2_5_vl", "pretrained={path},device=cpu,device_map=cpu,attn_implementation=eager"),
+    "vllm": ("vllm", "model={path}," + BIG_ENGINE),
+    "vllm-aligned": ("vllm", "model={path}," + BIG_ENGINE + "," + ALIGN),
+}
+# the run's process: the HF class's processor calls and generate's input ids too (core.adapter.capture)
+LAUNCH_BIG = LAUNCH.replace('capture._STATE["path"] = os.environ["EARTHSCI_TEST_CAPTURE"]', 'capture.install(os.environ["EARTHSCI_TEST_CAPTURE"])')
+
+
+@pytest.fixture(scope="session")
+def big_mirror(tmp_path_factory):
+    """MSEarth's MCQ repo in its upstream schema, its four docs' figures the sizes of :data:`FIGURES`."""
+    from lmms_eval_earthsci.evals.msearth.fixtures import msearth_features, msearth_rows
+    from lmms_eval_earthsci.testing.figures import draw_figure, png_bytes, write_hf_repo
+
+    root = str(tmp_path_factory.mktemp("big_mirror"))
+    rows = msearth_rows("mcq")[: len(FIGURES)]
+    for i, (row, (size, _, _)) in enumerate(zip(rows, FIGURES)):
+        row["image"] = {"bytes": png_bytes(draw_figure(700 + i, size=size)), "path": None}
+    write_hf_repo(os.path.join(root, "MSEarth", "MSEarth_MCQ"), {"default": {"train": rows}}, msearth_features("mcq", "official"), lambda c, s: f"data/{s}-00000-of-00001.parquet")
+    return root
+
+
+_BIG: dict = {}
+
+
+def run_big(route, models_root, big_mirror, hf_home, tmp_path_factory):
+    """msearth_mcq's four large figures through one route of the real-config checkpoint: (proc, records, results)."""
+    if route in _BIG:
+        return _BIG[route]
+    model, args = BIG_ROUTES[route]
+    path = tiny_models.build("qwen2_5_vl_real", models_root)
+    work = tmp_path_factory.mktemp(route)
+    (work / "launch.py").write_text(LAUNCH_BIG)
+    records = str(work / "capture.jsonl")
+    env = cli_env(big_mirror, hf_home, EARTHSCI_TEST_CAPTURE=records, EARTHSCI_TEST_LIMIT=str(len(FIGURES)), **ENGINE_ENV)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [env.get("PYTHONPATH"), ROOT]))
+    cmd = [sys.executable, str(work / "launch.py"), "--model", model, "--model_args", args.replace("{path}", path), "--tasks", "msearth_mcq", "--gen_kwargs", "max_new_tokens=2",
+           "--output_path", str(work / "out"), "--log_samples", "--batch_size", "1", "--verbosity", "DEBUG"]
+    proc = subprocess.run(cmd, env=env, cwd=str(work), capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-6000:]
+    _BIG[route] = (proc, capture.read(records), read_outputs(str(work / "out"))[0])
+    return _BIG[route]
+
+
+def _prompts(records):
+    """What reached the model for each doc, by its figure's size: the HF class's generate input ids, or the
+    engine's prompt ids (decoded, special tokens kept)."""
+    from lmms_eval_earthsci.evals.msearth.fixtures import msearth_rows
+
+    decoded = [c["decoded"][0] for c in capture.calls(records) if c.get("decoded")] or [r["decoded"] for r in records if r["event"] == "engine"]
+    questions = [row["query"].split("Question:")[-1].strip().splitlines()[0] for row in msearth_rows("mcq")[: len(FIGURES)]]
+    return {size: next(d for d in decoded if q in d) for (size, _, _), q in zip(FIGURES, questions)}
+
+
+@pytest.mark.xdist_group("budget")
+def test_each_route_records_the_budget_it_observed_and_the_table_holds(models_root, big_mirror, hf_home, tmp_path_factory):
+    """The budget each run recorded is what reached the model: the HF class caps at 1.6 MP (2,028 tokens), the
+    engine at the checkpoint's 12.8 MP (16,170 for the probe figure); the docs' visual tokens are the table's."""
+    for route, tokens, reached, above in (("hf", 1, (1456, 1092), 3), ("vllm", 2, (4116, 3080), 0)):
+        proc, records, res = run_big(route, models_root, big_mirror, hf_home, tmp_path_factory)
+        budget = res["configs"]["msearth_mcq"]["metadata"]["earthsci_budget"]
+        assert budget["status"] == "observed" and tuple(budget["reached"]) == reached and budget["capped"] is True, budget
+        assert budget["tokens"] == reached[0] * reached[1] // 784, budget  # one visual token a 28 x 28 px patch group
+        figures = budget["figures"]
+        assert figures["docs"] == len(FIGURES) and figures["with_figures"] == len(FIGURES) and figures["largest"] == [4000, 3000], figures
+        assert figures["above"] == above, figures  # 2000x1500, 3000x2000, 4000x3000 above 1.6 MP; none above 12.7 MP
+        if above:
+            assert figures["max_shrink"] == round(12e6 / budget["max_pixels"], 2), figures
+        seen = {size: d.count("<|image_pad|>") for size, d in _prompts(records).items()}
+        assert seen == {f[0]: f[tokens] for f in FIGURES}, (route, seen)  # the premise: every doc reached the model
+        assert "figures reach the model up to" in proc.stdout + proc.stderr
+
+
+@pytest.mark.xdist_group("budget")
+def test_check_model_against_names_the_argument_and_it_aligns_the_two_routes(models_root, big_mirror, hf_home, tmp_path, tmp_path_factory):
+    """`check-model --model qwen2_5_vl --against vllm` on one checkpoint: exit 1, the budgets named and the
+    argument observed to align them; with it, the engine's prompt ids for the docs (a 12 MP figure among them)
+    are the HF class's, token for token, but where the HF class rounded the figure twice (:data:`ROUNDED_TWICE`)."""
+    path = tiny_models.build("qwen2_5_vl_real", models_root)
+    env = {**os.environ, "HF_HOME": hf_home, "HF_HUB_OFFLINE": "1", "EARTHSCI_CACHE_DIR": str(tmp_path / "cache"), **ENGINE_ENV}
+    env.pop("EARTHSCI_DATA_MIRROR", None)
+    cli = os.path.join(os.path.dirname(sys.executable), "lmms-eval-earthsci")
+    proc = subprocess.run([cli, "check-model", "--model", "qwen2_5_vl", "--model_args", BIG_ROUTES["hf"][1].replace("{path}", path), "--tasks", "msearth_mcq",
+                           "--against", "vllm", "--against_args", BIG_ROUTES["vllm"][1].replace("{path}", path), "--log", str(tmp_path / "check.log")],
+                          env=env, cwd=str(tmp_path), capture_output=True, text=True, timeout=900)
+    out = proc.stdout
+    assert proc.returncode == 1, out + proc.stderr[-3000:]
+    assert "1456 x 1092, 2,028 visual tokens through A (qwen2_5_vl) and 4116 x 3080, 16,170 visual tokens through B (vllm)" in out, out
+    assert f"Aligns them (observed): add {ALIGN} to B's --model_args" in out, out
+    hf = _prompts(run_big("hf", models_root, big_mirror, hf_home, tmp_path_factory)[1])
+    aligned = _prompts(run_big("vllm-aligned", models_root, big_mirror, hf_home, tmp_path_factory)[1])
+    unaligned = _prompts(run_big("vllm", models_root, big_mirror, hf_home, tmp_path_factory)[1])
+    for size, _, _ in FIGURES:
+        tokens = hf[size].count("<|image_pad|>"), aligned[size].count("<|image_pad|>")
+        if size in ROUNDED_TWICE:
+            assert tokens == ROUNDED_TWICE[size], (size, tokens)
+        else:
+            assert aligned[size] == hf[size], (size, tokens)
+        assert unaligned[size] != hf[size] or size == (1000, 800), size  # 1000 x 800: under both caps

@@ -115,8 +115,15 @@ def build_qwen2_5_vl(out_dir: str, min_pixels: int = QWEN25_MIN_PIXELS, max_pixe
     processor.save_pretrained(out_dir)
 
 
-def build_qwen3_vl(out_dir: str) -> None:
-    """``Qwen3VLForConditionalGeneration`` + ``Qwen3VLProcessor`` (image processor: patch 16, merge 2)."""
+# a template that accepts a system turn only as the first message (as a current family's does): lmms-eval's qwen3_vl class
+# inserts a default system turn of its own, so a request that carried one more would fail
+FIRST_SYSTEM_ONLY = ("{%- for m in messages %}{%- if m.role == 'system' and not loop.first %}"
+                     "{{- raise_exception('System message must be at the beginning.') }}{%- endif %}{%- endfor %}")
+
+
+def build_qwen3_vl(out_dir: str, strict: bool = False) -> None:
+    """``Qwen3VLForConditionalGeneration`` + ``Qwen3VLProcessor`` (image processor: patch 16, merge 2); ``strict``:
+    its template raises on a system turn that is not the first (:data:`FIRST_SYSTEM_ONLY`)."""
     from transformers import (  # noqa: PLC0415
         Qwen2VLImageProcessor,
         Qwen3VLConfig,
@@ -125,7 +132,7 @@ def build_qwen3_vl(out_dir: str) -> None:
         Qwen3VLVideoProcessor,
     )
 
-    template = chat_template("qwen3_vl")
+    template = (FIRST_SYSTEM_ONLY if strict else "") + chat_template("qwen3_vl")
     tok = _tokenizer(QWEN_SPECIALS, template, eos="<|im_end|>", pad="<|endoftext|>")
     ids = {t: tok.convert_tokens_to_ids(t) for t in QWEN_SPECIALS}
     config = Qwen3VLConfig(
@@ -205,6 +212,11 @@ register(Family(
 ))  # fmt: skip
 register(Family(
     name="qwen3_vl", model="qwen3_vl", build=build_qwen3_vl,
+    image_span=r"<\|vision_start\|>(?:<\|image_pad\|>)+<\|vision_end\|>",
+    model_args=f"device=cpu,device_map=cpu,attn_implementation=eager,min_pixels={QWEN3_MIN_PIXELS},max_pixels={QWEN3_MAX_PIXELS}",
+))  # fmt: skip
+register(Family(
+    name="qwen3_vl_strict", model="qwen3_vl", build=lambda out: build_qwen3_vl(out, strict=True),
     image_span=r"<\|vision_start\|>(?:<\|image_pad\|>)+<\|vision_end\|>",
     model_args=f"device=cpu,device_map=cpu,attn_implementation=eager,min_pixels={QWEN3_MIN_PIXELS},max_pixels={QWEN3_MAX_PIXELS}",
 ))  # fmt: skip

