@@ -380,19 +380,27 @@ def _budget(lm: Any, name: str, task: Any, verdict: dict[str, Any], limit: Any) 
         return {"status": budget.NOT_OBSERVED, "class": type(lm).__name__, "why": f"budget probe failed: {type(exc).__name__}: {exc}"}
 
 
+def pixels_in_words(pixels: float) -> str:
+    """``1.6 MP``, ``0.26 MP``; below 0.01 MP the pixels themselves (``1,024 px``)."""
+    if pixels >= 0.95e6:
+        return f"{pixels / 1e6:.1f} MP"
+    return f"{pixels / 1e6:.2g} MP" if pixels >= 1e4 else f"{int(pixels):,} px"
+
+
 def budget_line(b: dict[str, Any]) -> str:
-    """A budget in words, for a log line: "up to 1.6 MP (1288 x 1232, 2,028 visual tokens)"."""
+    """A budget in words, for a log line: "up to 1.6 MP (1456 x 1092, 2,028 visual tokens)"."""
     if b.get("status") != budget.OBSERVED:
         return str(b.get("status"))
     size, tokens = b.get("reached"), b.get("tokens")
     said = f"{size[0]} x {size[1]}" if size else ""
-    said += (", " if said else "") + (f"{tokens:,} visual tokens" if tokens is not None else "")
-    probe_mp = budget.PROBE_SIZE[0] * budget.PROBE_SIZE[1] / 1e6
+    if tokens is not None:
+        said += (", " if said else "") + f"{tokens:,} visual token{'s' if tokens != 1 else ''}"
+    probe = pixels_in_words(budget.PROBE_SIZE[0] * budget.PROBE_SIZE[1])
     if b.get("capped"):
-        return f"up to {b['max_pixels'] / 1e6:.2g} MP ({said})"
+        return f"up to {pixels_in_words(b['max_pixels'])} ({said})"
     if b.get("capped") is False:
-        return f"full size up to at least {probe_mp:.3g} MP ({said})"
-    return f"{said} for a {probe_mp:.3g} MP figure"
+        return f"at full size, up to at least {probe} ({said})"
+    return f"as {said} for a {probe} figure"
 
 
 def probe(lm: Any, task_dict: Mapping[Any, Any], limit: Any = None) -> dict[str, dict[str, Any]]:

@@ -156,3 +156,12 @@ def test_a_probe_that_fails_warns_once_naming_check_model(caplog):
         layout_probe._warn_unseen(verdicts, {})
     lines = [r.getMessage() for r in caplog.records]
     assert len(lines) == 1 and "the layout probe failed for 3 task(s)" in lines[0] and "TemplateError" in lines[0] and "check-model" in lines[0]
+
+
+def test_the_budget_in_words():
+    capped = {"status": budget.OBSERVED, "capped": True, "max_pixels": 1456 * 1092, "reached": [1456, 1092], "tokens": 2028}
+    assert layout_probe.budget_line(capped) == "up to 1.6 MP (1456 x 1092, 2,028 visual tokens)"
+    assert layout_probe.budget_line({**capped, "max_pixels": 1024, "reached": [32, 32], "tokens": 1}) == "up to 1,024 px (32 x 32, 1 visual token)"
+    assert layout_probe.budget_line({"status": budget.OBSERVED, "capped": None, "reached": None, "tokens": 20}) == "as 20 visual tokens for a 15.9 MP figure"
+    assert layout_probe.budget_line({"status": budget.OBSERVED, "capped": False, "reached": list(budget.PROBE_SIZE), "tokens": 9}).startswith("at full size, up to at least 15.9 MP")
+    assert layout_probe.pixels_in_words(259_000) == "0.26 MP"
