@@ -30,6 +30,7 @@ import glob
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -60,7 +61,7 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--model_args", default="", help="lmms-eval's --model_args (pretrained=..., device=...)")
     ap.add_argument("--tasks", default=None, help="our tasks whose layouts to check (default: one task per layout we ship)")
     ap.add_argument("--force_simple", action="store_true", help="check the class's simple route, as lmms-eval --force_simple runs it")
-    ap.add_argument("--log", default=None, help="lmms-eval's log goes here (default: a file in a temporary folder; its path is printed)")
+    ap.add_argument("--log", default=None, help="lmms-eval's log goes here (default: a temporary file, kept and named only when the check cannot run)")
     ap.add_argument("--against", default=None, metavar="B", help="compare with this class or backend on the same probe (its own process): rendered text, image order, visual tokens per image")
     ap.add_argument("--against_args", default="", metavar="ARGS", help="--model_args of --against (--tasks and --log apply to both)")
     ap.add_argument("--json", default=None, metavar="PATH", help="also write what was observed (verdicts, figure budget) to this JSON file")
@@ -119,6 +120,16 @@ def table(rows: list[dict[str, Any]], model: str, simple: bool = False) -> tuple
     return "\n".join(lines), any_lost
 
 
+def run_hint(reason: str, model_args: str) -> str:
+    """The argument that lets a class that stopped on its device run: ``device=cpu`` where torch has no CUDA
+    (the classes' default device is ``cuda``), ``device_map`` where transformers 5 refuses their default ``""``."""
+    if "not compiled with CUDA" in reason or "no NVIDIA driver" in reason or "CUDA driver" in reason:
+        return " (this machine has no CUDA and the class's default device is cuda: add device=cpu" + ("" if "device_map" in model_args else ",device_map=cpu") + " to --model_args)"
+    if "device_map" in reason:
+        return " (this class's default device_map=\"\" is refused by transformers 5: add device_map=auto on a GPU, device=cpu,device_map=cpu on CPU, to --model_args)"
+    return ""
+
+
 def budget_of(results: dict[str, Any], tasks: Sequence[str]) -> dict[str, Any] | None:
     """The class's figure budget as the run recorded it (every task carries the same one)."""
     for task in tasks:
@@ -141,11 +152,27 @@ def budget_says(b: dict[str, Any] | None) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The check in a temporary folder, removed when it ends; lmms-eval's log in it (without ``--log``) is
+    kept, and said, only when the check could not run (exit 2)."""
     args = parser().parse_args(argv)
-    if args.against:
-        return against(args)
-    tasks = args.tasks.split(",") if args.tasks else list(layout_tasks())
     work = tempfile.mkdtemp(prefix="earthsci-check-model-")
+    code = 2
+    try:
+        code = against(args, work) if args.against else check(args, work)
+        return code
+    finally:
+        log = os.path.join(work, "lmms-eval.log")
+        if code == 2 and not args.log and os.path.exists(log):
+            for name in os.listdir(work):
+                if name != "lmms-eval.log":
+                    shutil.rmtree(os.path.join(work, name), ignore_errors=True) if os.path.isdir(os.path.join(work, name)) else os.remove(os.path.join(work, name))
+            print(f"check-model: lmms-eval's log kept: {log}", file=sys.stderr)
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def check(args: argparse.Namespace, work: str) -> int:
+    tasks = args.tasks.split(",") if args.tasks else list(layout_tasks())
     log = args.log or os.path.join(work, "lmms-eval.log")
     mirror = sample_mirror_root()
     os.environ.update({"EARTHSCI_DATA_MIRROR": mirror, "HF_DATASETS_OFFLINE": "1"})
@@ -162,7 +189,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         lmms_args.append("--force_simple")
     label = args.model + (" --force_simple" if args.force_simple else "")
     layout_probe.VERDICTS.clear()
-    print(f"check-model: {len(tasks)} layouts through --model {args.model}; lmms-eval's log: {log}", flush=True)
+    print(f"check-model: {len(tasks)} layouts through --model {args.model}" + (f"; lmms-eval's log: {log}" if args.log else ""), flush=True)
     try:
         with output_to(log):
             code = run_lmms_eval(lmms_args)
@@ -171,7 +198,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if layout_probe.VERDICTS:  # the probe observed the layouts before lmms-eval stopped: show them
             text, _ = table(analyse([], {"configs": {t: {"metadata": {"earthsci_layout": v}} for t, v in layout_probe.VERDICTS.items()}}, tasks), label, simple=args.force_simple)
             print(text)
-        hint = " (this class's default device_map=\"\" is refused by transformers 5: add device_map=auto on a GPU, device_map=cpu on CPU, to --model_args)" if "device_map" in reason else ""
+        hint = run_hint(reason, args.model_args)
         print(f"check-model: lmms-eval stopped: {reason}{hint} (see {log}); a run with this class and these arguments stops too", file=sys.stderr)
         return 2
     found = sorted(glob.glob(os.path.join(work, "out", "**", "*_results.json"), recursive=True))
@@ -266,11 +293,10 @@ def differences(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
     return out
 
 
-def against(args: argparse.Namespace) -> int:
+def against(args: argparse.Namespace, work: str) -> int:
     """``--against``: A, then B aligned to A's budget where an argument is observed to do it, each in its own
     process; the differences. Exit 0: both deliver every layout as written and identically; 1: a layout is
     lost on either side, or the two differ; 2: either side could not run."""
-    work = tempfile.mkdtemp(prefix="earthsci-check-model-")
     log = args.log or os.path.join(work, "lmms-eval.log")
     paths = os.path.join(work, "a.json"), os.path.join(work, "b.json")
     codes = [_side(args, args.model, args.model_args, paths[0], log)]

@@ -21,7 +21,8 @@ from typing import Any
 from lmms_eval_earthsci.core.adapter.budget import NOT_OBSERVED, OBSERVED
 from lmms_eval_earthsci.core.adapter.budget import SERVER_DECIDES as SERVER
 from lmms_eval_earthsci.core.adapter.harness import group_leaves
-from lmms_eval_earthsci.report.layout import tasks_in_words
+from lmms_eval_earthsci.core.adapter.layout_probe import NOT_OBSERVED as LAYOUT_UNSEEN
+from lmms_eval_earthsci.report.layout import task_layout, tasks_in_words
 from lmms_eval_earthsci.report.runs import MISSING, Run
 
 #: a run's number made on other input than the run it is compared with (another figure budget)
@@ -233,6 +234,8 @@ def _lines(run: Run, tasks: list[str]) -> list[str]:
     by_budget: dict[Budget, dict[str, tuple[str, ...]]] = {}
     for t in tasks:
         for b, leaves in task_budgets(run, t):
+            if b.status == NOT_OBSERVED and task_layout(run, t).status == LAYOUT_UNSEEN:
+                continue  # the layout's note already says the class could not be observed, and names check-model
             by_budget.setdefault(b, {})[t] = leaves
     out = []
     for b, shown in by_budget.items():

@@ -401,7 +401,8 @@ def _diff_cells(c: Comparison) -> list[str]:
     if r is None or r.diff is None:
         return [MISSING, MISSING]
     iv = r.interval
-    return [budget.marked(f"{r.diff:+.2f}", c.run, c.base, c.task), MISSING if iv.low is None else f"{fmt(iv.low, m)}–{fmt(iv.high, m)}"]
+    bounds = (f"n/a ({iv.why})" if iv.why else MISSING) if iv.low is None else f"{fmt(iv.low, m)}–{fmt(iv.high, m)}"
+    return [budget.marked(f"{r.diff:+.2f}", c.run, c.base, c.task), bounds]
 
 
 def _budget_notes(rows: Iterable[Comparison]) -> list[str]:

@@ -173,6 +173,14 @@ def _label(runs: list[Run]) -> None:
     for r, n in zip(runs, names):
         r.label = f"{n} ({r.folders[0]})" if len(r.folders) == 1 else n
     first = [r.label for r in runs]
+    for label in dict.fromkeys(x for x in first if first.count(x) > 1):  # one model's runs: named by the settings they differ in
+        group = [r for r in runs if r.label == label]
+        settings = [_settings(r) for r in group]
+        differ = [k for k in dict.fromkeys(k for s in settings for k in s) if len({s.get(k, "–") for s in settings}) > 1]
+        for r, s in zip(group, settings):
+            if differ:
+                r.label = f"{label} ({', '.join(f'{k}={s.get(k, chr(8211))}' for k in differ)})"
+    first = [r.label for r in runs]
     for i, r in enumerate(runs):
         if first.count(r.label) > 1:
             r.label = f"{names[i]} ({stamp_date(r.files[-1].stamp)})"
@@ -180,6 +188,19 @@ def _label(runs: list[Run]) -> None:
     for i, r in enumerate(runs):
         if labels.count(r.label) > 1:
             r.label = f"{r.label} #{i + 1}"
+
+
+def _settings(run: Run) -> dict[str, str]:
+    """What a run was asked for beyond its checkpoint: its model arguments, generation kwargs and
+    ``--limit`` (the newest file's), as ``key=value`` text."""
+    config = run.files[-1].config
+    out = {k: v for k, v in parse_model_args(str(config.get("model_args") or "")).items() if not _CHECKPOINT.fullmatch(f"{k}={v}")}
+    gen = config.get("gen_kwargs")
+    items = gen.items() if isinstance(gen, dict) else parse_model_args(str(gen or "")).items()
+    out.update({str(k): str(v) for k, v in items})
+    if config.get("limit") is not None:
+        out["limit"] = str(config["limit"])
+    return out
 
 
 def _matches(run: Run, name: str) -> bool:

@@ -199,3 +199,32 @@ def test_the_torchvision_fallback_warning_is_dropped_and_nothing_else():
     finally:
         log.removeHandler(handler)
     assert seen == ["something else"] and len(log.filters) == 1
+
+
+def test_check_model_names_the_device_argument_a_cpu_run_needs():
+    from lmms_eval_earthsci.model_check import run_hint
+
+    no_cuda = run_hint("AssertionError: Torch not compiled with CUDA enabled", "pretrained=x,device_map=cpu")
+    assert no_cuda == " (this machine has no CUDA and the class's default device is cuda: add device=cpu to --model_args)"
+    assert "device=cpu,device_map=cpu to --model_args" in run_hint("RuntimeError: Found no NVIDIA driver on your system", "pretrained=x")
+    assert "device_map=auto on a GPU, device=cpu,device_map=cpu on CPU" in run_hint("ValueError: device_map='' is not supported", "pretrained=x")
+    assert run_hint("OSError: no such model", "pretrained=x") == ""
+
+
+@pytest.mark.e2e
+def test_check_model_leaves_only_the_log_it_names_when_it_cannot_run(tmp_path, monkeypatch, capsys):
+    """`--model dummy`: nothing reaches a processor, so the check cannot observe (exit 2): its temporary folder
+    keeps lmms-eval's log, named on stderr, and nothing else; with --log, nothing is left in the temp folder."""
+    from lmms_eval_earthsci.model_check import main
+
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    assert main(["--model", "dummy", "--tasks", "msearth_mcq"]) == 2
+    left = [p for p in tmp_path.iterdir() if p.name.startswith("earthsci-check-model-")]
+    assert len(left) == 1 and [p.name for p in left[0].iterdir()] == ["lmms-eval.log"]
+    assert f"check-model: lmms-eval's log kept: {left[0] / 'lmms-eval.log'}" in capsys.readouterr().err
+    assert main(["--model", "dummy", "--tasks", "msearth_mcq", "--log", str(tmp_path / "mine.log")]) == 2
+    assert [p for p in tmp_path.iterdir() if p.name.startswith("earthsci-check-model-")] == left and (tmp_path / "mine.log").exists()

@@ -225,3 +225,12 @@ def test_summary_rows_equal_the_results_json_and_text_cells_are_not_formulas(tmp
     # no samples for msearth_mcq: no test, and its difference says nothing about 0
     ms = [r for r in paired if r["metric"] == "msearth_acc"]
     assert all(r["p"] is None and r["changed"] is None for r in ms)
+
+
+def test_runs_of_one_model_are_named_by_the_settings_they_differ_in(tmp_path):
+    """Two runs of one checkpoint with other --gen_kwargs written to one folder: a lab reads a sweep by its
+    settings, not by the time each run was written (the --limit both share is not named)."""
+    hot = job(tmp_path, "logs", "pretrained=/ck/checkpoint-1000", EMMA, stamp="20261127_114102", config={"gen_kwargs": "temperature=0.7,top_p=0.9", "limit": 5})
+    job(tmp_path, "logs", "pretrained=/ck/checkpoint-1000", EMMA, stamp="20261127_114116", config={"gen_kwargs": "temperature=0,top_p=0.9", "limit": 5})
+    labels = sorted(r.label for r in read_runs([hot]))
+    assert labels == ["checkpoint-1000 (logs) (temperature=0)", "checkpoint-1000 (logs) (temperature=0.7)"], labels

@@ -307,7 +307,8 @@ def test_check_model_prints_each_layout_and_exits_1_when_one_is_lost(family, tas
     one row per layout task, LOST where the family's template puts images first, exit 1 then, 0 otherwise."""
     fam = FAMILIES[family]
     path = tiny_models.build(family, models_root)
-    env = {**os.environ, "HF_HOME": hf_home, "HF_HUB_OFFLINE": "1", "EARTHSCI_CACHE_DIR": str(tmp_path / "cache")}
+    (tmp_path / "tmp").mkdir()
+    env = {**os.environ, "HF_HOME": hf_home, "HF_HUB_OFFLINE": "1", "EARTHSCI_CACHE_DIR": str(tmp_path / "cache"), "TMPDIR": str(tmp_path / "tmp")}
     env.pop("EARTHSCI_DATA_MIRROR", None)
     cli = os.path.join(os.path.dirname(sys.executable), "lmms-eval-earthsci")
     proc = subprocess.run([cli, "check-model", "--model", fam.model, "--model_args", f"pretrained={path},{fam.model_args}", *(["--tasks", tasks] if tasks else [])],
@@ -317,6 +318,8 @@ def test_check_model_prints_each_layout_and_exits_1_when_one_is_lost(family, tas
     assert set(rows) == set(tasks.split(",") if tasks else TASKS)  # every layout asked for (default: every one we ship), one row each
     assert {t for t, says in rows.items() if says.startswith("LOST")} == lost
     assert all(says == "as written" for t, says in rows.items() if t not in lost)
+    assert "Figures: a 4608 x 3456 figure reaches the model " in proc.stdout and ", observed." in proc.stdout  # the class's budget
+    assert not [p for p in os.listdir(tmp_path / "tmp") if p.startswith("earthsci-check-model-")]  # nothing left behind
 
 
 def test_check_model_says_in_one_line_when_the_run_itself_stops(models_root, hf_home, tmp_path):
@@ -330,4 +333,4 @@ def test_check_model_says_in_one_line_when_the_run_itself_stops(models_root, hf_
                           env=env, cwd=str(tmp_path), capture_output=True, text=True, timeout=600)
     assert proc.returncode == 2, proc.stdout + proc.stderr[-3000:]
     last = [ln for ln in proc.stderr.splitlines() if ln.startswith("check-model: lmms-eval stopped: ")]
-    assert len(last) == 1 and "device_map=auto on a GPU, device_map=cpu on CPU" in last[0], proc.stderr[-3000:]
+    assert len(last) == 1 and "device_map=auto on a GPU, device=cpu,device_map=cpu on CPU" in last[0], proc.stderr[-3000:]

@@ -18,7 +18,7 @@ from typing import Any, cast
 from lmms_eval_earthsci.core.adapter.patching import wrap_task_method
 from lmms_eval_earthsci.core.data.loading import is_media, undecoded
 from lmms_eval_earthsci.core.judge.client import JudgeClient, get_judge
-from lmms_eval_earthsci.core.judge.config import JudgeResult
+from lmms_eval_earthsci.core.judge.config import JudgeConfig, JudgeResult
 from lmms_eval_earthsci.core.judge.failures import note_endpoint, note_no_judge
 from lmms_eval_earthsci.core.judge.task_pass import Outcome, PassItem, _sum_tokens, begin_pass, forget, logger, pass_failed, run_pass, summarize, world
 from lmms_eval_earthsci.core.settings import cli_value
@@ -134,7 +134,7 @@ def run_task_pass(task: Any) -> list[Outcome] | None:
         client = get_judge(meta.get("judge"), purpose=f"{spec.name} metrics", prefix=spec.env_prefix)
         name = getattr(task.config, "task", spec.name)
         if client is None:
-            note_no_judge(str(name), f"{spec.env_prefix}_BASE_URL and {spec.env_prefix}_MODEL")
+            note_no_judge(str(name), JudgeConfig.from_env(meta.get("judge"), prefix=spec.env_prefix).missing(spec.env_prefix))
             return None
         note_endpoint(str(name), f"{spec.env_prefix}_BASE_URL", client.config.base_url)
         items = _rank_items(task, media=spec.uses_images, tags=tags)

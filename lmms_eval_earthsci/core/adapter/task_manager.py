@@ -26,7 +26,7 @@ from lmms_eval_earthsci.core.adapter.harness import leaf_tasks
 from lmms_eval_earthsci.core.adapter.hooks import data_hooks_only, install_runtime_hooks, warn_registration
 from lmms_eval_earthsci.core.adapter.patching import warn_missing, wrap_method
 from lmms_eval_earthsci.core.data.loading import HubRefusedError, NoDataRouteError, loader_says_why
-from lmms_eval_earthsci.core.settings import is_cli_run
+from lmms_eval_earthsci.core.settings import cli_value, is_cli_run
 
 
 @dataclass
@@ -126,6 +126,13 @@ def stop_on_unknown_names(task_manager_cls: Any) -> bool:
     return True
 
 
+def _is_zero(value: str) -> bool:
+    try:
+        return float(value) == 0.0
+    except ValueError:
+        return False
+
+
 def _note_requested(task_manager: Any, task_list: list, matched: Any, known: set) -> None:
     """A CLI run's requested names: ours noted for its end, with lmms-eval's own names close to ours; an
     unknown name in a run with ours stops it now (exit 3), naming ours (lmms-eval would stop it later
@@ -134,6 +141,11 @@ def _note_requested(task_manager: Any, task_list: list, matched: Any, known: set
     ours = [name for name in names if isinstance(name, str) and _is_ours(task_manager, name)]
     near = {name: ", ".join(found) for name in names if isinstance(name, str) and name not in ours and (found := OURS.near(name))}
     unknown = _unknown(task_list, matched)
+    limit = cli_value(sys.argv, "--limit")
+    if ours and limit is not None and _is_zero(limit):  # lmms-eval would load every task, then raise "did not find any docs" and exit 1
+        run_status.say(f"lmms_eval_earthsci: --limit {limit} evaluates no doc: {', '.join(ours)} did not run (exit 2); give --limit N (N >= 1, or a share "
+                       "0 < x < 1) or leave it out for every doc")
+        raise SystemExit(2)
     if ours and unknown:
         run_status.say("\n".join([*(f"lmms_eval_earthsci: {name} is no task lmms-eval knows ({OURS.did_you_mean(name, known, 0.75)})" for name in unknown),
                                   f"lmms_eval_earthsci: {', '.join(ours)} did not run (exit {run_status.OTHER}): the run stopped before the model loaded, at the name(s) above"]))

@@ -159,11 +159,22 @@ def mirror_path(dataset_path: str | None) -> str | None:
     if os.path.isdir(local):
         return local
     if dataset_path in KNOWN_DATASETS:
+        parent = os.path.dirname(root)
+        if os.path.isdir(os.path.join(parent, *dataset_path.split("/"))) or _holds_repo_folders(root):
+            raise MirrorError(
+                f"{MIRROR_ENV}={root} is one level too deep: it holds <name>/ folders of a mirror's <org>/<name>/ layout; "
+                f"set {MIRROR_ENV}={parent} (the mirror's root, which holds {dataset_path.split('/')[0]}/)"
+            )
         raise MirrorError(
             f"{MIRROR_ENV}={root} is set but holds no copy of {dataset_path!r}: expected the Hub repo's "
             f"files under {local} (on a machine with Hub access: `lmms-eval-earthsci mirror {root}`)"
         )
     return None
+
+
+def _holds_repo_folders(root: str) -> bool:
+    """Whether ``root`` holds, at its top, the ``<name>`` folder of one of our Hub repos (``<org>/<name>``)."""
+    return any(os.path.isdir(os.path.join(root, repo.split("/", 1)[1])) for repo in KNOWN_DATASETS if "/" in repo)
 
 
 def resolve_dataset(dataset_path: str, dataset_kwargs: Mapping[str, Any] | None) -> tuple[str, dict]:

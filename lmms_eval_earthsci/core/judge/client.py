@@ -581,7 +581,7 @@ def get_judge(overrides: Mapping[str, Any] | None = None, purpose: str = "judge 
     if not cfg.configured:
         if purpose not in _WARNED:
             _WARNED.add(purpose)
-            names = f"{prefix}_BASE_URL and {prefix}_MODEL" + ("" if prefix == JUDGE_ENV else f" (or {JUDGE_ENV}_*)")
+            names = cfg.missing(prefix) + ("" if prefix == JUDGE_ENV else f" (or {JUDGE_ENV}_*)")
             logger.warning(
                 "lmms_eval_earthsci: no LLM judge configured (set %s); %s are reported as unavailable, rule-based metrics are unaffected",
                 names,

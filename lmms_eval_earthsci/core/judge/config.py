@@ -74,6 +74,15 @@ class JudgeConfig:
     def configured(self) -> bool:
         return bool(self.base_url and self.model)
 
+    def missing(self, prefix: str = JUDGE_ENV) -> str:
+        """The settings that would complete this judge, in words: both when neither is set, else the
+        one missing ("EARTHSCI_JUDGE_MODEL: EARTHSCI_JUDGE_BASE_URL is set")."""
+        if not self.base_url and not self.model:
+            return f"{prefix}_BASE_URL and {prefix}_MODEL"
+        if not self.model:
+            return f"{prefix}_MODEL ({prefix}_BASE_URL is set: the model name its server knows)"
+        return f"{prefix}_BASE_URL ({prefix}_MODEL is set: the server's base URL)"
+
     @classmethod
     def from_env(cls, overrides: Mapping[str, Any] | None = None, prefix: str = JUDGE_ENV) -> JudgeConfig:
         """Settings from ``<prefix>_*`` variables; a prefix other than the judge's (e.g. ``EARTHSCI_DAD``

@@ -57,6 +57,7 @@ class Interval:
     n_units: int  # docs (or a kernel's clusters: MuSciClaims' base claims) resampled
     dropped: int = 0  # resamples whose statistic was undefined (an empty slice)
     method: str = BOOTSTRAP  # WILSON, BOOTSTRAP or TANGO
+    why: str | None = None  # no bounds though a value exists: why ("1 cluster": nothing to resample)
 
     def excludes(self, value: float = 0.0) -> bool:
         return self.low is not None and self.high is not None and not (self.low <= value <= self.high)
@@ -348,7 +349,10 @@ def paired(items_a: Mapping[Any, Any], items_b: Mapping[Any, Any], dotted: str |
     interval = Interval(None, None, n_resamples, len(common))
     prep_a, prep_b = (_prepared(a, dotted), _prepared(b, dotted)) if len(common) >= 2 else (None, None)
     p = None
-    if n_resamples > 0 and prep_a is not None and prep_b is not None:
+    units = min(int(prep_a[0][0].shape[-1]), int(prep_b[0][0].shape[-1])) if prep_a is not None and prep_b is not None and prep_a[2] else len(common)
+    if units < 2:  # one doc, or one cluster of a kernel that resamples clusters (MuSciClaims' base claim): nothing to resample
+        interval = Interval(None, None, n_resamples, units, why=f"{units} {'doc' if units == len(common) else 'cluster'}{'s' if units != 1 else ''}")
+    if n_resamples > 0 and prep_a is not None and prep_b is not None and units >= 2:
         arrays_a, stat, vectorized = prep_a
         arrays_b = prep_b[0]
         dstat: Callable[..., Any]

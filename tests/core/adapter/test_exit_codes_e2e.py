@@ -179,6 +179,16 @@ def test_an_unknown_name_beside_ours_stops_before_the_model_loads_with_exit_3(mi
     assert "nonexistent" not in proc.stdout + proc.stderr and not (tmp_path / "o").exists()
 
 
+def test_limit_0_stops_before_the_model_loads_naming_it(mirror, hf_home, tmp_path):
+    """`--limit 0` evaluates no doc: lmms-eval would load every task, raise "did not find any docs!" and exit 1."""
+    proc = forkserver.subprocess_run([os.path.join(VENV_BIN, "lmms-eval"), *NO_MODEL, "--tasks", "msearth_mcq,emma_mini_math", "--limit", "0", "--output_path", str(tmp_path / "o")],
+                          env=cli_env(mirror, hf_home), cwd=str(tmp_path), capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    assert _ours_last(proc.stderr) == ["lmms_eval_earthsci: --limit 0 evaluates no doc: msearth_mcq, emma_mini_math did not run (exit 2); give --limit N "
+                                       "(N >= 1, or a share 0 < x < 1) or leave it out for every doc"]
+    assert "nonexistent" not in proc.stdout + proc.stderr and not (tmp_path / "o").exists()
+
+
 @pytest.mark.parametrize("verbosity", ["INFO", "DEBUG"])
 def test_a_model_that_cannot_load_ends_naming_ours_with_exit_3(mirror, hf_home, tmp_path, verbosity):
     """What stops the run before our tasks ran, outside them (here the model: lmms-eval prints its error

@@ -23,6 +23,21 @@ def test_mirror_resolution(tmp_path, monkeypatch):
         data.resolve_dataset("MSEarth/MSEarth_MCQ", None)
 
 
+def test_a_mirror_path_one_level_too_deep_names_the_parent(tmp_path, monkeypatch):
+    """EARTHSCI_DATA_MIRROR=<mirror>/MSEarth: the folder holds the <name>/ folders of the <org>/<name>/ layout;
+    the error names the mirror's root, not a `mirror` command that would build one in the wrong folder."""
+    import lmms_eval_earthsci.evals.emma.tasks  # noqa: F401
+    import lmms_eval_earthsci.evals.msearth.tasks  # noqa: F401
+
+    (tmp_path / "MSEarth" / "MSEarth_MCQ").mkdir(parents=True)
+    monkeypatch.setenv(data.MIRROR_ENV, str(tmp_path / "MSEarth"))
+    for repo in ("MSEarth/MSEarth_MCQ", "luckychao/EMMA-mini"):
+        with pytest.raises(data.MirrorError) as err:
+            data.resolve_dataset(repo, None)
+        assert "one level too deep" in str(err.value) and f"set {data.MIRROR_ENV}={tmp_path} (the mirror's root" in str(err.value)
+        assert "lmms-eval-earthsci mirror" not in str(err.value)
+
+
 def test_no_mirror_means_hub(monkeypatch):
     monkeypatch.delenv(data.MIRROR_ENV, raising=False)
     assert data.resolve_dataset("luckychao/EMMA", {"revision": "r"}) == ("luckychao/EMMA", {"revision": "r"})

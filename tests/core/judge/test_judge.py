@@ -24,6 +24,25 @@ def test_not_configured_returns_none(monkeypatch):
     assert core_judge.get_judge() is None
 
 
+def test_a_half_configured_judge_names_the_setting_missing(monkeypatch, caplog):
+    import logging
+
+    from lmms_eval_earthsci.core.judge import client
+
+    for k in ("EARTHSCI_JUDGE_BASE_URL", "EARTHSCI_JUDGE_MODEL", "OPENAI_API_URL", "MODEL_VERSION", "DEPLOYMENT_NAME", "API_TYPE"):
+        monkeypatch.delenv(k, raising=False)
+    assert core_judge.JudgeConfig.from_env().missing() == "EARTHSCI_JUDGE_BASE_URL and EARTHSCI_JUDGE_MODEL"
+    monkeypatch.setenv("EARTHSCI_JUDGE_BASE_URL", "http://h:8000/v1")
+    monkeypatch.setattr(client, "_WARNED", set())
+    with caplog.at_level(logging.WARNING, logger="lmms_eval_earthsci"):
+        assert core_judge.get_judge(purpose="msearth_oe metrics") is None
+    said = [r.getMessage() for r in caplog.records]
+    assert len(said) == 1 and "no LLM judge configured (set EARTHSCI_JUDGE_MODEL (EARTHSCI_JUDGE_BASE_URL is set" in said[0], said
+    monkeypatch.delenv("EARTHSCI_JUDGE_BASE_URL")
+    monkeypatch.setenv("EARTHSCI_JUDGE_MODEL", "judge")
+    assert core_judge.JudgeConfig.from_env().missing().startswith("EARTHSCI_JUDGE_BASE_URL (EARTHSCI_JUDGE_MODEL is set")
+
+
 def test_env_config_and_key_never_shown(monkeypatch):
     monkeypatch.setenv("EARTHSCI_JUDGE_BASE_URL", "http://h:8000/v1")
     monkeypatch.setenv("EARTHSCI_JUDGE_MODEL", "Qwen/Qwen2.5-VL-72B-Instruct")

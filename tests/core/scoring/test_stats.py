@@ -225,3 +225,15 @@ def test_tango_score_interval_covers_the_true_difference(p10, p01, n):
     assert 0.925 <= hits / len(cells) <= 0.985, hits / len(cells)
     low, high = tango_interval(0, 0, n)
     assert low == pytest.approx(-high) and 0 < high < 0.05
+
+
+def test_paired_with_one_cluster_or_one_doc_reads_na_with_its_reason():
+    """A `--limit 2` smoke run of MuSciClaims: the two docs are variants of one base claim, one cluster; the
+    paired bootstrap has nothing to resample (scipy raised on it): the difference stands, no interval, why."""
+    dotted = "lmms_eval_earthsci.evals.musciclaims.tasks.macro_f1"
+    a, b = dict(enumerate(musciclaims_items(2, 1))), dict(enumerate(musciclaims_items(2, 2)))
+    assert len({row[2] for row in a.values()}) == 1  # the premise: one base claim
+    res = paired(a, b, dotted, n_resamples=200)
+    assert res.diff is not None and res.interval.low is None and res.interval.why == "1 cluster" and res.p is None
+    one = paired({0: {"score": 4.0}}, {0: {"score": 2.0}}, "lmms_eval_earthsci.core.scoring.metrics.mean_present", n_resamples=200)  # a graded score: no McNemar
+    assert one.diff == 2.0 and one.interval.low is None and one.interval.why == "1 doc"
