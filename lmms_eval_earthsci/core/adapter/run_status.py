@@ -136,13 +136,44 @@ def note_ungrouped(group: str) -> None:
     say(line)
 
 
+def known_cause(exc: BaseException) -> str:
+    """What an error we have seen stop runs means and its fix, as a clause to add to the line naming it ("" for
+    any other): the torchvision a later ``pip install`` brought back beside a CPU torch; a Hub that could not be
+    reached, behind upstream's message asking for a token."""
+    text = f"{type(exc).__name__}: {exc}"
+    for cause in _causes(exc):
+        text += f" {type(cause).__name__}: {cause}"
+    if "torchvision::nms does not exist" in text:
+        return ("; the installed torchvision does not match this torch (a later `pip install` brought PyPI's torchvision back beside a CPU torch): "
+                "`pip uninstall -y torchvision`, or install the torchvision built for your torch")
+    if "LocalTokenNotFoundError" in text or "Token is required" in text or "ConnectionError" in text or "OfflineModeIsEnabled" in text:
+        from lmms_eval_earthsci.core.data import hub  # noqa: PLC0415 - only when a run stopped on the Hub
+
+        state, found = hub.state()
+        if state != "up":
+            return (f"; reaching the Hub failed ({found}), not a missing token: on a machine without the Hub, run with the dataset in the "
+                    "Hub cache and HF_HUB_OFFLINE=1 (our tasks: EARTHSCI_DATA_MIRROR)")
+    return ""
+
+
+def _causes(exc: BaseException) -> list[BaseException]:
+    out, seen = [], {id(exc)}
+    cause = exc.__cause__ or exc.__context__
+    while cause is not None and id(cause) not in seen and len(out) < 5:
+        out.append(cause)
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return out
+
+
 def note_stopped(tasks: Iterable[str], exc: BaseException) -> None:
     """The evaluation of ``tasks`` (ours) raised ``exc``: they have no results."""
     names = ", ".join(sorted(set(tasks)))
     what = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
     with _LOCK:
         _RUN["noted"] = exc
-        _STOPPED.append(f"lmms_eval_earthsci: the evaluation stopped ({what}); {names} have no results: see lmms-eval's traceback above (--verbosity DEBUG raises it)")
+        _STOPPED.append(f"lmms_eval_earthsci: the evaluation stopped ({what}); {names} have no results: see lmms-eval's traceback above (--verbosity DEBUG raises it)"
+                        + known_cause(exc))
 
 
 def failures_seen() -> int:

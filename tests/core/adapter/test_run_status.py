@@ -93,3 +93,29 @@ def test_names_close_to_ours():
     assert ours_near("emma") == ["emma_full", "emma_mini"]  # lmms-eval's full EMMA: our two sets
     assert ours_near("scifibench-f2c") == ["scifibench_f2c"]
     assert ours_near("ai2d") == [] and ours_near("mmmu_val") == [] and ours_near("emma_mini") == []
+
+
+def test_known_causes_name_their_fix(monkeypatch):
+    from lmms_eval_earthsci.core.adapter.run_status import known_cause
+    from lmms_eval_earthsci.core.data import hub
+
+    trap = RuntimeError("operator torchvision::nms does not exist")
+    assert "`pip uninstall -y torchvision`" in known_cause(trap)
+    try:  # the trap as lmms-eval meets it: raised while importing, under another error
+        try:
+            raise trap
+        except RuntimeError as inner:
+            raise ModuleNotFoundError("Could not import module 'AutoProcessor'") from inner
+    except ModuleNotFoundError as outer:
+        assert "`pip uninstall -y torchvision`" in known_cause(outer)
+
+    class LocalTokenNotFoundError(EnvironmentError):
+        pass
+
+    token = LocalTokenNotFoundError("Token is required (`token=True`), but no token found. You need to provide a token or be logged in")
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # nothing listens on the discard port here
+    hub._probe.cache_clear()
+    said = known_cause(token)
+    assert said.startswith("; reaching the Hub failed (127.0.0.1:9 cannot be reached") and "not a missing token" in said, said
+    assert known_cause(ValueError("something else")) == ""
