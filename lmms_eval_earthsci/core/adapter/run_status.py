@@ -157,7 +157,8 @@ def known_cause(exc: BaseException) -> str:
 
 
 def _causes(exc: BaseException) -> list[BaseException]:
-    out, seen = [], {id(exc)}
+    out: list[BaseException] = []
+    seen = {id(exc)}
     cause = exc.__cause__ or exc.__context__
     while cause is not None and id(cause) not in seen and len(out) < 5:
         out.append(cause)
