@@ -272,7 +272,7 @@ def test_the_browsers_budget_lines():
     """The page's lines (its budgetBanner, run in node with a stand-in for its DOM helper): one per run and
     wording, "≠" and the difference where it differs, the tasks named when a group is shown."""
     app = open(os.path.join(os.path.dirname(report_budget.__file__), "html", "assets", "app.js")).read()
-    fn = re.search(r"\n  function budgetBanner\(names\) \{.*?\n  \}\n", app, re.S).group(0)
+    fn = "".join(re.search(rf"\n  function {f}\(names.*?\) \{{.*?\n  \}}\n", app, re.S).group(0) for f in ("grouped", "budgetBanner"))  # the banner and the helper it calls
     a = {"run": "a (a)", "class": "Qwen2_5_VL", "text": "figures reached the model at up to 1.6 MP, observed"}
     b = {"run": "b (b)", "class": "Qwen2_5_VL", "text": "figures reached the model at up to 12.8 MP, observed", "differs": "not the same input: b (b) saw up to 12.8 MP, a (a) 1.6 MP"}
     index = {"tasks": [{"name": "emma_mini_math", "budget": [a, b]}, {"name": "emma_mini_physics", "budget": [a]}, {"name": "emma_mini_chemistry"}],

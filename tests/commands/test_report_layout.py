@@ -192,7 +192,7 @@ def test_the_browsers_banner_names_the_run_what_is_lost_and_the_fix():
     """The page's banner, run in node with a stand-in for its DOM helper (tests/commands/test_browser.py runs the
     whole page in Chromium): one line per run and verdict, the tasks named when a group is shown."""
     app = open(os.path.join(os.path.dirname(report_layout.__file__), "html", "assets", "app.js")).read()
-    fn = re.search(r"\n  function layoutBanner\(names\) \{.*?\n  \}\n", app, re.S).group(0)
+    fn = "".join(re.search(rf"\n  function {f}\(names.*?\) \{{.*?\n  \}}\n", app, re.S).group(0) for f in ("grouped", "layoutBanner"))  # the banner and the helper it calls
     lost = {"run": "llava (r)", "status": "lost", "class": "LlavaHf", "lost": ["images first", "labels cut off from their figures"], "fix": "a chat route that interleaves"}
     server = {"run": "vllm (v)", "status": "depends on the server", "class": "VLLM", "lost": [], "fix": SERVER["fix"]}
     unseen = {"run": "dummy (d)", "status": "layout not observed: check-model", "class": "Dummy", "lost": [], "fix": "no processor"}

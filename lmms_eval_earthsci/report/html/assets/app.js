@@ -398,13 +398,21 @@
 
   // the runs whose prompts of these tasks did not reach the model as the authors laid them out (the run's
   // own check, metadata.earthsci_layout): lost (not comparable with the paper), not observed, or decided by a server
-  function layoutBanner(names) {
-    const seen = new Map();  // one line per run and verdict, naming its tasks when a group is shown
-    for (const t of names) for (const x of S.index.tasks[S.index.byName[t]].layout || []) {
-      const key = JSON.stringify([x.run, x.status, x["class"], x.lost, x.fix]);
+  // the entries of the tasks' ``field`` (layout, budget), one per key (a run and what is said of it), each
+  // with the tasks that share it
+  function grouped(names, field, keyOf) {
+    const seen = new Map();
+    for (const t of names) for (const x of S.index.tasks[S.index.byName[t]][field] || []) {
+      const key = JSON.stringify(keyOf(x));
       if (!seen.has(key)) seen.set(key, { x: x, tasks: [] });
       seen.get(key).tasks.push(t);
     }
+    return seen;
+  }
+
+  function layoutBanner(names) {
+    // one line per run and verdict, naming its tasks when a group is shown
+    const seen = grouped(names, "layout", (x) => [x.run, x.status, x["class"], x.lost, x.fix]);
     if (!seen.size) return null;
     const box = el("div", { cls: "warning layout", id: "layout-banner" });
     for (const { x, tasks } of seen.values()) {
@@ -422,12 +430,7 @@
   // wording, naming its tasks when a group is shown; "\u2260" and the note where it differs from the
   // run the report holds it against (not the same input)
   function budgetBanner(names) {
-    const seen = new Map();
-    for (const t of names) for (const x of S.index.tasks[S.index.byName[t]].budget || []) {
-      const key = JSON.stringify([x.run, x["class"], x.text, x.differs || ""]);
-      if (!seen.has(key)) seen.set(key, { x: x, tasks: [] });
-      seen.get(key).tasks.push(t);
-    }
+    const seen = grouped(names, "budget", (x) => [x.run, x["class"], x.text, x.differs || ""]);
     if (!seen.size) return null;
     const box = el("div", { cls: "budget", id: "budget-banner" });
     for (const { x, tasks } of seen.values()) {
