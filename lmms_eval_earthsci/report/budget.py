@@ -94,6 +94,7 @@ class Budget:
     max_pixels: int | None = None
     why: str = ""
     figures: Figures | None = field(default=None, compare=False)
+    tokens_small: int | None = None  # visual tokens a 64 x 64 figure became (a class may enlarge small figures: its min_pixels)
 
     @property
     def pixels(self) -> int | None:
@@ -134,6 +135,8 @@ class Budget:
             return False
         if self.max_pixels != other.max_pixels or bool(self.capped) != bool(other.capped):
             return True
+        if None not in (self.tokens_small, other.tokens_small) and self.tokens_small != other.tokens_small:
+            return True  # the same cap, small figures enlarged otherwise
         return not self.capped and None not in (self.tokens, other.tokens) and self.tokens != other.tokens
 
 
@@ -146,7 +149,8 @@ def leaf_budget(run: Run, task: str) -> Budget | None:
         return None
     capped = rec.get("capped")
     return Budget(rec["status"], _text(rec.get("class")), _size(rec.get("probe")), _size(rec.get("reached")), _int(rec.get("tokens")),
-                  capped if isinstance(capped, bool) else None, _int(rec.get("max_pixels")) or None, _text(rec.get("why")), Figures.of(rec.get("figures")))
+                  capped if isinstance(capped, bool) else None, _int(rec.get("max_pixels")) or None, _text(rec.get("why")), Figures.of(rec.get("figures")),
+                  _int(rec.get("tokens_small")))
 
 
 def task_budgets(run: Run, task: str) -> list[tuple[Budget, tuple[str, ...]]]:
@@ -295,6 +299,9 @@ def difference(run: Run, other: Run, task: str, name: Callable[[Run], str] = _qu
     if mine == theirs:  # the same bound, other tokens: the tokens tell them apart
         mine = " / ".join(dict.fromkeys(f"{a.phrase} ({a.tokens:,} visual tokens)" for _, a, _ in diff if a.tokens is not None)) or mine
         theirs = " / ".join(dict.fromkeys(f"{b.phrase} ({b.tokens:,} visual tokens)" for _, _, b in diff if b.tokens is not None)) or theirs
+    if mine == theirs:  # the same cap and tokens: small figures tell them apart
+        mine = " / ".join(dict.fromkeys(f"{a.phrase}, a 64 x 64 figure as {a.tokens_small:,} visual tokens" for _, a, _ in diff if a.tokens_small is not None)) or mine
+        theirs = " / ".join(dict.fromkeys(f"{b.phrase}, a 64 x 64 figure as {b.tokens_small:,}" for _, _, b in diff if b.tokens_small is not None)) or theirs
     if mine.startswith("up to ") and theirs.startswith("up to ") and " / " not in theirs:
         theirs = theirs[len("up to "):]
     return f"not the same input: {name(run)} saw {mine}, {name(other)} {theirs}"

@@ -156,6 +156,10 @@ def test_the_difference_names_both_budgets_in_each_status():
     assert report_budget.difference(run("A", NOT_CAPPED), run("B", more_tokens), C2F) == (
         "not the same input: `A` saw at least 15.9 MP (16,128 visual tokens), `B` at least 15.9 MP (20,000 visual tokens)")
     assert report_budget.difference(run("A", SERVER), run("B", dict(SERVER, why="another server")), C2F) == ""  # both: the server decides
+    # the same cap, small figures enlarged otherwise (the HF class's min_pixels against the engine's aligned max_pixels alone)
+    assert report_budget.difference(run("A", dict(SMALL, tokens_small=256)), run("B", dict(SMALL, tokens_small=4)), C2F) == (
+        "not the same input: `A` saw up to 1.6 MP, a 64 x 64 figure as 256 visual tokens, `B` 1.6 MP, a 64 x 64 figure as 4")
+    assert report_budget.difference(run("A", dict(SMALL, tokens_small=4)), run("B", SMALL), C2F) == ""  # one side did not record it: no mark
     assert report_budget.mp(256 * 1024) == "0.26" and report_budget.mp(1244208) == "1.2" and report_budget.mp(15925248) == "15.9"
 
 
