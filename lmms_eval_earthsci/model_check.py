@@ -143,7 +143,7 @@ def budget_says(b: dict[str, Any] | None) -> str:
     """The budget line check-model prints."""
     if not b:
         return "Figures: the run recorded no figure budget."
-    probe = "x".join(str(x) for x in b.get("probe") or PROBE_SIZE).replace("x", " x ")
+    probe = " x ".join(str(x) for x in b.get("probe") or PROBE_SIZE)
     if b.get("status") == OBSERVED:
         return f"Figures: a {probe} figure reaches the model {budget_line(b)}, observed."
     if b.get("status") == SERVER_DECIDES:
@@ -163,9 +163,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         log = os.path.join(work, "lmms-eval.log")
         if code == 2 and not args.log and os.path.exists(log):
-            for name in os.listdir(work):
-                if name != "lmms-eval.log":
-                    shutil.rmtree(os.path.join(work, name), ignore_errors=True) if os.path.isdir(os.path.join(work, name)) else os.remove(os.path.join(work, name))
+            for path in (os.path.join(work, name) for name in os.listdir(work) if name != "lmms-eval.log"):
+                if os.path.isdir(path):
+                    shutil.rmtree(path, ignore_errors=True)
+                else:
+                    os.remove(path)
             print(f"check-model: lmms-eval's log kept: {log}", file=sys.stderr)
         else:
             shutil.rmtree(work, ignore_errors=True)

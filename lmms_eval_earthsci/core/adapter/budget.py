@@ -57,6 +57,11 @@ def probe_figure() -> Any:
     return Image.new("RGB", PROBE_SIZE, observe.PALETTE[3])
 
 
+def small_figure() -> Any:
+    """The budget probe's small figure (64 x 64): a class may enlarge it (its ``min_pixels``)."""
+    return observe.probe_image(observe.PALETTE[3])
+
+
 def _request(lm: Any, figure: Any) -> tuple[Any, ...]:
     """The budget probe's request: one figure, then one word (no system turn: a template that accepts a
     task's messages accepts it)."""
@@ -98,7 +103,7 @@ def observe_budget(lm: Any, server: bool = False) -> dict[str, Any]:
     else:
         budget = budget_of(observe.observe(lm, _request(lm, probe_figure())), cls)
         if budget["status"] == OBSERVED:  # and a small figure: a class may enlarge it (its min_pixels)
-            budget["tokens_small"] = _tokens(observe.observe(lm, _request(lm, observe.probe_image(observe.PALETTE[3]))))
+            budget["tokens_small"] = _tokens(observe.observe(lm, _request(lm, small_figure())))
     try:
         lm._earthsci_budget = budget
     except Exception:
@@ -224,7 +229,7 @@ def align(lm: Any, target: dict[str, Any]) -> dict[str, Any] | None:
     engine = _engine_of(lm)
     processors = [p for p in observe.observable(lm)[0] if getattr(p, "image_processor", None) is not None]
     accepted = inspect.signature(type(lm).__init__).parameters
-    figures = (probe_figure(), observe.probe_image(observe.PALETTE[3]))
+    figures = (probe_figure(), small_figure())
     for kwargs in _candidates(target):
         if engine is not None:
             argument = "mm_processor_kwargs=" + json.dumps(kwargs, separators=(",", ":"))

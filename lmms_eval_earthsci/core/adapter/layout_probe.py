@@ -356,8 +356,6 @@ def verdict_for(lm: Any, task: Any) -> dict[str, Any] | None:
 
 #: the verdicts of this process's last probe, by task (``check-model`` reads them when lmms-eval stops later)
 VERDICTS: dict[str, dict[str, Any]] = {}
-#: the figure budgets of this process's last probe, by task (as :data:`VERDICTS`)
-BUDGETS: dict[str, dict[str, Any]] = {}
 
 
 def _record(task: Any, key: str, value: dict[str, Any]) -> None:
@@ -369,7 +367,7 @@ def _record(task: Any, key: str, value: dict[str, Any]) -> None:
         pass
 
 
-def _budget(lm: Any, name: str, task: Any, verdict: dict[str, Any], limit: Any) -> dict[str, Any] | None:
+def _budget(lm: Any, task: Any, verdict: dict[str, Any], limit: Any) -> dict[str, Any] | None:
     """The task's ``earthsci_budget`` (:mod:`.budget`); a replaying class (rescore) answers for itself."""
     recorded = getattr(lm, "earthsci_budget", None)
     if callable(recorded):
@@ -419,9 +417,9 @@ def probe(lm: Any, task_dict: Mapping[Any, Any], limit: Any = None) -> dict[str,
             continue
         verdicts[name] = VERDICTS[name] = verdict
         _record(task, "earthsci_layout", verdict)
-        figure_budget = _budget(lm, name, task, verdict, limit)
+        figure_budget = _budget(lm, task, verdict, limit)
         if figure_budget is not None:
-            budgets[name] = BUDGETS[name] = figure_budget
+            budgets[name] = figure_budget
             _record(task, "earthsci_budget", figure_budget)
         if verdict["status"] == LOST:
             logger.warning("lmms_eval_earthsci: %s with %s: not the authors' layout (%s). Fix: %s", name, verdict["class"], "; ".join(verdict["lost"]), verdict["fix"])

@@ -163,9 +163,8 @@ def processor_sizes(processor: Any, output: Any, n_images: int) -> dict[str, Any
         get = output.get if hasattr(output, "get") else (lambda key: None)
         ids = get("input_ids")
         first = _ints(ids)[0] if ids is not None and len(ids) else None
-        grid = next((get(k) for k in ("image_grid_thw",) if get(k) is not None), None)
         image_processor = getattr(processor, "image_processor", None)
-        sizes = sizes_from(first, image_token_id(processor), grid, getattr(image_processor, "patch_size", None), getattr(image_processor, "merge_size", None),
+        sizes = sizes_from(first, image_token_id(processor), get("image_grid_thw"), getattr(image_processor, "patch_size", None), getattr(image_processor, "merge_size", None),
                            get("pixel_values"), n_images)
         return {**sizes, "settings": size_settings(image_processor)}
     except Exception:  # an output of another shape: its sizes are not read, the layout still is
