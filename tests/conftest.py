@@ -181,3 +181,18 @@ def cached_verdict_keys(cache_dir):
 def run_rescore(args, env, cwd=None, timeout=900):
     """``lmms-eval-earthsci rescore ARGS`` as its own process (forked with the heavy imports done)."""
     return forkserver.subprocess_run([os.path.join(VENV_BIN, "lmms-eval-earthsci"), "rescore", *map(str, args)], env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(autouse=True)
+def _no_loguru_sink_on_a_closed_stream():
+    """lmms-eval adds loguru handlers on ``sys.stdout`` when it runs or is imported in-process (``__main__``'s
+    ``--verbosity`` handler, ``lmms_eval.models``' WARNING handler). Under ``capsys`` that stream is pytest's
+    and is closed when the test ends; every later log line of that worker then prints a "Logging error"
+    traceback into the next test's output. Such handlers are removed before each test."""
+    from loguru import logger
+
+    for handler_id, handler in list(logger._core.handlers.items()):
+        stream = getattr(getattr(handler, "_sink", None), "_stream", None)
+        if getattr(stream, "closed", False):
+            logger.remove(handler_id)
+    yield
