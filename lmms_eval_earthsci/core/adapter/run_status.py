@@ -126,9 +126,13 @@ def note_done() -> None:
         _RUN["done"] = True
 
 
-def note_ungrouped(group: str) -> None:
-    """``group`` lost a task: it has no group score in this run, its other tasks run on their own; said now."""
-    line = f"lmms_eval_earthsci: {group}: no group score in this run (a task of it could not load); its other tasks ran on their own"
+def note_ungrouped(group: str, left: int) -> None:
+    """``group`` lost a task: it has no group score in this run, its ``left`` other tasks run on their own
+    (none: the group did not run at all); said now."""
+    if left:
+        line = f"lmms_eval_earthsci: {group}: no group score in this run (a task of it could not load); its other tasks ran on their own"
+    else:
+        line = f"lmms_eval_earthsci: {group} did not run (exit {NOT_LOADED}): none of its tasks could load (each is named with its cause)"
     with _LOCK:
         if line in _UNGROUPED:
             return

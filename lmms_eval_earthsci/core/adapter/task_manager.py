@@ -233,7 +233,7 @@ def _ungrouped(name: str, loaded: dict) -> dict:
     (group, tasks), = loaded.items()
     if isinstance(group, str) or not isinstance(tasks, dict) or not (getattr(group, "config", None) or {}).get("aggregate_metric_list"):
         return loaded  # a task, or a group without a score of its own
-    run_status.note_ungrouped(name)
+    run_status.note_ungrouped(name, len(tasks))
     return dict(tasks)
 
 

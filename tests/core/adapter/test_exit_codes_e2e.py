@@ -199,3 +199,19 @@ def test_a_model_that_cannot_load_ends_naming_ours_with_exit_3(mirror, hf_home, 
     tail = _ours_last(proc.stderr)
     assert len(tail) == 1 and tail[0].startswith("lmms_eval_earthsci: msearth_mcq, emma_mini did not run (exit 3): the run stopped before them (") and "nonexistent" in tail[0], tail
     assert not (tmp_path / "o").exists()
+
+
+def test_a_mirror_one_level_too_deep_names_its_parent_and_a_group_that_did_not_run(mirror, hf_home, tmp_path):
+    """``EARTHSCI_DATA_MIRROR=<mirror>/luckychao`` (an org folder): every task names the mirror's root to set
+    instead, none suggests building a mirror there, and the group none of whose tasks loaded says it did not
+    run (not that "its other tasks ran")."""
+    proc = forkserver.subprocess_run([os.path.join(VENV_BIN, "lmms-eval"), "--model", "dummy", "--tasks", "emma_mini,msearth_mcq", "--output_path", str(tmp_path / "o")],
+                                     env=cli_env(os.path.join(mirror, "luckychao"), hf_home), cwd=str(tmp_path), capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    tail = _ours_last(proc.stderr)
+    tail = tail[tail.index("lmms_eval_earthsci: none of the requested tasks could load; nothing to run") + 1:]
+    assert [ln.split(" did not run")[0] for ln in tail] == [f"lmms_eval_earthsci: {t}" for t in ("emma_mini_chemistry", "emma_mini_coding", "emma_mini_math", "emma_mini_physics", "msearth_mcq", "emma_mini")], tail
+    for line in tail[:-1]:
+        assert "one level too deep" in line and f"set EARTHSCI_DATA_MIRROR={mirror} (the mirror's root" in line, line
+    assert tail[-1] == "lmms_eval_earthsci: emma_mini did not run (exit 2): none of its tasks could load (each is named with its cause)"
+    assert "its other tasks ran" not in proc.stderr and "lmms-eval-earthsci mirror" not in proc.stderr
