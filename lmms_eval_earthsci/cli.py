@@ -106,6 +106,21 @@ def _typos(args: list[str]) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        return _main(argv)
+    except Exception as exc:
+        from lmms_eval_earthsci.core.adapter.run_status import known_cause  # noqa: PLC0415 - only when a command failed
+
+        cause = known_cause(exc)
+        if not cause:
+            raise
+        # an error whose cause and fix we know (the torchvision a later `pip install` brought back): one line, exit 2
+        first = (str(exc).splitlines() or [""])[0][:300]
+        print(f"lmms-eval-earthsci {argv[0] if argv else ''}: {type(exc).__name__}: {first}{cause}".replace(" : ", ": "), file=sys.stderr)
+        return 2
+
+
+def _main(argv: list[str]) -> int:
     status = _check_settings(argv)
     if status is not None:
         return status

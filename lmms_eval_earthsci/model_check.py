@@ -43,6 +43,7 @@ from lmms_eval_earthsci.core.adapter.budget import NOT_OBSERVED, OBSERVED, PROBE
 from lmms_eval_earthsci.core.adapter.harness import output_to, run_lmms_eval
 from lmms_eval_earthsci.core.adapter.layout_probe import budget_line, fix_for
 from lmms_eval_earthsci.core.adapter.observe import SIDE
+from lmms_eval_earthsci.core.adapter.run_status import known_cause
 from lmms_eval_earthsci.core.prompts.layout import check_prompt
 from lmms_eval_earthsci.sample_mirror import sample_mirror_root
 
@@ -200,7 +201,7 @@ def check(args: argparse.Namespace, work: str) -> int:
         if layout_probe.VERDICTS:  # the probe observed the layouts before lmms-eval stopped: show them
             text, _ = table(analyse([], {"configs": {t: {"metadata": {"earthsci_layout": v}} for t, v in layout_probe.VERDICTS.items()}}, tasks), label, simple=args.force_simple)
             print(text)
-        hint = run_hint(reason, args.model_args)
+        hint = run_hint(reason, args.model_args) + (known_cause(exc) if isinstance(exc, Exception) else "")
         print(f"check-model: lmms-eval stopped: {reason}{hint} (see {log}); a run with this class and these arguments stops too", file=sys.stderr)
         return 2
     found = sorted(glob.glob(os.path.join(work, "out", "**", "*_results.json"), recursive=True))

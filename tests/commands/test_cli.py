@@ -228,3 +228,22 @@ def test_check_model_leaves_only_the_log_it_names_when_it_cannot_run(tmp_path, m
     assert f"check-model: lmms-eval's log kept: {left[0] / 'lmms-eval.log'}" in capsys.readouterr().err
     assert main(["--model", "dummy", "--tasks", "msearth_mcq", "--log", str(tmp_path / "mine.log")]) == 2
     assert [p for p in tmp_path.iterdir() if p.name.startswith("earthsci-check-model-")] == left and (tmp_path / "mine.log").exists()
+
+
+def test_a_command_that_meets_a_known_cause_ends_with_one_line_naming_its_fix(monkeypatch, capsys):
+    """The torchvision trap met inside any command (the install tier meets the real one): exit 2 and one line;
+    an error we know nothing of keeps its traceback."""
+    def trapped(argv):
+        raise RuntimeError("operator torchvision::nms does not exist")
+
+    monkeypatch.setattr(cli, "_main", trapped)
+    assert cli.main(["run", "--model", "dummy"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("lmms-eval-earthsci run: RuntimeError: operator torchvision::nms does not exist; ") and "`pip uninstall -y torchvision`" in err[0], err
+
+    def other(argv):
+        raise ValueError("something else")
+
+    monkeypatch.setattr(cli, "_main", other)
+    with pytest.raises(ValueError, match="something else"):
+        cli.main(["report", "x"])

@@ -334,3 +334,33 @@ def test_check_model_says_in_one_line_when_the_run_itself_stops(models_root, hf_
     assert proc.returncode == 2, proc.stdout + proc.stderr[-3000:]
     last = [ln for ln in proc.stderr.splitlines() if ln.startswith("check-model: lmms-eval stopped: ")]
     assert len(last) == 1 and "device_map=auto on a GPU, device=cpu,device_map=cpu on CPU" in last[0], proc.stderr[-3000:]
+
+
+def readme_cpu_lines():
+    """The README's command lines for a machine without CUDA (those with ``device=cpu``), as written."""
+    with open(os.path.join(ROOT, "README.md")) as f:
+        blocks = re.findall(r"```bash\n(.*?)```", f.read(), re.S)
+    return [ln for block in blocks for ln in block.splitlines() if "device=cpu" in ln and not ln.lstrip().startswith("#")]
+
+
+def test_the_readmes_cpu_examples_work_as_written(models_root, mirror, hf_home, tmp_path):
+    """The README's CPU lines (check-model, then two ranks through torch.distributed.run) run as written on a
+    tiny model of the family they name: only ``pretrained=`` points at it and ``logs/`` into this test's folder."""
+    lines = readme_cpu_lines()
+    assert [ln.split()[0] for ln in lines] == ["lmms-eval-earthsci", "python"], lines  # the premise: both examples found
+    path = tiny_models.build("llava_onevision", models_root)
+    env = cli_env(mirror, hf_home, TMPDIR=str(tmp_path))
+    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env["PATH"]  # `python` is this venv's
+    for line in lines:
+        assert "pretrained=llava-hf/llava-onevision-qwen2-7b-ov-hf," in line, line
+        cmd = line.replace("pretrained=llava-hf/llava-onevision-qwen2-7b-ov-hf,", f"pretrained={path},").replace(" logs/", f" {tmp_path / 'logs'}/")
+        proc = subprocess.run(["bash", "-c", cmd], env=env, cwd=str(tmp_path), capture_output=True, text=True, timeout=900)
+        said = proc.stdout + proc.stderr
+        if line.startswith("lmms-eval-earthsci check-model"):
+            # exit 1: OneVision's template puts images first (C->F, EMMA, MSEarth, MAC), the check ran and said so
+            assert proc.returncode == 1 and "| scifibench_cs_c2f |" in proc.stdout and "LOST" in proc.stdout, said[-4000:]
+        else:
+            assert proc.returncode == 0 and "Traceback" not in said, said[-6000:]
+            assert "Running on rank 1 (local rank 1)" in said, said[-3000:]  # the premise: two ranks ran
+            res, _ = read_outputs(str(tmp_path / "logs"))
+            assert list(res["results"]) == ["musciclaims_rd"] and res["n-samples"]["musciclaims_rd"]["effective"] == 4, res.get("n-samples")

@@ -84,7 +84,11 @@ def isolated_env():
     return env
 
 
-def test_make_setup_takes_cpu_torch_from_the_cpu_index(tmp_path):
+@pytest.fixture(scope="module")
+def setup_venv(tmp_path_factory):
+    """``make setup`` into a new venv with every pip setting off, torch from a loopback CPU index: (venv, the
+    index's request log, the wheel it served)."""
+    tmp_path = tmp_path_factory.mktemp("install")
     # this machine's CPU wheel, found with this machine's pip settings (skip where there is none)
     wheels = tmp_path / "index"
     wheels.mkdir()
@@ -109,16 +113,85 @@ def test_make_setup_takes_cpu_torch_from_the_cpu_index(tmp_path):
         )
         assert make.returncode == 0, make.stdout[-3000:] + make.stderr[-5000:]
         log = list(index.requests)
+    yield venv, log, wheel
+    shutil.rmtree(venv, ignore_errors=True)
+
+
+def installed(py, env):
+    listed = subprocess.run([py, "-m", "pip", "--isolated", "list", "--format=freeze"], env=env, capture_output=True, text=True, check=True).stdout.splitlines()
+    return {line.split("==")[0].lower().replace("_", "-"): line.split("==")[1] for line in listed if "==" in line}
+
+
+def test_make_setup_takes_cpu_torch_from_the_cpu_index(setup_venv):
+    venv, log, wheel = setup_venv
+    env = isolated_env()
     assert "/simple/torch/" in log, log
     assert f"/files/{wheel}" in log, log
 
     py = str(venv / "bin" / "python")
-    listed = subprocess.run([py, "-m", "pip", "--isolated", "list", "--format=freeze"], env=env, capture_output=True, text=True, check=True).stdout.splitlines()
-    names = {line.split("==")[0].lower(): line.split("==")[1] for line in listed if "==" in line}
+    names = installed(py, env)
     assert names["torch"] == f"{TORCH_VERSION}+cpu", names.get("torch")
     assert not [n for n in names if n.startswith("nvidia-") or n == "triton"], sorted(names)
     assert "torchvision" not in names
     # the CPU build works, its dependencies came with the package, and our tasks register
     probe = subprocess.run([py, "-c", "import torch, lmms_eval_earthsci; assert torch.version.cuda is None; print(torch.ones(2).sum().item())"], env=env, capture_output=True, text=True)
     assert probe.returncode == 0 and probe.stdout.strip() == "2.0", probe.stderr[-3000:]
-    shutil.rmtree(venv, ignore_errors=True)
+
+
+def test_a_labs_venv_takes_the_clone_then_the_wheel_with_the_readmes_lines(setup_venv, mirror, tmp_path):
+    """A lab's own CPU venv that already holds lmms-eval (``make setup``'s, with our package taken out): the
+    README's lines install the package from the clone, then from a wheel over it. The clone's install brings PyPI's
+    torchvision back (lmms-eval requires it): plain ``lmms-eval`` then stops in its own imports (before any
+    code of ours runs: the README says so), ``lmms-eval-earthsci run`` with one line naming the fix; after
+    the README's ``pip uninstall -y torchvision`` the run works. The wheel of the same version replaces it only with
+    ``--force-reinstall --no-deps`` (the README's line; it resolves nothing). The same CPU torch throughout."""
+    venv, _, _ = setup_venv
+    env = isolated_env()
+    py, pip = str(venv / "bin" / "python"), [str(venv / "bin" / "python"), "-m", "pip", "--isolated"]
+    subprocess.run([*pip, "uninstall", "-y", "-q", "lmms_eval_earthsci"], env=env, check=True, capture_output=True)
+    lab = installed(py, env)
+    assert "lmms-eval" in lab and "lmms-eval-earthsci" not in lab and "torchvision" not in lab, sorted(lab)  # premise: a lab's venv
+    run_env = {**env, "EARTHSCI_DATA_MIRROR": mirror, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf")}
+
+    def run(name, cli="lmms-eval"):
+        args = ["run"] if cli == "lmms-eval-earthsci" else []
+        return subprocess.run([str(venv / "bin" / cli), *args, "--model", "dummy", "--tasks", "msearth_mcq", "--limit", "1", "--output_path", str(tmp_path / name)],
+                              env=run_env, cwd=str(tmp_path), capture_output=True, text=True, timeout=900)
+
+    dist = tmp_path / "dist"
+    cpu = tmp_path / "cpu.txt"  # the README's constraint: without it the torchvision pip brings back is the newest, which upgrades torch to a CUDA build
+    cpu.write_text(f"torch=={TORCH_VERSION}\n")
+    steps = {
+        "clone": ([*pip, "install", "-q", "-c", str(cpu), "."], None),
+        # over an install of the same version pip keeps the old one ("Requirement already satisfied"): the README's line for it
+        "wheel": ([*pip, "install", "-q", "--force-reinstall", "--no-deps", str(dist / "*.whl")], [*pip, "wheel", "-q", "--no-deps", "-w", str(dist), "."]),
+    }
+    for source, (install, build) in steps.items():
+        if build:
+            subprocess.run(build, env=env, cwd=ROOT, check=True, capture_output=True, timeout=900)
+            (whl,) = dist.glob("lmms_eval_earthsci-*.whl")
+            install[-1] = str(whl)
+        done = subprocess.run(install, env=env, cwd=ROOT, capture_output=True, text=True, timeout=1800)
+        assert done.returncode == 0, (source, done.stderr[-3000:])
+        now = installed(py, env)
+        assert now["torch"] == lab["torch"] and "lmms-eval-earthsci" in now, (source, now.get("torch"))
+        origin = subprocess.run([py, "-c", "import importlib.metadata as m; print(m.distribution('lmms_eval_earthsci').read_text('direct_url.json'))"], env=env, capture_output=True, text=True).stdout
+        assert (whl.name if build else "file://" + ROOT) in origin, (source, origin)  # this install, not the one before
+        if build:  # --no-deps: ours replaced, nothing resolved, no torchvision brought back
+            assert "torchvision" not in now, (source, sorted(now))
+            ok = run(source)
+            assert ok.returncode == 0 and "Traceback" not in ok.stderr, (source, ok.stderr[-5000:])
+            continue
+        assert "torchvision" in now, (source, sorted(now))  # the trap the README names is there to meet
+        # plain lmms-eval stops in its own imports, before any code of ours is loaded: its traceback (README);
+        # our commands end with one line naming the fix, exit 2
+        plain = run(f"{source}-plain")
+        assert plain.returncode != 0 and plain.stderr.rstrip().endswith("RuntimeError: operator torchvision::nms does not exist"), (source, plain.stderr[-3000:])
+        ours = run(f"{source}-ours", cli="lmms-eval-earthsci")
+        last = ours.stderr.rstrip().splitlines()[-1]
+        assert ours.returncode == 2 and last.startswith("lmms-eval-earthsci run: RuntimeError: operator torchvision::nms does not exist; ") and "`pip uninstall -y torchvision`" in last, (source, ours.stderr[-3000:])
+        assert "Traceback" not in ours.stderr, (source, ours.stderr[-3000:])
+        subprocess.run([*pip, "uninstall", "-y", "-q", "torchvision"], env=env, check=True, capture_output=True)
+        ok = run(source)
+        assert ok.returncode == 0 and "Traceback" not in ok.stderr, (source, ok.stderr[-5000:])
+        assert list((tmp_path / source).glob("**/*_results.json")), source
