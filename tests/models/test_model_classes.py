@@ -209,6 +209,43 @@ def test_fixture_images_tell_apart(mirror, models_root, hf_home, tmp_path_factor
     assert len(told) * 2 >= len(multi) and {r["task"] for r in told} >= {"scifibench_cs_c2f", "mac2025_t2i_option"}, [(r["task"], r["doc_id"]) for r in multi if r not in told]
 
 
+# runs whose every sample must say at what size its figures reached the model (PIL images reach the processor)
+FIGURES_READ = {"qwen2_5_vl", "qwen3_vl", "llava_hf-1.5"}
+# and runs whose samples carry none: data URLs (the simple Qwen classes, Gemma 3), tiles without one size per image (OneVision, InternVL)
+FIGURES_NOT_READ = {"qwen2_5_vl-simple", "gemma3", "llava_hf-onevision", "internvl_hf"}
+
+
+@pytest.mark.parametrize("run_id", [pytest.param(r, id=r, marks=pytest.mark.xdist_group(r)) for r in sorted(FIGURES_READ | FIGURES_NOT_READ)])
+def test_each_sample_says_at_what_size_its_figures_reached_the_model(run_id, models_root, mirror, hf_home, tmp_path_factory):
+    """``earthsci_figures`` in each logged sample, read from the run's own processor call for that doc: one
+    entry per image the processor was given, and their visual tokens add up to the image tokens in the ids
+    ``generate`` received for the doc (counted there, not computed). A class whose processor is not given the
+    task's images as they were returned (data URLs: the simple Qwen classes, Gemma 3), or whose output gives
+    no size per image (OneVision's and InternVL's tiles), records none: no field rather than a guess."""
+    proc, records, _, samples = run_class(run_id, models_root, mirror, hf_home, tmp_path_factory)
+    assert proc.returncode == 0, proc.stderr[-6000:]
+    calls = capture.calls(records)
+    recorded = 0
+    for task in TASKS:
+        for sample in samples[task]:
+            figures = sample.get("earthsci_figures")
+            if run_id not in FIGURES_READ:
+                continue
+            assert figures, (task, sample["doc_id"])
+            exp = next(r for r in records if r["event"] == "expected" and r["task"] == task and r["doc_id"] == sample["doc_id"])
+            call = capture.match(calls, exp)
+            assert len(figures) == len(call["images"]), (task, sample["doc_id"], figures)
+            tokens = [f["tokens"] for f in figures]
+            if None not in tokens and call.get("image_token"):
+                assert sum(tokens) == call["decoded"][0].count(call["image_token"]), (task, sample["doc_id"], tokens)
+                recorded += 1
+            assert all(f["reached"][0] > 0 and f["reached"][1] > 0 and len(f["sent"]) == 2 for f in figures)
+    if run_id in FIGURES_READ:
+        assert recorded, "no doc's tokens were checked against generate's input"  # the premise: the count was compared somewhere
+    else:
+        assert not any(s.get("earthsci_figures") for v in samples.values() for s in v)
+
+
 @pytest.mark.xdist_group("qwen3_vl")
 def test_qwen3_vl_keeps_the_task_system_prompt(mirror, models_root, hf_home, tmp_path_factory):
     """lmms-eval 0.7.3's qwen3_vl inserts "You are a helpful assistant." before the task's messages; the

@@ -14,6 +14,7 @@ knows nothing of lmms-eval's internals.
 - :mod:`.replay`        what ``rescore``'s replay model needs (task YAMLs, the model base class, the registry)
 - :mod:`.observe`, :mod:`.capture`, :mod:`.layout_probe`  what a model class hands its model, before the first doc
 - :mod:`.budget`        at what size figures reach the model (the probe figure), the task's figures against it
+- :mod:`.figures_seen`  at what size each doc's figures reached the model, read from the run's own requests (per sample)
 - :mod:`.interleave`, :mod:`.passthrough`  our placeholders for the simple classes' ``interleave_visuals``;
   a dataset image's stored bytes sent as they are on server routes
 """

@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-from lmms_eval_earthsci.core.adapter import budget, observe, run_status
+from lmms_eval_earthsci.core.adapter import budget, figures_seen, observe, run_status
 from lmms_eval_earthsci.core.adapter.harness import is_cli_run, leaf_tasks
 from lmms_eval_earthsci.core.adapter.interleave import applies as interleaves
 from lmms_eval_earthsci.core.adapter.interleave import install_interleave_fix, numbered_form
@@ -491,6 +491,10 @@ def install_layout_probe() -> bool:
                 probe(lm, task_dict, kwargs.get("limit"))
             except Exception:
                 logger.exception("lmms_eval_earthsci: layout probe failed")
+            try:
+                figures_seen.install(lm, task_dict, [name for name, _ in our_tasks(task_dict)])
+            except Exception:  # the samples carry no earthsci_figures; the run is as ever
+                logger.exception("lmms_eval_earthsci: reading the figures' sizes per sample failed")
             for step in BEFORE_EVALUATE:
                 step(lm, task_dict)
             try:

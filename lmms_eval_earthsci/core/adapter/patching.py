@@ -94,6 +94,15 @@ INVENTORY: tuple[Target, ...] = (
     Target("layout probe", "wraps", "lmms_eval.evaluator:evaluate", "lmms_eval_earthsci.core.adapter.layout_probe",
            "the model object and the built tasks meet only inside evaluate(); before its first request each task's first doc is rendered through the model's processor "
            "(metadata.earthsci_layout, one warning per lost layout); an evaluation of our tasks that raised is noted for the exit status (lmms-eval exits 0)", params=("lm", "task_dict")),
+    Target("figures per sample: doc_to_visual", "wraps", "lmms_eval.api.task:ConfigurableTask.doc_to_visual", "lmms_eval_earthsci.core.adapter.figures_seen",
+           "a doc of ours reaches the class without its doc_id; the class reads it from lm.task_dict, which for our tasks hands it out with its (task, doc_id), "
+           "taken off here before our function sees the doc and written on the images it returns", params=("doc",)),
+    Target("figures per sample: doc_to_messages", "wraps", "lmms_eval.api.task:ConfigurableMessagesTask.doc_to_messages", "lmms_eval_earthsci.core.adapter.figures_seen",
+           "as doc_to_visual, for the chat classes", params=("doc",)),
+    Target("figures per sample: processor call", "wraps", "transformers.processing_utils:ProcessorMixin.__call__", "lmms_eval_earthsci.core.adapter.figures_seen",
+           "the size each image reached the model at is in the processor's output only (its grid, its pixel_values); the class's processor class is wrapped for the run"),
+    Target("figures per sample: logged sample", "wraps", "lmms_eval.evaluator:_process_document_results", "lmms_eval_earthsci.core.adapter.figures_seen",
+           "lmms-eval builds each logged sample here, with the doc_id; no hook adds a field to it", since="0.7.3", params=("item", "task")),
     Target("task system turn", "reads", "lmms_eval.models.chat.qwen3_vl:Qwen3_VL.generate_until", "lmms_eval_earthsci.core.prompts.messages",
            "qwen3_vl inserts its default system turn at index 0 of doc_to_messages' list, displacing the task's own (its template renders one); our list type ignores "
            "that insert when the task has a system turn (core.prompts.messages.Messages); tests/models/test_model_classes.py sees the system text reach the model", since="0.7.3"),

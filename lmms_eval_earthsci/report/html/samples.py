@@ -2,7 +2,8 @@
 view of it side by side.
 
 A run's view of a doc (:func:`view`) is read from its lmms-eval sample: the prompt as sent (``input``),
-the raw responses (every one under ``--repeats``) and the filtered one, the task's headline record, the
+the raw responses (every one under ``--repeats``) and the filtered one, the size each figure reached the
+model at where the run read it (``earthsci_figures``), the task's headline record, the
 answer as scored and what decided it (the benchmark's :meth:`~ReportSpec.scored_answer`: MSEarth's option
 and its text, by letter or by similarity; MAC's pick and its probability), the judge's record, and a
 *verdict*:
@@ -40,7 +41,7 @@ VERDICTS = ("right", "wrong", "no_answer", "judge_failed", "no_verdict", "scored
 NOT_RIGHT = ("wrong", "no_answer", "judge_failed")  # McNemar's "wrong" side, as report.comparisons scores them
 # a run's view, split: what the list and filters read (kept for every run) / what a doc's card opens
 SUMMARY_KEYS = ("verdict", "score", "answer", "detail", "stage")
-DETAIL_KEYS = ("responses", "filtered", "judge", "record", "metric")
+DETAIL_KEYS = ("responses", "filtered", "judge", "record", "metric", "figures")
 
 
 def _responses(sample: Mapping[str, Any]) -> list[str]:
@@ -92,7 +93,22 @@ def _circular_view(sample: Mapping[str, Any], rec: Mapping[str, Any]) -> dict:
         "judge": None,
         "record": {k: v for k, v in rec.items() if k != "official"},
         "fields": {"rotation": str(rec.get("k"))},
+        "figures": figures_seen(sample),
     }
+
+
+def figures_seen(sample: Mapping[str, Any]) -> list[dict[str, Any]] | None:
+    """The size each figure was sent at and reached the model at (and its visual tokens), as the run read it
+    from its own request (``earthsci_figures``: :mod:`lmms_eval_earthsci.core.adapter.figures_seen`); None
+    where it could not be read."""
+    seen = sample.get("earthsci_figures")
+    if not isinstance(seen, list):
+        return None
+    out = []
+    for f in seen:
+        if isinstance(f, Mapping) and isinstance(f.get("reached"), list):
+            out.append({"sent": f.get("sent"), "reached": f.get("reached"), "tokens": f.get("tokens")})
+    return out or None
 
 
 def view(spec: ReportSpec, task: str, sample: Mapping[str, Any]) -> dict:
@@ -152,6 +168,7 @@ def view(spec: ReportSpec, task: str, sample: Mapping[str, Any]) -> dict:
         "judge": judge,
         "record": {k: v for k, v in rec.items() if k != "judge"},
         "fields": fields,
+        "figures": figures_seen(sample),
     }
 
 
@@ -202,7 +219,7 @@ def task_docs(bench: Benchmark, task: str, runs: Sequence[Run], details: Callabl
                 doc["fields"].setdefault(k, x)
             summary = {k: v[k] for k in SUMMARY_KEYS}
             summary["record"] = v["record"]  # for the benchmark's browser_view; dropped after it
-            detail = {k: v[k] for k in DETAIL_KEYS}
+            detail = {k: v[k] for k in DETAIL_KEYS if k != "figures" or v[k] is not None}  # figures: only where the run read them
             if v["prompt"] != doc["prompt"]:
                 doc["prompts_differ"] = True
                 detail["prompt"] = v["prompt"]

@@ -331,6 +331,14 @@
     return ans;
   }
 
+  // what size each figure reached the model at, as the run read it from its own request
+  function figuresSeen(figs) {
+    const px = (s) => (Array.isArray(s) ? s[0] + " x " + s[1] : "?");
+    const parts = figs.map((f, k) => "figure " + (k + 1) + " reached the model at " + px(f.reached) + (f.sent && px(f.sent) !== px(f.reached) ? " (sent " + px(f.sent) + ")" : "") +
+      (f.tokens === null || f.tokens === undefined ? "" : ", " + f.tokens.toLocaleString("en-US") + " visual tokens"));
+    return el("p", { cls: "figures-seen", text: parts.join("; ") });
+  }
+
   function runView(t, d, i, why, samePrompt) {
     const r = d.runs[i], name = S.index.runs[i];
     const col = el("div", { cls: "run" });
@@ -343,6 +351,7 @@
     if (x === null) return col;
     x.responses.forEach((txt, k) => col.appendChild(el("details", { open: k === 0 }, el("summary", { text: x.responses.length > 1 ? "raw response " + (k + 1) + " of " + x.responses.length : "raw response" }), el("pre", { cls: "response", text: txt }))));
     if (x.filtered !== null && x.filtered !== undefined && !(x.responses.length === 1 && x.responses[0].trim() === x.filtered.trim())) col.appendChild(el("details", {}, el("summary", { text: "filtered response" }), el("pre", { text: x.filtered })));
+    if (x.figures && x.figures.length) col.appendChild(figuresSeen(x.figures));
     if (!samePrompt && x.prompt) col.appendChild(el("details", {}, el("summary", { text: "prompt as sent in this run" }), el("pre", { text: x.prompt })));
     if (x.judge) col.appendChild(el("details", { open: r.verdict === "judge_failed" }, el("summary", { text: "judge: " + (x.judge.status || "") + (x.judge.cause ? " (" + x.judge.cause + ")" : "") }), kv(x.judge)));
     if (x.record && Object.keys(x.record).length) col.appendChild(el("details", {}, el("summary", { text: "record (" + x.metric + ")" }), kv(x.record)));
