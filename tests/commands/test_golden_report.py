@@ -15,6 +15,8 @@ import shutil
 import sys
 import tempfile
 
+import pytest
+
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # tests/
 RUNS = os.path.join(HERE, "data", "golden", "runs", "base")
 GOLDEN = os.path.join(HERE, "data", "golden", "report")
@@ -44,6 +46,7 @@ def report_files(tmp: str) -> dict[str, str]:
     return out_text
 
 
+@pytest.mark.slow  # a whole report of a sweep: 6-7 s on 2 cores, over the fast tier's limit
 def test_the_report_of_fixed_runs_is_unchanged(tmp_path, monkeypatch):
     monkeypatch.setenv("EARTHSCI_CACHE_DIR", str(tmp_path / "cache"))
     got = report_files(str(tmp_path / "work"))
