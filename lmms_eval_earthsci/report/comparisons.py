@@ -71,6 +71,8 @@ class Comparison:
                     notes.append("bootstrap p and interval at the edge of 0.05")
             if r.p < ALPHA and not self.changed:
                 notes.append("p < 0.05 before the correction only")
+        if r is not None and r.common == 0:
+            notes.append("no doc in common: the runs scored other docs (another --limit or --offset), nothing to compare")
         if self.versions_differ:
             notes.append("task versions differ")
         return "; ".join(notes)

@@ -782,3 +782,16 @@ def test_the_terminal_gets_the_headline_and_where_everything_is(tmp_path, capfd)
     assert "## EMMA" in capfd.readouterr().out
     assert cli_main(["report", str(tmp_path / "nothing"), "--out", str(tmp_path / "rep3")]) == 2
     assert not (tmp_path / "rep3").exists()  # a report that could not be made leaves no folder behind
+
+
+def test_runs_with_no_doc_in_common_say_so_in_the_paired_row(tmp_path):
+    """Two runs of other docs (``--limit 2`` at another ``--offset``): the paired row compares nothing and its
+    note says why; the docs each run has are counted."""
+    a = make_run(tmp_path, "a", "m-a", {"emma_mini_math": {"emma_acc": 50.0}}, samples={"emma_mini_math": emma_samples([True, False])})
+    shifted = [{**s, "doc_id": s["doc_id"] + 2} for s in emma_samples([True, True, False])]
+    b = make_run(tmp_path, "b", "m-b", {"emma_mini_math": {"emma_acc": 66.67}}, samples={"emma_mini_math": shifted})
+    _, text = write_report([a, b], str(tmp_path / "rep"), resamples=200, seed=1)
+    row = next(ln for ln in section(text, "Paired comparisons", ci=True) if ln.startswith("| emma_mini_math | emma_acc |"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[3:5] == ["–", "–"] and cells[10:13] == ["0", "2", "3"], cells
+    assert cells[13] == "no doc in common: the runs scored other docs (another --limit or --offset), nothing to compare"
