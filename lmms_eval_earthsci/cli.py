@@ -109,14 +109,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _main(argv)
     except Exception as exc:
-        from lmms_eval_earthsci.core.adapter.run_status import known_cause  # noqa: PLC0415 - only when a command failed
+        from lmms_eval_earthsci.core.adapter.run_status import in_one_line, known_cause  # noqa: PLC0415 - only when a command failed
 
         cause = known_cause(exc)
         if not cause:
             raise
         # an error whose cause and fix we know (the torchvision a later `pip install` brought back): one line, exit 2
-        first = (str(exc).splitlines() or [""])[0][:300]
-        print(f"lmms-eval-earthsci {argv[0] if argv else ''}: {type(exc).__name__}: {first}{cause}".replace(" : ", ": "), file=sys.stderr)
+        command = " ".join(["lmms-eval-earthsci", *argv[:1]])
+        print(f"{command}: {in_one_line(exc)}{cause}", file=sys.stderr)
         return 2
 
 

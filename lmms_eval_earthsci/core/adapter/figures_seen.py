@@ -202,7 +202,7 @@ def install(lm: Any, task_dict: Mapping[str, Any], ours: list[str]) -> bool:
         wrap_method(cls, "__call__", "_earthsci_figures", _processor_call)
     for name in ours:
         splits: Any = held.get(name)
-        if isinstance(splits, Mapping) or hasattr(splits, "items"):
+        if hasattr(splits, "items"):  # a DatasetDict or a dict of splits
             held[name] = {split: data if isinstance(data, _Docs) else _Docs(data, name) for split, data in splits.items()}
     return True
 

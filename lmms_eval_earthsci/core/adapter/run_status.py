@@ -140,6 +140,11 @@ def note_ungrouped(group: str, left: int) -> None:
     say(line)
 
 
+def in_one_line(exc: BaseException) -> str:
+    """``Type: the first line of its message`` (at most 300 characters of it), for a line that names an error."""
+    return f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:300]}"
+
+
 def known_cause(exc: BaseException) -> str:
     """What an error we have seen stop runs means and its fix, as a clause to add to the line naming it ("" for
     any other): the torchvision a later ``pip install`` brought back beside a CPU torch; a Hub that could not be

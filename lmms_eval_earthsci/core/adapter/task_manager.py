@@ -165,8 +165,7 @@ def note_outcome(original: Callable[..., Any]) -> Callable[..., Any]:
         try:
             results = original(*args, **kwargs)
         except Exception as exc:
-            first = (str(exc).splitlines() or [""])[0][:300]
-            run_status.note_run_stopped(f"the run stopped before them ({type(exc).__name__}: {first}; lmms-eval's traceback above){run_status.known_cause(exc)}", exc)
+            run_status.note_run_stopped(f"the run stopped before them ({run_status.in_one_line(exc)}; lmms-eval's traceback above){run_status.known_cause(exc)}", exc)
             raise
         if results is None:
             run_status.note_done()
@@ -222,8 +221,7 @@ def _why(task: str, exc: BaseException) -> str:
     if isinstance(exc, HubRefusedError):
         return str(exc)
     traceback.print_exception(exc)
-    first = (str(exc).splitlines() or [""])[0][:300]
-    return f"{type(exc).__name__}: {first} (traceback above)" + run_status.known_cause(exc)
+    return f"{run_status.in_one_line(exc)} (traceback above)" + run_status.known_cause(exc)
 
 
 def _ungrouped(name: str, loaded: dict) -> dict:

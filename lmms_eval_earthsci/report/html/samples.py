@@ -41,7 +41,7 @@ VERDICTS = ("right", "wrong", "no_answer", "judge_failed", "no_verdict", "scored
 NOT_RIGHT = ("wrong", "no_answer", "judge_failed")  # McNemar's "wrong" side, as report.comparisons scores them
 # a run's view, split: what the list and filters read (kept for every run) / what a doc's card opens
 SUMMARY_KEYS = ("verdict", "score", "answer", "detail", "stage")
-DETAIL_KEYS = ("responses", "filtered", "judge", "record", "metric", "figures")
+DETAIL_KEYS = ("responses", "filtered", "judge", "record", "metric")
 
 
 def _responses(sample: Mapping[str, Any]) -> list[str]:
@@ -202,7 +202,7 @@ def _doc_order(doc: str) -> tuple:
 def task_docs(bench: Benchmark, task: str, runs: Sequence[Run], details: Callable[[int, dict], None] | None = None) -> dict:
     """Every doc of ``task`` over the runs, read one run at a time: ``{"docs": [{id, fields, gold, prompt,
     prompts_differ, runs: [summary (SUMMARY_KEYS) or None per run]}], "no_verdict": [why, per run],
-    "views": [a pair view shared by docs]}`` in doc order (a doc's ``pair``: its index in ``views``). Each run's details (``{doc id: DETAIL_KEYS, and "prompt" where the run's differs}``) go to
+    "views": [a pair view shared by docs]}`` in doc order (a doc's ``pair``: its index in ``views``). Each run's details (``{doc id: DETAIL_KEYS, "figures" where the run read them, and "prompt" where the run's differs}``) go to
     ``details(run index, by doc)`` as soon as the run is read (without ``details``: into each summary).
     Under ``--repeats`` lmms-eval logs a doc once, with every response."""
     d: Any  # a doc id, then a doc
@@ -219,7 +219,9 @@ def task_docs(bench: Benchmark, task: str, runs: Sequence[Run], details: Callabl
                 doc["fields"].setdefault(k, x)
             summary = {k: v[k] for k in SUMMARY_KEYS}
             summary["record"] = v["record"]  # for the benchmark's browser_view; dropped after it
-            detail = {k: v[k] for k in DETAIL_KEYS if k != "figures" or v[k] is not None}  # figures: only where the run read them
+            detail = {k: v[k] for k in DETAIL_KEYS}
+            if v["figures"] is not None:  # only where the run read them
+                detail["figures"] = v["figures"]
             if v["prompt"] != doc["prompt"]:
                 doc["prompts_differ"] = True
                 detail["prompt"] = v["prompt"]
