@@ -129,7 +129,7 @@ test-browser: browser-deps
 
 # the README's picture: the browser test's two fixture runs, SciFIBench C->F, written over the old one
 screenshot: browser-deps
-	EARTHSCI_README_SCREENSHOT=$(CURDIR)/lmms_eval_earthsci/report/html/sample_browser.png $(PY) -m pytest -q -ra --run-browser tests/commands/test_browser.py -k readme_screenshot
+	EARTHSCI_README_SCREENSHOT=$(CURDIR)/lmms_eval_earthsci/commands/report/html/sample_browser.png $(PY) -m pytest -q -ra --run-browser tests/commands/test_browser.py -k readme_screenshot
 
 test-times: setup
 	$(PY) benchmarks/test_times.py $(PARALLEL)

@@ -33,7 +33,7 @@ CHILD = """
 import resource, sys, time
 t0 = time.perf_counter()
 import lmms_eval_earthsci
-from lmms_eval_earthsci.report import write_report
+from lmms_eval_earthsci.commands.report import write_report
 write_report(sys.argv[1].split(","), sys.argv[2], html=True, images=False, resamples=200)
 print(lmms_eval_earthsci.__file__, time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 """

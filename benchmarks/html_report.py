@@ -60,7 +60,7 @@ def figures(n: int, seed: int = 0) -> list[bytes]:
 def part1() -> tuple[float, float]:
     from PIL import Image
 
-    from lmms_eval_earthsci.report.html.images import DEFAULT_FIGURE_BUDGET_MB, WORKERS, copies, thumbnail
+    from lmms_eval_earthsci.commands.report.html.images import DEFAULT_FIGURE_BUDGET_MB, WORKERS, copies, thumbnail
 
     data = figures(N_IMG)
 
@@ -102,7 +102,7 @@ def synthetic_run(root: str, cache: str) -> str:
     each task's data fingerprint, and the thumbnails' cache filled as a first report leaves it."""
     from PIL import Image
 
-    from lmms_eval_earthsci.report.html.images import ThumbStore, docset_key
+    from lmms_eval_earthsci.commands.report.html.images import ThumbStore, docset_key
 
     rng = random.Random(0)
     tasks = {"emma_full_math": min(10_000, N)}
@@ -153,7 +153,7 @@ def folder_size(path: str) -> int:
 
 
 def part2(root: str, cache: str) -> tuple[str, float, float]:
-    from lmms_eval_earthsci.report import write_report
+    from lmms_eval_earthsci.commands.report import write_report
 
     t = time.perf_counter()
     run = synthetic_run(root, cache)

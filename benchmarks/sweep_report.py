@@ -34,7 +34,7 @@ DOCS = {
 CHILD = """
 import resource, sys, time
 t0 = time.perf_counter()
-from lmms_eval_earthsci.report import write_report
+from lmms_eval_earthsci.commands.report import write_report
 write_report([sys.argv[1]], sys.argv[2], html=sys.argv[3] == "html", images=False)
 print(time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 """

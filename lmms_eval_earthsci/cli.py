@@ -1,4 +1,5 @@
-"""``lmms-eval-earthsci``: small helpers around the ``lmms-eval`` CLI (``lmms-eval-earthsci COMMAND --help``)."""
+"""``lmms-eval-earthsci``: small helpers around the ``lmms-eval`` CLI (``lmms-eval-earthsci COMMAND --help``); each
+command's module is in :mod:`lmms_eval_earthsci.commands`, imported only when that command runs."""
 
 from __future__ import annotations
 
@@ -129,19 +130,19 @@ def _main(argv: list[str]) -> int:
 
         return build_main(argv[2:])
     if argv[:1] == ["rescore"]:
-        from lmms_eval_earthsci.rescore import main as rescore_main  # noqa: PLC0415 - heavy (the judge and the data layer, ~50 ms): each command imports only what it runs
+        from lmms_eval_earthsci.commands.rescore import main as rescore_main  # noqa: PLC0415 - heavy (the judge and the data layer, ~50 ms): each command imports only what it runs
 
         return rescore_main(argv[1:])
     if argv[:1] == ["mirror"]:
-        from lmms_eval_earthsci.mirror_build import main as mirror_main  # noqa: PLC0415 - heavy (yaml, the data layer, ~50 ms): each command imports only what it runs
+        from lmms_eval_earthsci.commands.mirror import main as mirror_main  # noqa: PLC0415 - heavy (yaml, the data layer, ~50 ms): each command imports only what it runs
 
         return mirror_main(argv[1:])  # its own parser: `mirror --help` is its help
     if argv[:1] == ["check-model"]:
-        from lmms_eval_earthsci.model_check import main as check_main  # noqa: PLC0415 - heavy (the capture, lmms-eval when it runs): each command imports only what it runs
+        from lmms_eval_earthsci.commands.check_model import main as check_main  # noqa: PLC0415 - heavy (the capture, lmms-eval when it runs): each command imports only what it runs
 
         return check_main(argv[1:])  # its own parser: `check-model --help` is its help
     if argv[:1] == ["demo"]:
-        from lmms_eval_earthsci.demo import main as demo_main  # noqa: PLC0415 - heavy (the judge client, ~40 ms): each command imports only what it runs
+        from lmms_eval_earthsci.commands.demo import main as demo_main  # noqa: PLC0415 - heavy (the judge client, ~40 ms): each command imports only what it runs
 
         return demo_main(argv[1:])  # its own parser: `demo --help` is its help
     if argv[:1] == ["run"] and argv[1:2] in (["-h"], ["--help"]):
@@ -165,7 +166,7 @@ def _main(argv: list[str]) -> int:
             rest = ["--include_path", TASKS_DIR, *rest]
         return run_lmms_eval(rest)
     if a.command == "report":
-        from lmms_eval_earthsci.report import ReportError, default_out, terminal_summary, write_report  # noqa: PLC0415 - heavy (numpy, the report's modules, ~100 ms): each command imports only what it runs
+        from lmms_eval_earthsci.commands.report import ReportError, default_out, terminal_summary, write_report  # noqa: PLC0415 - heavy (numpy, the report's modules, ~100 ms): each command imports only what it runs
 
         notes: list[str] = []
         out = a.out or default_out(a.paths[0])
@@ -192,7 +193,7 @@ def _main(argv: list[str]) -> int:
             print(note)
         return 0
     if a.command == "check-mirror":
-        from lmms_eval_earthsci.mirror import check_mirror  # noqa: PLC0415 - heavy (yaml, the data layer, ~50 ms): each command imports only what it runs
+        from lmms_eval_earthsci.commands.check_mirror import check_mirror  # noqa: PLC0415 - heavy (yaml, the data layer, ~50 ms): each command imports only what it runs
 
         if not os.path.isdir(a.mirror):
             print(f"lmms-eval-earthsci check-mirror: {a.mirror}: no such folder", file=sys.stderr)

@@ -9,12 +9,12 @@ import json
 import pytest
 from test_report import make_run, section, table_after
 
+from lmms_eval_earthsci.commands.report import read_runs, write_report
 from lmms_eval_earthsci.core.scoring import circular, stats
 from lmms_eval_earthsci.evals.msearth import circular as msearth_c
 from lmms_eval_earthsci.evals.msearth.fixtures import msearth_rows
 from lmms_eval_earthsci.evals.scifibench import circular as scifi_c
 from lmms_eval_earthsci.evals.scifibench.fixtures import scifibench_rows
-from lmms_eval_earthsci.report import read_runs, write_report
 from lmms_eval_earthsci.yamlgen import metric_aggregations, task_yaml_paths
 
 MSEARTH = "msearth_mcq_circular"
@@ -157,7 +157,7 @@ def test_a_position_test_on_one_rotating_question_says_why_it_has_no_p(tmp_path)
 
 
 def test_circular_variants_alone_lead_the_headline_and_the_demo_line(tmp_path):
-    from lmms_eval_earthsci.demo import headline_lines
+    from lmms_eval_earthsci.commands.demo import headline_lines
 
     path = circular_run(tmp_path, "always_a", lambda asked: "A")
     _, text = write_report([path], str(tmp_path / "rep"), resamples=50, seed=0)

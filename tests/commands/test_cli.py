@@ -88,8 +88,8 @@ def test_release_files_read_in_every_layout_and_planned(tmp_path, capsys):
     import gzip
     import json
 
+    from lmms_eval_earthsci.commands.rescore import RescoreError, read_records
     from lmms_eval_earthsci.evals.msearth.tasks import release_plan
-    from lmms_eval_earthsci.rescore import RescoreError, read_records
 
     recs = [{"question_id": "ON1", "query": "<image>Caption:\nc\nQuestion:\nq", "response": "a", "generated_answer": "a"}, {"question_id": "ON2", "query": "<image>Caption:\nc\nQuestion:\nq", "response": "b"}]
     (tmp_path / "a.json").write_text(json.dumps(recs))
@@ -202,7 +202,7 @@ def test_the_torchvision_fallback_warning_is_dropped_and_nothing_else():
 
 
 def test_check_model_names_the_device_argument_a_cpu_run_needs():
-    from lmms_eval_earthsci.model_check import run_hint
+    from lmms_eval_earthsci.commands.check_model import run_hint
 
     no_cuda = run_hint("AssertionError: Torch not compiled with CUDA enabled", "pretrained=x,device_map=cpu")
     assert no_cuda == " (this machine has no CUDA and the class's default device is cuda: add device=cpu to --model_args)"
@@ -215,7 +215,7 @@ def test_check_model_names_the_device_argument_a_cpu_run_needs():
 def test_check_model_leaves_only_the_log_it_names_when_it_cannot_run(tmp_path, monkeypatch, capsys):
     """`--model dummy`: nothing reaches a processor, so the check cannot observe (exit 2): its temporary folder
     keeps lmms-eval's log, named on stderr, and nothing else; with --log, nothing is left in the temp folder."""
-    from lmms_eval_earthsci.model_check import main
+    from lmms_eval_earthsci.commands.check_model import main
 
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")

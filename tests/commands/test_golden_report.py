@@ -26,7 +26,7 @@ def report_files(tmp: str) -> dict[str, str]:
     """{name: text} of the report of the two runs, made in ``tmp``, paths normalised."""
     import glob
 
-    from lmms_eval_earthsci.report import write_report
+    from lmms_eval_earthsci.commands.report import write_report
     from lmms_eval_earthsci.testing.sweep import clone_run
 
     base = os.path.join(tmp, "base")

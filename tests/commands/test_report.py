@@ -8,11 +8,11 @@ import pytest
 
 from lmms_eval_earthsci import registry
 from lmms_eval_earthsci.cli import main as cli_main
-from lmms_eval_earthsci.report import ReportError, counts, read_runs, write_report
-from lmms_eval_earthsci.report import charts as report_charts
-from lmms_eval_earthsci.report import intervals as report_intervals
-from lmms_eval_earthsci.report import papers as report_papers
-from lmms_eval_earthsci.report import sections as report_sections
+from lmms_eval_earthsci.commands.report import ReportError, counts, read_runs, write_report
+from lmms_eval_earthsci.commands.report import charts as report_charts
+from lmms_eval_earthsci.commands.report import intervals as report_intervals
+from lmms_eval_earthsci.commands.report import papers as report_papers
+from lmms_eval_earthsci.commands.report import sections as report_sections
 
 
 def chart_specs(bench, runs, paper_model):
@@ -401,7 +401,7 @@ def test_partial_runs_are_flagged_and_charts_draw_only_what_exists(tmp_path):
 
 
 def test_demo_report_explains_itself_and_shows_the_paper_reference(tmp_path):
-    from lmms_eval_earthsci.demo import judged_metrics_run, report_intro
+    from lmms_eval_earthsci.commands.demo import judged_metrics_run, report_intro
 
     run = make_run(
         tmp_path,

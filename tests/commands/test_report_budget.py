@@ -14,9 +14,9 @@ import subprocess
 import pytest
 from test_report import emma_samples, make_run, no_ci, section
 
-from lmms_eval_earthsci.report import budget as report_budget
-from lmms_eval_earthsci.report import write_report
-from lmms_eval_earthsci.report.runs import Run
+from lmms_eval_earthsci.commands.report import budget as report_budget
+from lmms_eval_earthsci.commands.report import write_report
+from lmms_eval_earthsci.commands.report.runs import Run
 
 C2F, F2C = "scifibench_cs_c2f_judge", "scifibench_cs_f2c_judge"
 PROBE = [4608, 3456]

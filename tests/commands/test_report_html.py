@@ -8,10 +8,10 @@ import os
 import pytest
 
 from lmms_eval_earthsci import registry
-from lmms_eval_earthsci.report import read_runs, write_report
-from lmms_eval_earthsci.report.html import images as html_images
-from lmms_eval_earthsci.report.html.markdown import to_html
-from lmms_eval_earthsci.report.html.samples import task_docs, view
+from lmms_eval_earthsci.commands.report import read_runs, write_report
+from lmms_eval_earthsci.commands.report.html import images as html_images
+from lmms_eval_earthsci.commands.report.html.markdown import to_html
+from lmms_eval_earthsci.commands.report.html.samples import task_docs, view
 
 
 def test_markdown_is_escaped_and_only_report_images_are_kept():
@@ -149,7 +149,7 @@ def test_discordant_counts_link_to_the_disagreement_filter_in_both_tables(tmp_pa
     # baseline n (b) is run 1; run m (a) is run 0, right on 0 docs where b is wrong, wrong on 1 where b is right
     assert ("emma_mini_math", "b_right", "1", "0", "0") in links and ("emma_mini_math", "a_right", "1", "0", "1") in links
     # the changes table names the run alone (its baseline is the report's)
-    from lmms_eval_earthsci.report.html import _paired_links
+    from lmms_eval_earthsci.commands.report.html import _paired_links
 
     runs = read_runs([a, b])
     cell = _paired_links(runs, runs[1])
@@ -222,7 +222,7 @@ def test_links_are_encoded_part_by_part():
     characters that broke whole-fragment decoding."""
     from urllib.parse import unquote
 
-    from lmms_eval_earthsci.report.html import fragment
+    from lmms_eval_earthsci.commands.report.html import fragment
 
     values = {"task": "mac2025_i2t_info", "f.journal": "ACS Fake Materials & Interfaces", "q": "a&b=c %41 #x ü 漢 +1", "doc": "7"}
     link = fragment(**values)

@@ -125,7 +125,7 @@ def test_predict_only_then_rescore_equals_the_direct_run(runs):
     assert rec["version_changes"] == {} and rec["not_in_tasks"] == [] and rec["target_mismatches"] == [] and not rec["forced"]
     assert glob.glob(str(tmp / "re" / direct["model_name_sanitized"] / "*_results.json"))
     # report reads it like any run
-    from lmms_eval_earthsci.report import write_report
+    from lmms_eval_earthsci.commands.report import write_report
 
     _, text = write_report([str(tmp / "direct"), str(tmp / "re")], str(tmp / "rep"), resamples=200)
     assert "rescored without the model from lmms-eval run" in text
@@ -177,7 +177,7 @@ def test_rescore_rebuilds_the_runs_groups_and_takes_group_names(mirror, hf_home,
     """A run of groups (as the demo runs them) rescored: the same groups, aggregated again as lmms-eval
     aggregated them (results, group_subtasks), and `report` shows them in both columns; `--tasks` takes a
     group name (its leaves only are rescored) and an unknown name is refused naming tasks and groups."""
-    from lmms_eval_earthsci.report import write_report
+    from lmms_eval_earthsci.commands.report import write_report
 
     out = tmp_path / "run"
     run_cli(["--model", "dummy", "--model_args", "response=So the answer is \\boxed{B}", "--tasks", "emma_mini,scifibench_f2c", "--limit", "3", "--output_path", str(out), "--log_samples"], cli_env(mirror, hf_home), str(tmp_path))

@@ -11,10 +11,10 @@ import scipy.stats as sps
 from test_report import emma_samples, make_run, section
 
 from lmms_eval_earthsci import registry
+from lmms_eval_earthsci.commands.report import ReportError, read_runs, write_report
+from lmms_eval_earthsci.commands.report import charts as report_charts
+from lmms_eval_earthsci.commands.report import sweep as report_sweep
 from lmms_eval_earthsci.core.scoring.stats import interval
-from lmms_eval_earthsci.report import ReportError, read_runs, write_report
-from lmms_eval_earthsci.report import charts as report_charts
-from lmms_eval_earthsci.report import sweep as report_sweep
 
 EMMA = {"emma_mini_math": {"emma_acc": 50.0}, "emma_mini_physics": {"emma_acc": 40.0}}
 

@@ -168,7 +168,7 @@ def test_a_lab_benchmark_registered_from_outside_runs_reports_and_rescores(hf_ho
     assert cells[3] == "60.00" and "–" in cells[4] and cells[4] != "–"  # value and its 95% CI
     assert "## ToyBench" in lines and (rep / "toybench_by_kind.png").stat().st_size > 1000
     assert sorted(p.name for p in rep.glob("*.png")) == ["toybench_by_kind.png"]
-    # the sample browser: the lab's own fields and answers, with no line of report/ naming them
+    # the sample browser: the lab's own fields and answers, with no line of commands/report/ naming them
     index = (rep / "browser" / "index.js").read_text()
     (entry,) = [t for t in json.loads(index[index.index("(") + 1 : index.rindex(")")])["tasks"] if t["name"] == "toybench_qa"]
     data = (rep / entry["file"]).read_text()

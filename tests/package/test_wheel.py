@@ -31,7 +31,7 @@ def test_wheel_ships_data_files(wheel):
     mirror = {n for n in names if "/sample_mirror/" in n and n.endswith(".parquet")}
     assert any("luckychao/EMMA-mini/Math" in n for n in mirror) and any("MSEarth/MSEarth_MCQ" in n for n in mirror)
     assert any("SciFIBench/data/CS_Caption2Figure" in n for n in mirror)
-    assert {"lmms_eval_earthsci/report/html/assets/app.js", "lmms_eval_earthsci/report/html/assets/app.css"} <= names  # report.html's browser
+    assert {"lmms_eval_earthsci/commands/report/html/assets/app.js", "lmms_eval_earthsci/commands/report/html/assets/app.css"} <= names  # report.html's browser
 
 
 def test_wheel_ships_every_task_file(wheel):

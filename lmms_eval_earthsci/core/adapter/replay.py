@@ -1,6 +1,6 @@
 """What ``rescore`` needs of lmms-eval to replay a run's logged responses as a model: a task YAML read as
 lmms-eval reads it (its includes and ``!function`` tags: inventory "YAML loader"), lmms-eval's model base class,
-and its model registry (inventory "replay model"). The replay model itself is :mod:`lmms_eval_earthsci.rescore`'s."""
+and its model registry (inventory "replay model"). The replay model itself is :mod:`lmms_eval_earthsci.commands.rescore`'s."""
 
 from __future__ import annotations
 

@@ -5,8 +5,8 @@ runs in tests/commands/test_demo.py on a real class and in the model tier)."""
 import numpy as np
 from PIL import Image
 
+from lmms_eval_earthsci.commands.report.html.samples import figures_seen as browser_figures
 from lmms_eval_earthsci.core.adapter import figures_seen
-from lmms_eval_earthsci.report.html.samples import figures_seen as browser_figures
 
 
 class Rows(list):

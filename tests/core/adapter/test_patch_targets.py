@@ -83,7 +83,7 @@ def test_the_reports_task_build_installs_the_data_hooks_only(tmp_path):
         "import json\n"
         "from lmms_eval.api.task import ConfigurableTask\n"
         "from lmms_eval_earthsci.core import hooks\n"
-        "from lmms_eval_earthsci.report.html.images import _build_tasks\n"
+        "from lmms_eval_earthsci.commands.report.html.images import _build_tasks\n"
         "tasks = _build_tasks(['scifibench_cs_f2c'], None)\n"
         "print(json.dumps({'docs': {n: len(t.test_docs()) for n, t in tasks.items()}, 'run_hooks': hooks._RUNTIME_HOOKS,\n"
         "  'marks': {m: bool(getattr(ConfigurableTask, m, False)) for m in ('_earthsci_mirror', '_earthsci_record_gate', '_earthsci_judge_hook')}}))\n"

@@ -129,7 +129,7 @@ def test_report_position_bias_section_browser_and_paired_rows(mirror, hf_home, t
     import csv
     import glob
 
-    from lmms_eval_earthsci.report import write_report
+    from lmms_eval_earthsci.commands.report import write_report
 
     tasks = "msearth_mcq,msearth_mcq_circular,scifibench_cs_f2c_circular"
     outs = {}

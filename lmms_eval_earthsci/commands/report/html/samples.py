@@ -32,10 +32,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 
+from lmms_eval_earthsci.commands.report.runs import Run, _number
+from lmms_eval_earthsci.commands.report.sections import _extraction, _judge_record
 from lmms_eval_earthsci.core.benchmark import Benchmark, ReportSpec
 from lmms_eval_earthsci.core.scoring import circular
-from lmms_eval_earthsci.report.runs import Run, _number
-from lmms_eval_earthsci.report.sections import _extraction, _judge_record
 
 VERDICTS = ("right", "wrong", "no_answer", "judge_failed", "no_verdict", "scored")
 NOT_RIGHT = ("wrong", "no_answer", "judge_failed")  # McNemar's "wrong" side, as report.comparisons scores them

@@ -85,7 +85,7 @@ def parse(argv):
 
 def headline_lines(runs) -> list[str]:
     """Each benchmark's headline numbers in one line: ``  EMMA  emma_mini 36.25 · emma_full 32.71``."""
-    from lmms_eval_earthsci.report.sections import headline_values  # noqa: PLC0415 - heavy (numpy and the report's modules, ~100 ms): after the run
+    from lmms_eval_earthsci.commands.report.sections import headline_values  # noqa: PLC0415 - heavy (numpy and the report's modules, ~100 ms): after the run
 
     by_bench: dict = {}
     for b, t, m, value in headline_values(runs[0]):
@@ -145,7 +145,7 @@ def main(argv=None) -> int:
         print(f"demo FAILED: lmms-eval exited with {proc.returncode}; full log: {log_path}", file=sys.stderr)
         return proc.returncode or 1
     print(f"lmms-eval finished in {time.time() - t0:.0f} s", flush=True)
-    from lmms_eval_earthsci.report import read_runs, write_report  # noqa: PLC0415 - heavy (numpy and the report's modules, ~100 ms): after the run
+    from lmms_eval_earthsci.commands.report import read_runs, write_report  # noqa: PLC0415 - heavy (numpy and the report's modules, ~100 ms): after the run
 
     runs_dir = os.path.join(out, "runs")
     t0 = time.time()

@@ -30,14 +30,14 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 from urllib.parse import quote
 
+from lmms_eval_earthsci.commands.report.budget import browser_lines as budget_lines
+from lmms_eval_earthsci.commands.report.html.images import DEFAULT_FIGURE_BUDGET_MB, LargeBudget, ThumbStore, run_images
+from lmms_eval_earthsci.commands.report.html.markdown import to_html
+from lmms_eval_earthsci.commands.report.html.samples import NOT_RIGHT, leaf_tasks, task_docs, view
+from lmms_eval_earthsci.commands.report.layout_marks import LOST, NOT_OBSERVED, SERVER, UNOBSERVED, task_layout
+from lmms_eval_earthsci.commands.report.runs import Run
 from lmms_eval_earthsci.core.adapter.harness import group_leaves
 from lmms_eval_earthsci.core.benchmark import Benchmark
-from lmms_eval_earthsci.report.budget import browser_lines as budget_lines
-from lmms_eval_earthsci.report.html.images import DEFAULT_FIGURE_BUDGET_MB, LargeBudget, ThumbStore, run_images
-from lmms_eval_earthsci.report.html.markdown import to_html
-from lmms_eval_earthsci.report.html.samples import NOT_RIGHT, leaf_tasks, task_docs, view
-from lmms_eval_earthsci.report.layout import LOST, NOT_OBSERVED, SERVER, UNOBSERVED, task_layout
-from lmms_eval_earthsci.report.runs import Run
 
 #: the ids the page and its browser (app.js) use: no report heading takes one
 PAGE_IDS = ("samples", "browser", "overlay", "overlay-img", "overlay-caption", "layout-banner", "budget-banner", "match-count", "empty-hint", "export-jsonl", "export-csv", "f-task", "f-run", "f-q", "f-pair")

@@ -31,9 +31,9 @@ import time
 from dataclasses import dataclass, field
 
 from lmms_eval_earthsci import registry
+from lmms_eval_earthsci.commands.check_mirror import check_mirror, group_members, task_configs
 from lmms_eval_earthsci.core import data
 from lmms_eval_earthsci.core.data import hub
-from lmms_eval_earthsci.mirror import check_mirror, group_members, task_configs
 
 MANIFEST = "earthsci_mirror.json"
 

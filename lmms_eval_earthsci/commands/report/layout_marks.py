@@ -13,9 +13,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from lmms_eval_earthsci.commands.report.runs import Run
 from lmms_eval_earthsci.core.adapter.harness import group_leaves
 from lmms_eval_earthsci.core.adapter.layout_probe import AS_WRITTEN, LOST, NOT_CHECKED, NOT_OBSERVED, SERVER
-from lmms_eval_earthsci.report.runs import Run
 
 MARK = "⚠"
 #: a number whose layout could not be observed (the class, the route), and what says so everywhere

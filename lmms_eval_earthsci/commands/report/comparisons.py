@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from lmms_eval_earthsci.commands.report.intervals import BOOTSTRAP, aggregation, doc_items
+from lmms_eval_earthsci.commands.report.position_bias import HEAD as CIRCULAR_HEAD
+from lmms_eval_earthsci.commands.report.position_bias import question_items
+from lmms_eval_earthsci.commands.report.runs import Run
 from lmms_eval_earthsci.core.benchmark import Benchmark
 from lmms_eval_earthsci.core.scoring.stats import MCNEMAR, Paired, adjust, paired
-from lmms_eval_earthsci.report.intervals import BOOTSTRAP, aggregation, doc_items
-from lmms_eval_earthsci.report.position_bias import HEAD as CIRCULAR_HEAD
-from lmms_eval_earthsci.report.position_bias import question_items
-from lmms_eval_earthsci.report.runs import Run
 
 ALPHA = 0.05
 RULE = (

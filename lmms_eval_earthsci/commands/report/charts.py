@@ -8,11 +8,11 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
+from lmms_eval_earthsci.commands.report.intervals import interval
+from lmms_eval_earthsci.commands.report.layout_marks import lost, paper_comparable
+from lmms_eval_earthsci.commands.report.papers import paper_value, protocol_notes
+from lmms_eval_earthsci.commands.report.runs import UNAVAILABLE, Run, _number
 from lmms_eval_earthsci.core.benchmark import Benchmark, ChartSpec, ReliabilitySpec
-from lmms_eval_earthsci.report.intervals import interval
-from lmms_eval_earthsci.report.layout import lost, paper_comparable
-from lmms_eval_earthsci.report.papers import paper_value, protocol_notes
-from lmms_eval_earthsci.report.runs import UNAVAILABLE, Run, _number
 
 if TYPE_CHECKING:
     from matplotlib.artist import Artist

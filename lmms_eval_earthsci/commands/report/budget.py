@@ -18,12 +18,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from lmms_eval_earthsci.commands.report.layout_marks import task_layout, tasks_in_words
+from lmms_eval_earthsci.commands.report.runs import MISSING, Run
 from lmms_eval_earthsci.core.adapter.budget import NOT_OBSERVED, OBSERVED
 from lmms_eval_earthsci.core.adapter.budget import SERVER_DECIDES as SERVER
 from lmms_eval_earthsci.core.adapter.harness import group_leaves
 from lmms_eval_earthsci.core.adapter.layout_probe import NOT_OBSERVED as LAYOUT_UNSEEN
-from lmms_eval_earthsci.report.layout import task_layout, tasks_in_words
-from lmms_eval_earthsci.report.runs import MISSING, Run
 
 #: a run's number made on other input than the run it is compared with (another figure budget)
 MARK = "≠"

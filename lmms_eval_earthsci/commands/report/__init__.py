@@ -24,7 +24,7 @@ Rules the report keeps, because a reader compares numbers across columns:
 - Paper numbers sit only beside the metric computed the way the paper computed it; where the protocol
   still differs, a footnote mark says how (each benchmark's ``protocol_notes``).
 - A run that did not give the model the authors' prompt layout (its own check:
-  ``metadata.earthsci_layout``, :mod:`.layout`) has its cells marked ``⚠`` with a note (task, class,
+  ``metadata.earthsci_layout``, :mod:`.layout_marks`) has its cells marked ``⚠`` with a note (task, class,
   what was lost, the fix), and no paper number beside them.
 - Each benchmark section says how large each run's figures reached the model (``metadata.earthsci_budget``,
   :mod:`.budget`); a number set beside another run's whose figures reached the model at another size
@@ -44,17 +44,17 @@ import re
 from collections.abc import Sequence
 
 from lmms_eval_earthsci import registry
+from lmms_eval_earthsci.commands.report.comparisons import compare
+from lmms_eval_earthsci.commands.report.html import write_html
+from lmms_eval_earthsci.commands.report.intervals import configure
+from lmms_eval_earthsci.commands.report.papers import DEFAULT_PAPER_MODEL, resolve_paper_model
+from lmms_eval_earthsci.commands.report.position_bias import HEAD as CIRCULAR_HEAD
+from lmms_eval_earthsci.commands.report.position_bias import circular_tasks, position_section
+from lmms_eval_earthsci.commands.report.runs import ReportError, Run
+from lmms_eval_earthsci.commands.report.sections import benchmark_section, changes_section, counts, headline_keys, headline_section, paired_section, paper_table, versions_section
+from lmms_eval_earthsci.commands.report.summary import write_summary
+from lmms_eval_earthsci.commands.report.sweep import baseline, read_runs
 from lmms_eval_earthsci.core.scoring.stats import DEFAULT_RESAMPLES, DEFAULT_SEED
-from lmms_eval_earthsci.report.comparisons import compare
-from lmms_eval_earthsci.report.html import write_html
-from lmms_eval_earthsci.report.intervals import configure
-from lmms_eval_earthsci.report.papers import DEFAULT_PAPER_MODEL, resolve_paper_model
-from lmms_eval_earthsci.report.position_bias import HEAD as CIRCULAR_HEAD
-from lmms_eval_earthsci.report.position_bias import circular_tasks, position_section
-from lmms_eval_earthsci.report.runs import ReportError, Run
-from lmms_eval_earthsci.report.sections import benchmark_section, changes_section, counts, headline_keys, headline_section, paired_section, paper_table, versions_section
-from lmms_eval_earthsci.report.summary import write_summary
-from lmms_eval_earthsci.report.sweep import baseline, read_runs
 
 __all__ = ["DEFAULT_PAPER_MODEL", "ReportError", "Run", "counts", "read_runs", "write_report"]
 

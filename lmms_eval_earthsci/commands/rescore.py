@@ -23,11 +23,11 @@ Checks, each naming the task and doc and stopping before anything is scored:
 ``importers``): the benchmark turns its release format into the same replay plan, matched by the
 dataset's own id.
 
-Judging is rescore's whole job: it ends as a run whose judge failed does (:mod:`.core.judge_failures`:
+Judging is rescore's whole job: it ends as a run whose judge failed does (:mod:`..core.judge_failures`:
 the failure counts by cause, the endpoint and its setting, the command that finishes the job, here the
 same rescore again) and exits :data:`JUDGE_FAILED` when any doc it was asked to judge got no verdict (the
 judge failed, or none is configured); a task of ours that did not run ends it with its line and
-:mod:`.core.run_status`'s exit status.
+:mod:`..core.run_status`'s exit status.
 """
 
 from __future__ import annotations
@@ -308,7 +308,7 @@ def _make_replay():
 
 
 def __getattr__(name: str):
-    # ``lmms_eval_earthsci.rescore.Replay`` is the class path lmms-eval's registry imports
+    # ``lmms_eval_earthsci.commands.rescore.Replay`` is the class path lmms-eval's registry imports
     if name == "Replay":
         cls = _make_replay()
         globals()["Replay"] = cls
@@ -318,7 +318,7 @@ def __getattr__(name: str):
 
 def _register_replay() -> None:
     try:
-        replay.register_model(REPLAY_MODEL, "lmms_eval_earthsci.rescore.Replay")
+        replay.register_model(REPLAY_MODEL, "lmms_eval_earthsci.commands.rescore.Replay")
     except replay.NoModelRegistry as exc:
         raise RescoreError(f"rescore needs lmms-eval >= 0.7.3 (its model registry): {exc}") from exc
 
@@ -438,10 +438,10 @@ def _parser() -> argparse.ArgumentParser:
 
 def _summary(results_path: str) -> str:
     """The rescored run's headline numbers, a line per task (as the report's headline picks them)."""
+    from lmms_eval_earthsci.commands.report import read_runs  # noqa: PLC0415 - heavy (numpy and the report's modules, ~100 ms): after the run
+    from lmms_eval_earthsci.commands.report.papers import fmt  # noqa: PLC0415 - the report's modules, after the run
+    from lmms_eval_earthsci.commands.report.sections import headline_values  # noqa: PLC0415 - heavy (numpy and the report's modules, ~100 ms): after the run
     from lmms_eval_earthsci.core.scoring.circular import HEAD  # noqa: PLC0415 - after the run, with the report's modules
-    from lmms_eval_earthsci.report import read_runs  # noqa: PLC0415 - heavy (numpy and the report's modules, ~100 ms): after the run
-    from lmms_eval_earthsci.report.papers import fmt  # noqa: PLC0415 - the report's modules, after the run
-    from lmms_eval_earthsci.report.sections import headline_values  # noqa: PLC0415 - heavy (numpy and the report's modules, ~100 ms): after the run
 
     (run,) = read_runs([results_path])
     head = [(t, m, value) for _, t, m, value in headline_values(run)]
@@ -513,7 +513,7 @@ def again(a: argparse.Namespace, extra: Sequence[str]) -> str:
 
 def judge_lines(a: argparse.Namespace, extra: Sequence[str]) -> list[str]:
     """How a rescore ends when it could not judge every doc it was asked to, as a run whose judge failed
-    ends (:mod:`.core.judge_failures`): per judged task the failures by cause, the endpoint and its
+    ends (:mod:`..core.judge_failures`): per judged task the failures by cause, the endpoint and its
     setting (or that no judge is configured), then the command that finishes the job; none when every
     doc got a verdict. The judge's record is taken (nothing is printed again at exit)."""
     lines = judge_failures.failure_lines(no_judge=True)

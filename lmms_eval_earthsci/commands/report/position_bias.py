@@ -15,12 +15,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from lmms_eval_earthsci import registry
+from lmms_eval_earthsci.commands.report.charts import build_chart, plot
+from lmms_eval_earthsci.commands.report.intervals import ci_cell
+from lmms_eval_earthsci.commands.report.papers import fmt
+from lmms_eval_earthsci.commands.report.runs import MISSING, UNAVAILABLE, Run
 from lmms_eval_earthsci.core.benchmark import Benchmark, ChartSpec
 from lmms_eval_earthsci.core.scoring import circular
-from lmms_eval_earthsci.report.charts import build_chart, plot
-from lmms_eval_earthsci.report.intervals import ci_cell
-from lmms_eval_earthsci.report.papers import fmt
-from lmms_eval_earthsci.report.runs import MISSING, UNAVAILABLE, Run
 
 HEAD = circular.HEAD
 

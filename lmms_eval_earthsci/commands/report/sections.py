@@ -11,17 +11,17 @@ from collections.abc import Iterable
 from typing import Any, cast
 
 from lmms_eval_earthsci import registry
+from lmms_eval_earthsci.commands.report import budget
+from lmms_eval_earthsci.commands.report.charts import build_chart, build_trend, plot, plot_reliability, plot_trend
+from lmms_eval_earthsci.commands.report.comparisons import RULE, Comparison
+from lmms_eval_earthsci.commands.report.intervals import BOOTSTRAP, BOOTSTRAP_NOTE, ci_cell, method_of
+from lmms_eval_earthsci.commands.report.layout_marks import MARK, marked, paper_comparable
+from lmms_eval_earthsci.commands.report.layout_marks import notes as layout_notes
+from lmms_eval_earthsci.commands.report.papers import fmt, footnotes, paper_cell, paper_entries, paper_value
+from lmms_eval_earthsci.commands.report.position_bias import circular_tasks, is_circular
+from lmms_eval_earthsci.commands.report.runs import MISSING, Run, _number
 from lmms_eval_earthsci.core.benchmark import Benchmark, Family, PaperValue, ReportSpec, RunView
 from lmms_eval_earthsci.core.scoring import circular
-from lmms_eval_earthsci.report import budget
-from lmms_eval_earthsci.report.charts import build_chart, build_trend, plot, plot_reliability, plot_trend
-from lmms_eval_earthsci.report.comparisons import RULE, Comparison
-from lmms_eval_earthsci.report.intervals import BOOTSTRAP, BOOTSTRAP_NOTE, ci_cell, method_of
-from lmms_eval_earthsci.report.layout import MARK, marked, paper_comparable
-from lmms_eval_earthsci.report.layout import notes as layout_notes
-from lmms_eval_earthsci.report.papers import fmt, footnotes, paper_cell, paper_entries, paper_value
-from lmms_eval_earthsci.report.position_bias import circular_tasks, is_circular
-from lmms_eval_earthsci.report.runs import MISSING, Run, _number
 
 # --------------------------------------------------------------------------- which numbers go where
 
@@ -233,7 +233,7 @@ def _table(header: list[str], rows: list[list[str]], label_columns: int = 1) -> 
 
 
 def _marked(cell: str, run: Run, task: str, other: Run | None) -> str:
-    """A run's cell with its marks: the layout's (:mod:`.layout`), and :data:`.budget.MARK` when its figures
+    """A run's cell with its marks: the layout's (:mod:`.layout_marks`), and :data:`.budget.MARK` when its figures
     reached the model at another size than those of ``other``, the run it sits beside (:mod:`.budget`)."""
     return budget.marked(marked(cell, run, task), run, other, task)
 

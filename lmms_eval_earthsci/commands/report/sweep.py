@@ -25,8 +25,8 @@ import re
 from collections.abc import Sequence
 
 from lmms_eval_earthsci import registry
+from lmms_eval_earthsci.commands.report.runs import ReportError, ResultsFile, Run, Samples, results_files, stamp_date
 from lmms_eval_earthsci.core.adapter.harness import group_leaves
-from lmms_eval_earthsci.report.runs import ReportError, ResultsFile, Run, Samples, results_files, stamp_date
 
 # --model_args keys that place or batch the model, or reach it, without changing its answers
 NOT_ANSWERS = frozenset(

@@ -15,11 +15,10 @@ import pytest
 from test_report import make_run, no_ci, section
 
 from lmms_eval_earthsci import registry
-from lmms_eval_earthsci.report import charts as report_charts
-from lmms_eval_earthsci.report import layout as report_layout
-from lmms_eval_earthsci.report import read_runs, write_report
-from lmms_eval_earthsci.report import sections as report_sections
-from lmms_eval_earthsci.report.runs import Run
+from lmms_eval_earthsci.commands.report import charts as report_charts
+from lmms_eval_earthsci.commands.report import layout_marks, read_runs, write_report
+from lmms_eval_earthsci.commands.report import sections as report_sections
+from lmms_eval_earthsci.commands.report.runs import Run
 
 FIX = "a chat route that interleaves (qwen2_5_vl, qwen3_vl, internvl_hf chat); the paper reports no number for models without interleaved input"
 LOST = {"status": "lost", "class": "LlavaHf", "expected": "T I T I T I T I T I T", "received": "I I I I I T T T T T T", "lost": ["images first", "labels cut off from their figures"], "fix": FIX}
@@ -58,16 +57,16 @@ def test_a_lost_layout_is_marked_noted_and_not_set_beside_the_paper(tmp_path):
     _, text = write_report([run], str(out), resamples=0, html=True, images=False)
     lines = no_ci(text)
     # the headline: the marker on the cell, "–" for the paper (GPT-4o's 72.20), the split that kept it unchanged
-    assert row(lines, C2F, "scifibench_acc_judge") == f"| SciFIBench | {C2F} | scifibench_acc_judge | 40.00 {report_layout.MARK} | – |"
+    assert row(lines, C2F, "scifibench_acc_judge") == f"| SciFIBench | {C2F} | scifibench_acc_judge | 40.00 {layout_marks.MARK} | – |"
     assert row(lines, F2C, "scifibench_acc_judge") == f"| SciFIBench | {F2C} | scifibench_acc_judge | 60.00 | 75.40 |"
-    note = (f"{report_layout.MARK} `llava (llava)` · `{C2F}`: not the authors' layout, not comparable with the paper's number "
+    note = (f"{layout_marks.MARK} `llava (llava)` · `{C2F}`: not the authors' layout, not comparable with the paper's number "
             f"(LlavaHf: images first; labels cut off from their figures). Fix: {FIX}.")
     headline = section(text, "Headline")
-    assert note + "  " in headline and sum(ln.startswith(report_layout.MARK) for ln in headline) == 1  # one line per (run, task)
-    assert f"No paper number beside {C2F} · scifibench_acc_judge: no run kept the authors' layout ({report_layout.MARK} below)." in headline
+    assert note + "  " in headline and sum(ln.startswith(layout_marks.MARK) for ln in headline) == 1  # one line per (run, task)
+    assert f"No paper number beside {C2F} · scifibench_acc_judge: no run kept the authors' layout ({layout_marks.MARK} below)." in headline
     # the benchmark's table (no paper column: the paper's numbers are the judge's, in the headline): the same marker and note
     sci = section(text, "SciFIBench")
-    assert f"| cs_c2f_judge · scifibench_acc | 40.00 {report_layout.MARK} |" in sci and "| cs_f2c_judge · scifibench_acc | 60.00 |" in sci
+    assert f"| cs_c2f_judge · scifibench_acc | 40.00 {layout_marks.MARK} |" in sci and "| cs_f2c_judge · scifibench_acc | 60.00 |" in sci
     assert note + "  " in sci
     assert text.count(note) == 2  # the headline's and the table's, nowhere else
     # the chart: no paper tick on the lost bar
@@ -95,13 +94,13 @@ def test_beside_a_run_that_kept_the_layout_the_paper_stays_and_only_the_lost_run
     out = tmp_path / "report"
     _, text = write_report([kept, lost], str(out), resamples=200)
     lines = no_ci(text)
-    assert row(lines, C2F, "scifibench_acc_judge") == f"| SciFIBench | {C2F} | scifibench_acc_judge | 40.00 {report_layout.MARK} | 70.00 | 72.20 |"  # runs in order of name
+    assert row(lines, C2F, "scifibench_acc_judge") == f"| SciFIBench | {C2F} | scifibench_acc_judge | 40.00 {layout_marks.MARK} | 70.00 | 72.20 |"  # runs in order of name
     headline = section(text, "Headline")
-    assert [ln for ln in headline if ln.startswith(report_layout.MARK)] == [
-        f"{report_layout.MARK} `llava (llava)` · `{C2F}`: not the authors' layout, not comparable with the paper's number (LlavaHf: images first; labels cut off from their figures). Fix: {FIX}.  "
+    assert [ln for ln in headline if ln.startswith(layout_marks.MARK)] == [
+        f"{layout_marks.MARK} `llava (llava)` · `{C2F}`: not the authors' layout, not comparable with the paper's number (LlavaHf: images first; labels cut off from their figures). Fix: {FIX}.  "
     ]
     assert "No paper number beside" not in text
-    assert f"| cs_c2f_judge · scifibench_acc | 40.00 {report_layout.MARK} | 70.00 |" in section(text, "SciFIBench")
+    assert f"| cs_c2f_judge · scifibench_acc | 40.00 {layout_marks.MARK} | 70.00 |" in section(text, "SciFIBench")
     layouts = summary_layouts(out)
     assert layouts[("metric", "qwen (qwen)", C2F, "scifibench_acc_judge")] == "as written"
     assert layouts[("paired", "qwen (qwen)", C2F, "scifibench_acc_judge")] == "as written"  # the run's (the baseline, llava, has its own metric rows)
@@ -111,7 +110,7 @@ def test_as_written_and_older_runs_show_nothing(tmp_path):
     runs = [scifi_run(tmp_path, "qwen", KEPT), scifi_run(tmp_path, "old", None, None)]
     out = tmp_path / "report"
     _, text = write_report(runs, str(out), resamples=0, html=True, images=False)
-    assert report_layout.MARK not in text and report_layout.UNOBSERVED_MARK not in text and "layout" not in text.lower()
+    assert layout_marks.MARK not in text and layout_marks.UNOBSERVED_MARK not in text and "layout" not in text.lower()
     assert row(no_ci(text), C2F, "scifibench_acc_judge").endswith("| 72.20 |")
     layouts = summary_layouts(out)
     assert {layouts[("metric", r, C2F, "scifibench_acc_judge")] for r in ("qwen (qwen)", "old (old)")} == {"as written", ""}
@@ -126,8 +125,8 @@ def test_a_layout_that_could_not_be_observed_is_marked_everywhere(tmp_path, reco
     run = scifi_run(tmp_path, "dummy", record, record)
     out = tmp_path / "report"
     _, text = write_report([run], str(out), resamples=0, html=True, images=False)
-    assert row(no_ci(text), C2F, "scifibench_acc_judge") == f"| SciFIBench | {C2F} | scifibench_acc_judge | 40.00 {report_layout.UNOBSERVED_MARK} | 72.20 |"
-    note = (f"{report_layout.UNOBSERVED_MARK} `dummy (dummy)` · `{F2C}`, `{C2F}`: layout not observed: check-model ({record['class']}: {record['why']}); "
+    assert row(no_ci(text), C2F, "scifibench_acc_judge") == f"| SciFIBench | {C2F} | scifibench_acc_judge | 40.00 {layout_marks.UNOBSERVED_MARK} | 72.20 |"
+    note = (f"{layout_marks.UNOBSERVED_MARK} `dummy (dummy)` · `{F2C}`, `{C2F}`: layout not observed: check-model ({record['class']}: {record['why']}); "
             "`lmms-eval-earthsci check-model --model <its class>` says whether the authors' layout reaches it.  ")
     assert section(text, "Headline").count(note) == 1
     assert summary_layouts(out)[("metric", "dummy (dummy)", C2F, "scifibench_acc")] == "layout not observed: check-model"
@@ -138,7 +137,7 @@ def test_a_server_run_says_what_the_server_must_set(tmp_path):
     run = scifi_run(tmp_path, "vllm", SERVER, SERVER)
     out = tmp_path / "report"
     _, text = write_report([run], str(out), resamples=0, html=True, images=False)
-    assert report_layout.MARK not in text  # milder: no marker, the paper's number stays
+    assert layout_marks.MARK not in text  # milder: no marker, the paper's number stays
     assert row(no_ci(text), C2F, "scifibench_acc_judge").endswith("| 40.00 | 72.20 |")
     line = f"Layout: `vllm (vllm)` (VLLM) sent `{F2C}`, `{C2F}` as written; the server decides whether figures stay between their labels: {SERVER['fix']}.  "
     assert section(text, "Headline").count(line) == 1 and text.count(line) == 1
@@ -155,11 +154,11 @@ def test_a_breakdown_row_of_a_lost_run_has_no_paper_number(tmp_path):
 
     lost = dict(LOST, lost=["images first", "<image_k> left as text"], fix="run the class's chat route (drop --force_simple)")
     _, text = write_report([emma("simple", lost)], str(tmp_path / "one"), resamples=0)
-    assert f"| math | 20.00 {report_layout.MARK} | – |" in section(text, "EMMA")
+    assert f"| math | 20.00 {layout_marks.MARK} | – |" in section(text, "EMMA")
     assert "| physics | 30.00 |" in "\n".join(section(text, "EMMA"))  # its paper number stays
-    assert any(ln.startswith(f"{report_layout.MARK} `simple (simple)` · `emma_mini_math`") and "<image_k> left as text" in ln for ln in section(text, "EMMA"))
+    assert any(ln.startswith(f"{layout_marks.MARK} `simple (simple)` · `emma_mini_math`") and "<image_k> left as text" in ln for ln in section(text, "EMMA"))
     _, text = write_report([emma("simple", lost), emma("chat", KEPT)], str(tmp_path / "two"), resamples=0)
-    assert f"| math | 20.00 | 20.00 {report_layout.MARK} | 27.00 |" in section(text, "EMMA")  # "chat" first (order of names)
+    assert f"| math | 20.00 | 20.00 {layout_marks.MARK} | 27.00 |" in section(text, "EMMA")  # "chat" first (order of names)
 
 
 def test_past_four_runs_the_lost_runs_row_is_marked_and_the_papers_row_stays(tmp_path):
@@ -167,31 +166,31 @@ def test_past_four_runs_the_lost_runs_row_is_marked_and_the_papers_row_stays(tmp
     _, text = write_report(runs, str(tmp_path / "report"), resamples=0)
     sci = section(text, "Headline")
     table = [ln for ln in sci if ln.startswith("| step_")]
-    assert [report_layout.MARK in ln for ln in table] == [False, False, True, False, False]
+    assert [layout_marks.MARK in ln for ln in table] == [False, False, True, False, False]
     assert any(ln.startswith("| paper: GPT-4o | – |") and "72.20" in ln for ln in sci)
-    assert sum(ln.startswith(f"{report_layout.MARK} `step_3") for ln in sci) == 1
+    assert sum(ln.startswith(f"{layout_marks.MARK} `step_3") for ln in sci) == 1
 
 
 def test_a_groups_layout_is_its_worst_tasks():
     run = Run(label="r", files=[], results={}, subtasks={"scifibench_judge": [C2F, F2C]},
               configs={C2F: {"metadata": {"earthsci_layout": LOST}}, F2C: {"metadata": {"earthsci_layout": KEPT}}})
-    lay = report_layout.task_layout(run, "scifibench_judge")
+    lay = layout_marks.task_layout(run, "scifibench_judge")
     assert (lay.status, lay.cls, lay.tasks, lay.summary) == ("lost", "LlavaHf", (C2F,), "lost: images first; labels cut off from their figures")
-    assert report_layout.task_layout(run, F2C).summary == "as written"
-    assert report_layout.task_layout(run, "scifibench_cs_f2c").summary == ""  # no record
+    assert layout_marks.task_layout(run, F2C).summary == "as written"
+    assert layout_marks.task_layout(run, "scifibench_cs_f2c").summary == ""  # no record
     run.configs[C2F] = {"metadata": {"earthsci_layout": KEPT}}
-    assert report_layout.task_layout(run, "scifibench_judge").status == "as written"
+    assert layout_marks.task_layout(run, "scifibench_judge").status == "as written"
     run.configs.pop(C2F)
-    assert report_layout.task_layout(run, "scifibench_judge").status == ""  # one task recorded nothing, the other as written
-    note = report_layout.lost_notes([Run(label="r", files=[], results={}, subtasks=run.subtasks, configs={C2F: {"metadata": {"earthsci_layout": LOST}}})], ["scifibench_judge"])
-    assert note == [f"{report_layout.MARK} `r` · `scifibench_judge` (`{C2F}`): not the authors' layout, not comparable with the paper's number (LlavaHf: images first; labels cut off from their figures). Fix: {FIX}."]
+    assert layout_marks.task_layout(run, "scifibench_judge").status == ""  # one task recorded nothing, the other as written
+    note = layout_marks.lost_notes([Run(label="r", files=[], results={}, subtasks=run.subtasks, configs={C2F: {"metadata": {"earthsci_layout": LOST}}})], ["scifibench_judge"])
+    assert note == [f"{layout_marks.MARK} `r` · `scifibench_judge` (`{C2F}`): not the authors' layout, not comparable with the paper's number (LlavaHf: images first; labels cut off from their figures). Fix: {FIX}."]
 
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="no node to run the page's banner function")
 def test_the_browsers_banner_names_the_run_what_is_lost_and_the_fix():
     """The page's banner, run in node with a stand-in for its DOM helper (tests/commands/test_browser.py runs the
     whole page in Chromium): one line per run and verdict, the tasks named when a group is shown."""
-    app = open(os.path.join(os.path.dirname(report_layout.__file__), "html", "assets", "app.js")).read()
+    app = open(os.path.join(os.path.dirname(layout_marks.__file__), "html", "assets", "app.js")).read()
     fn = "".join(re.search(rf"\n  function {f}\(names.*?\) \{{.*?\n  \}}\n", app, re.S).group(0) for f in ("grouped", "layoutBanner"))  # the banner and the helper it calls
     lost = {"run": "llava (r)", "status": "lost", "class": "LlavaHf", "lost": ["images first", "labels cut off from their figures"], "fix": "a chat route that interleaves"}
     server = {"run": "vllm (v)", "status": "depends on the server", "class": "VLLM", "lost": [], "fix": SERVER["fix"]}

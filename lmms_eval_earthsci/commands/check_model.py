@@ -6,14 +6,14 @@ offline, made-up docs in the upstream schemas; EMMA's second docs carry the repe
 option images) go through the user's class via lmms-eval's own CLI, in this process, generating one
 token. Two views per layout, both read from what the class handed its transformers processor:
 
-- the run's layout probe (``metadata.earthsci_layout``, :mod:`.core.observe`): one probe request per task
+- the run's layout probe (``metadata.earthsci_layout``, :mod:`..core.observe`): one probe request per task
   through the class's own ``generate_until``, stopped at its processor;
 - what the class handed its processor during the run (``core.adapter.capture``): the prompt text, its image
   token once per image, and the images (positional or keyword calls, PIL, data URLs, paths).
 
 A class that holds no transformers processor (API and server classes) is answered by the probe alone.
 Prints a table (layout, as written / what is lost, fix) and the class's figure budget (the size a 4608 x 3456
-figure reached the model at, :mod:`.core.adapter.budget`). Whatever raises inside the run ends the check
+figure reached the model at, :mod:`..core.adapter.budget`). Whatever raises inside the run ends the check
 with exit 2 and the reason in one line (the table first, when the probe had observed the layouts).
 
 ``--against B --against_args ARGS``: the same check on a second class or backend of one checkpoint, each in its

@@ -15,9 +15,9 @@ import forkserver
 import pytest
 from conftest import cli_env, read_outputs, run_cli
 
+from lmms_eval_earthsci.commands.mirror import plan
 from lmms_eval_earthsci.core import data
 from lmms_eval_earthsci.evals.emma import tasks as emma
-from lmms_eval_earthsci.mirror_build import plan
 from lmms_eval_earthsci.testing.hub_server import FakeHubServer
 
 CLI = [sys.executable, "-m", "lmms_eval_earthsci.cli"]

@@ -9,11 +9,11 @@ from collections.abc import Iterable
 from typing import Any, cast
 
 from lmms_eval_earthsci import registry
+from lmms_eval_earthsci.commands.report.papers import fmt
+from lmms_eval_earthsci.commands.report.runs import MISSING, Run
 from lmms_eval_earthsci.core.adapter.harness import group_leaves
 from lmms_eval_earthsci.core.scoring import circular, stats
 from lmms_eval_earthsci.core.scoring.stats import DEFAULT_RESAMPLES, DEFAULT_SEED, Interval
-from lmms_eval_earthsci.report.papers import fmt
-from lmms_eval_earthsci.report.runs import MISSING, Run
 from lmms_eval_earthsci.yamlgen import metric_aggregations, task_yaml_paths
 
 BOOTSTRAP = {"resamples": DEFAULT_RESAMPLES, "seed": DEFAULT_SEED}

@@ -27,7 +27,7 @@
   }
 
   // ------------------------------------------------------------------ state <-> URL fragment
-  // "#samples?k=v&k=v": each key and value percent-encoded on its own (as report/html/__init__.py's
+  // "#samples?k=v&k=v": each key and value percent-encoded on its own (as commands/report/html/__init__.py's
   // fragment() builds them), split before decoding, so "&", "=", "%", "#" and any text round-trip; a part
   // that does not decode (a hand-edited stray "%") is taken as it is.
   function defaults() {

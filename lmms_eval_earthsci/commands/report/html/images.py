@@ -38,7 +38,7 @@ from lmms_eval_earthsci.core.settings import cache_dir
 if TYPE_CHECKING:
     from PIL import Image
 
-    from lmms_eval_earthsci.report.runs import Run
+    from lmms_eval_earthsci.commands.report.runs import Run
 
 logger = logging.getLogger("lmms_eval_earthsci")
 

@@ -10,10 +10,10 @@ from collections.abc import Iterable
 from typing import Any
 
 from lmms_eval_earthsci import registry
+from lmms_eval_earthsci.commands.report.runs import UNAVAILABLE, ReportError, load_json
 from lmms_eval_earthsci.core.benchmark import Benchmark, PaperValue, ProtocolNote
 from lmms_eval_earthsci.core.scoring import papers as _names
 from lmms_eval_earthsci.core.scoring.papers import add_spellings, model_key
-from lmms_eval_earthsci.report.runs import UNAVAILABLE, ReportError, load_json
 
 # the one model all five papers evaluated, so one paper column covers every benchmark
 DEFAULT_PAPER_MODEL = "GPT-4o"

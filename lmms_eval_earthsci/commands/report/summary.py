@@ -3,7 +3,7 @@
 One row per run × task × metric (``kind`` = ``metric``): every metric of our tasks in the results
 JSON, its 95 % interval where the report has one (Wilson's for right/wrong metrics, every one of them;
 the bootstrap's for the headline metrics), the docs behind it, the task's version, the results file it
-came from, whether the authors' prompt layout reached the model (``layout``: :mod:`.layout`) and how
+came from, whether the authors' prompt layout reached the model (``layout``: :mod:`.layout_marks`) and how
 large its figures reached the model (``figure_budget``: :mod:`.budget`); then
 one row per paired comparison with the baseline (``kind`` = ``paired``). The columns are :data:`COLUMNS`;
 the report's README describes each. In the CSV a text cell that a spreadsheet would run as a formula
@@ -19,12 +19,12 @@ import os
 from typing import TYPE_CHECKING, Any, cast
 
 from lmms_eval_earthsci import registry
-from lmms_eval_earthsci.report import budget
-from lmms_eval_earthsci.report.charts import doc_count
-from lmms_eval_earthsci.report.comparisons import Comparison
-from lmms_eval_earthsci.report.intervals import interval
-from lmms_eval_earthsci.report.layout import task_layout
-from lmms_eval_earthsci.report.runs import Run
+from lmms_eval_earthsci.commands.report import budget
+from lmms_eval_earthsci.commands.report.charts import doc_count
+from lmms_eval_earthsci.commands.report.comparisons import Comparison
+from lmms_eval_earthsci.commands.report.intervals import interval
+from lmms_eval_earthsci.commands.report.layout_marks import task_layout
+from lmms_eval_earthsci.commands.report.runs import Run
 
 if TYPE_CHECKING:
     from lmms_eval_earthsci.core.scoring.stats import Interval, Paired
