@@ -133,16 +133,24 @@ def reach(start: str) -> set[str]:
 
 
 def test_a_benchmarks_names_import_without_installing_hooks():
-    """Its declaration, fixtures and report spec (what the registry, tests and ``report`` import) reach
-    neither its task module nor the hooks: importing a task module installs the run hooks inside lmms-eval
-    (``core.adapter.hooks.ensure_runtime_hooks``), so the names they share live where nothing is installed."""
+    """Its declaration, fixtures, report spec and YAML generator (what the registry, tests, ``report`` and
+    ``yamlgen`` import) reach neither its task module nor the hooks: importing a task module installs the run
+    hooks inside lmms-eval (``core.adapter.hooks.ensure_runtime_hooks``), so the names they share live where
+    nothing is installed. ``yamlgen`` too, with the generators it imports by name (``Benchmark.yaml_files``)."""
+    from lmms_eval_earthsci import registry
+
     hooked = {f"{PKG}.core.adapter.hooks"} | {m for m in GRAPH if m.endswith(".tasks") and layer(m).startswith("bench:")}
     assert len(hooked) >= 6 and hooked <= set(GRAPH)  # its premise: the hooks and the five task modules, all walked
     bad = {}
     for m in GRAPH:
-        if layer(m).startswith("bench:") and m.rsplit(".", 1)[1] in ("benchmark", "fixtures", "report"):
+        if layer(m).startswith("bench:") and m.rsplit(".", 1)[1] in ("benchmark", "fixtures", "report", "yamls"):
             if reach(m) & hooked:
                 bad[m] = sorted(reach(m) & hooked)
+    generators = {b.yaml_files.partition(":")[0] for b in registry.builtin() if b.yaml_files}
+    assert generators == {m for m in GRAPH if m.endswith(".yamls") and layer(m).startswith("bench:")}  # its premise: each benchmark's, walked
+    yamlgen = reach(f"{PKG}.yamlgen").union(generators, *map(reach, generators))
+    if yamlgen & hooked:
+        bad[f"{PKG}.yamlgen"] = sorted(yamlgen & hooked)
     assert bad == {}
 
 

@@ -1,5 +1,6 @@
 """EMMA's declaration for the registry (see :class:`lmms_eval_earthsci.core.benchmark.Benchmark`)."""
 
+import functools
 import os
 
 from lmms_eval_earthsci.core.benchmark import Benchmark
@@ -8,6 +9,47 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # the Hub repos (names importable without the task module, which installs the run hooks)
 DATASET_MINI = "luckychao/EMMA-mini"
 DATASET_FULL = "luckychao/EMMA"
+# Hub revisions pinned for reproducibility (dataset_kwargs.revision in task_yamls/emma/).
+REVISION_MINI = "6b9ae9a74733bb57f0b741213f8d0ec9ebae067a"
+REVISION_FULL = "6c87aec9048c489108170088e50b768646b5bcf9"
+SUBJECTS = ("Math", "Physics", "Chemistry", "Coding")
+
+# ---------------------------------------------------------------------------- breakdowns (spec §1.3)
+CATEGORIES = {
+    "Math": ["2D Transformation", "3D Spatial Simulation", "Path Tracing", "Multi-hop Visual Object Counting", "Pattern Inference"],
+    "Physics": ["Visual Decomposition Simulation", "3d Field Simulation", "Multi-hop Visual Reasoning", "Graph Reasoning", "Path Tracing"],
+    "Chemistry": ["Knowledge-based counting", "Structure Recognition", "Reaction Simulation", "Reaction Simulation Pro", "Graph Reasoning"],
+    "Coding": [
+        "Advanced Chart Type",
+        "Alignment, Orientation, & Position",
+        "Color & Texture",
+        "3D",
+        "Data Reasoning",
+        "Axis & Scale",
+        "Legend",
+        "Gridline",
+        "Marker, Line, & Cap",
+        "Polar",
+    ],
+}
+QUESTION_TYPES = ["multiple choice", "open-ended"]
+CODING_TASKS = ["Vis Choose Code", "Code Choose Vis", "Modify Without Image", "Modify With Image"]
+METRIC = "emma_acc"
+LENIENT = "emma_acc_lenient"
+MAJ, PASS = "emma_maj@k", "emma_pass@k"
+JUDGE_METRIC, JUDGE_FAILED = "emma_judge_acc", "emma_judge_failed"
+# breakdown metrics: emma_<field>_<label> = emma_acc over that slice (see core.scoring.metrics)
+BREAKDOWN_PREFIX = "emma"
+
+
+@functools.cache
+def breakdowns(subject: str) -> dict[str, list[str]]:
+    """Breakdown labels reported by one subject task (``emma_<field>_<label>`` metrics)."""
+    out = {"category": CATEGORIES[subject], "type": QUESTION_TYPES}
+    if subject == "Coding":
+        out["task"] = CODING_TASKS
+    return out
+
 
 BENCHMARK = Benchmark(
     name="emma",

@@ -26,14 +26,10 @@ from lmms_eval_earthsci.core.scoring.extraction import Extracted, as_text, extra
 from lmms_eval_earthsci.core.scoring.metrics import breakdown_scores, percent, split_labels, with_paired_score
 from lmms_eval_earthsci.core.scoring.similarity import get_matcher
 from lmms_eval_earthsci.core.settings import declare_settings
-from lmms_eval_earthsci.evals.emma.benchmark import BENCHMARK
+from lmms_eval_earthsci.evals.emma.benchmark import BENCHMARK, BREAKDOWN_PREFIX, CATEGORIES, CODING_TASKS, JUDGE_FAILED, JUDGE_METRIC, LENIENT, MAJ, METRIC, PASS, QUESTION_TYPES, REVISION_FULL, REVISION_MINI, SUBJECTS, breakdowns  # noqa: F401 - the names it had: still tasks.X
 
 logger = logging.getLogger("lmms_eval_earthsci")
 
-# Hub revisions pinned for reproducibility (dataset_kwargs.revision in task_yamls/emma/).
-REVISION_MINI = "6b9ae9a74733bb57f0b741213f8d0ec9ebae067a"
-REVISION_FULL = "6c87aec9048c489108170088e50b768646b5bcf9"
-SUBJECTS = ("Math", "Physics", "Chemistry", "Coding")
 MAX_IMAGES = 5
 
 # ---------------------------------------------------------------------------- prompts (spec §3.1)
@@ -44,43 +40,8 @@ STRATEGY_SUFFIX = {
     "Direct": "Please ensure that your output only contains the final answer without any additional content (such as intermediate reasoning steps).",
 }
 
-# ---------------------------------------------------------------------------- breakdowns (spec §1.3)
-CATEGORIES = {
-    "Math": ["2D Transformation", "3D Spatial Simulation", "Path Tracing", "Multi-hop Visual Object Counting", "Pattern Inference"],
-    "Physics": ["Visual Decomposition Simulation", "3d Field Simulation", "Multi-hop Visual Reasoning", "Graph Reasoning", "Path Tracing"],
-    "Chemistry": ["Knowledge-based counting", "Structure Recognition", "Reaction Simulation", "Reaction Simulation Pro", "Graph Reasoning"],
-    "Coding": [
-        "Advanced Chart Type",
-        "Alignment, Orientation, & Position",
-        "Color & Texture",
-        "3D",
-        "Data Reasoning",
-        "Axis & Scale",
-        "Legend",
-        "Gridline",
-        "Marker, Line, & Cap",
-        "Polar",
-    ],
-}
-QUESTION_TYPES = ["multiple choice", "open-ended"]
-CODING_TASKS = ["Vis Choose Code", "Code Choose Vis", "Modify Without Image", "Modify With Image"]
-METRIC = "emma_acc"
-LENIENT = "emma_acc_lenient"
-MAJ, PASS = "emma_maj@k", "emma_pass@k"
-JUDGE_METRIC, JUDGE_FAILED = "emma_judge_acc", "emma_judge_failed"
 # majority-vote ties are broken at random, seeded per question: the same run scores the same
 TIE_SEED = 1234
-# breakdown metrics: emma_<field>_<label> = emma_acc over that slice (see core.scoring.metrics)
-BREAKDOWN_PREFIX = "emma"
-
-
-@functools.cache
-def breakdowns(subject: str) -> dict[str, list[str]]:
-    """Breakdown labels reported by one subject task (``emma_<field>_<label>`` metrics)."""
-    out = {"category": CATEGORIES[subject], "type": QUESTION_TYPES}
-    if subject == "Coding":
-        out["task"] = CODING_TASKS
-    return out
 
 
 # ---------------------------------------------------------------------------- record mapping

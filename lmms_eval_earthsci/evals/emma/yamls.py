@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from lmms_eval_earthsci.core.scoring import circular
 from lmms_eval_earthsci.core.yamls import HEADER, JUDGE_FAILED, JUDGED_MEAN, MEAN_PRESENT, group_yaml, metric_list
-from lmms_eval_earthsci.evals.emma import tasks as emma
+from lmms_eval_earthsci.evals.emma import benchmark as emma
 from lmms_eval_earthsci.evals.emma.benchmark import DATASET_FULL, DATASET_MINI
 
 

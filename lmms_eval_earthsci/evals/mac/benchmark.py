@@ -9,6 +9,19 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # names importable without the task module, which installs the run hooks
 DATASET = "mhjiang0408/MAC_Bench"
 PUBLISHERS = ("ACS", "Cell", "Nature", "Science")  # as the CSVs' paths spell them
+CSV = {
+    ("i2t", "info"): "image2text_info.csv",
+    ("i2t", "option"): "image2text_option.csv",
+    ("t2i", "info"): "text2image_info.csv",
+    ("t2i", "option"): "text2image_option.csv",
+}
+# OpenAI `detail: low` (what the authors sent) fits an image in 512x512
+DEFAULT_IMAGE_MAX_SIDE = 512
+IMAGE_MAX_SIDE_ENV = "EARTHSCI_MAC_IMAGE_MAX_SIDE"
+
+METRIC = "mac_acc"
+LENIENT = "mac_acc_lenient"
+BREAKDOWN_PREFIX = "mac"
 
 BENCHMARK = Benchmark(
     name="mac",

@@ -23,7 +23,7 @@ from lmms_eval_earthsci.core.scoring.metrics import breakdown_scores, percent, w
 from lmms_eval_earthsci.core.settings import declare_settings
 from lmms_eval_earthsci.core.settings import read as read_setting
 from lmms_eval_earthsci.evals.mac import scoring
-from lmms_eval_earthsci.evals.mac.benchmark import BENCHMARK, DATASET, PUBLISHERS
+from lmms_eval_earthsci.evals.mac.benchmark import BENCHMARK, BREAKDOWN_PREFIX, CSV, DATASET, DEFAULT_IMAGE_MAX_SIDE, IMAGE_MAX_SIDE_ENV, LENIENT, METRIC, PUBLISHERS
 
 logger = logging.getLogger("lmms_eval_earthsci")
 
@@ -31,23 +31,10 @@ logger = logging.getLogger("lmms_eval_earthsci")
 # could not be listed here, so the tasks read `main` and record the commit they got.
 REVISION: str | None = None
 UPLOAD_COMMIT_SHORT = "be000db"
-CSV = {
-    ("i2t", "info"): "image2text_info.csv",
-    ("i2t", "option"): "image2text_option.csv",
-    ("t2i", "info"): "text2image_info.csv",
-    ("t2i", "option"): "text2image_option.csv",
-}
 LETTERS = scoring.LETTERS
 OPTION_COLUMNS = tuple(f"option_{x}" for x in LETTERS)
 REQUIRED = ("journal", "id", "question", "cover_image", "answer", *OPTION_COLUMNS)
 PATH_PREFIXES = ("MAC_Bench/",)
-# OpenAI `detail: low` (what the authors sent) fits an image in 512x512
-DEFAULT_IMAGE_MAX_SIDE = 512
-IMAGE_MAX_SIDE_ENV = "EARTHSCI_MAC_IMAGE_MAX_SIDE"
-
-METRIC = "mac_acc"
-LENIENT = "mac_acc_lenient"
-BREAKDOWN_PREFIX = "mac"
 # the metrics computed from the per-doc record (``mac_acc``'s value is the record itself)
 RECORD_METRICS = (METRIC, "mac_ece", "mac_nll", "mac_rms", "mac_unparsable")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from lmms_eval_earthsci.core.scoring import circular
 from lmms_eval_earthsci.core.yamls import HEADER, JUDGE_FAILED, MEAN_PRESENT, group_yaml, metric_list
-from lmms_eval_earthsci.evals.mac import tasks as mac_tasks
+from lmms_eval_earthsci.evals.mac import benchmark as mac
 from lmms_eval_earthsci.evals.mac.benchmark import PUBLISHERS
 
 MAC_DIRECTIONS = {"i2t": "Image2Text", "t2i": "Text2Image"}
@@ -13,7 +13,7 @@ MAC_FN = "!function lmms_eval_earthsci.evals.mac.tasks."
 
 
 def _mac_extra_metrics() -> list[tuple[str, str, bool]]:
-    return [("mac_ece", MAC_FN + "mac_ece", False), ("mac_nll", MAC_FN + "mac_nll", False), ("mac_rms", MAC_FN + "mac_rms", False), ("mac_unparsable", MAC_FN + "mac_unparsable", False), (mac_tasks.LENIENT, MEAN_PRESENT, True)]
+    return [("mac_ece", MAC_FN + "mac_ece", False), ("mac_nll", MAC_FN + "mac_nll", False), ("mac_rms", MAC_FN + "mac_rms", False), ("mac_unparsable", MAC_FN + "mac_unparsable", False), (mac.LENIENT, MEAN_PRESENT, True)]
 
 
 def mac_task_yaml(task: str, alias: str, csv: str, direction: str, domain: str, header: str = HEADER, snapshot: bool = False) -> str:
@@ -28,16 +28,16 @@ def mac_task_yaml(task: str, alias: str, csv: str, direction: str, domain: str, 
         + f'dataset_kwargs:\n  data_files:\n    test: "{csv}"\n'
         + "lmms_eval_specific_kwargs:\n  default:\n"
         + f"    direction: {direction}\n    domain: {domain}\n"
-        + f"    image_max_side: {mac_tasks.DEFAULT_IMAGE_MAX_SIDE}  # the authors' detail: low; null = full size (or {mac_tasks.IMAGE_MAX_SIDE_ENV})\n"
+        + f"    image_max_side: {mac.DEFAULT_IMAGE_MAX_SIDE}  # the authors' detail: low; null = full size (or {mac.IMAGE_MAX_SIDE_ENV})\n"
         + ("    snapshot_root: !function snapshot.ROOT  # this snapshot's folder, wherever it is moved\n" if snapshot else "")
-        + metric_list(mac_tasks.METRIC, mac_tasks.BREAKDOWN_PREFIX, {"publisher": PUBLISHERS}, extra, main_agg=MAC_FN + "mac_acc")
+        + metric_list(mac.METRIC, mac.BREAKDOWN_PREFIX, {"publisher": PUBLISHERS}, extra, main_agg=MAC_FN + "mac_acc")
     )
 
 
 def mac_files() -> dict[str, str]:
     extra = _mac_extra_metrics()
     files, tasks = {}, []
-    for (direction, domain), csv in mac_tasks.CSV.items():
+    for (direction, domain), csv in mac.CSV.items():
         task = f"mac2025_{direction}_{domain}"
         tasks.append(task)
         files[f"{task}.yaml"] = mac_task_yaml(task, f"MAC-2025 {MAC_DIRECTIONS[direction]}, {domain} domain", csv, direction, domain)
@@ -53,15 +53,15 @@ def mac_files() -> dict[str, str]:
             + "process_results: !function lmms_eval_earthsci.evals.mac.dad.process_results\n"
             + "lmms_eval_specific_kwargs:\n  default:\n"
             + f"    direction: {direction}\n    domain: {domain}\n"
-            + f"    image_max_side: {mac_tasks.DEFAULT_IMAGE_MAX_SIDE}  # the authors' detail: low; null = full size (or {mac_tasks.IMAGE_MAX_SIDE_ENV})\n"
+            + f"    image_max_side: {mac.DEFAULT_IMAGE_MAX_SIDE}  # the authors' detail: low; null = full size (or {mac.IMAGE_MAX_SIDE_ENV})\n"
             + "# stage 1 is a long description (\"the more the better\")\n"
             + "generation_kwargs:\n  max_new_tokens: 2048\n  temperature: 0\n  do_sample: false\n  num_beams: 1\n  until: []\n"
-            + metric_list(mac_tasks.METRIC, mac_tasks.BREAKDOWN_PREFIX, {"publisher": PUBLISHERS}, [*extra, ("mac_dad_failed", JUDGE_FAILED, False)], main_agg=MAC_FN + "mac_acc")
+            + metric_list(mac.METRIC, mac.BREAKDOWN_PREFIX, {"publisher": PUBLISHERS}, [*extra, ("mac_dad_failed", JUDGE_FAILED, False)], main_agg=MAC_FN + "mac_acc")
         )
     # each task reports its own numbers (as the paper's Table 1): no group average
-    files["mac2025_dad.yaml"] = group_yaml("mac2025_dad", [f"mac2025_dad_{d}_{m}" for d, m in mac_tasks.CSV], alias="MAC-2025 with DAD (each task reports its own numbers)")
+    files["mac2025_dad.yaml"] = group_yaml("mac2025_dad", [f"mac2025_dad_{d}_{m}" for d, m in mac.CSV], alias="MAC-2025 with DAD (each task reports its own numbers)")
     files["mac2025.yaml"] = group_yaml("mac2025", tasks, alias="MAC-2025 (each task reports its own numbers)")
-    for (direction, domain) in mac_tasks.CSV:
+    for (direction, domain) in mac.CSV:
         task = f"mac2025_{direction}_{domain}"
         files[f"{task}_circular.yaml"] = circular.task_yaml(official=task, task=f"{task}_circular", alias=f"MAC-2025 {MAC_DIRECTIONS[direction]}, {domain} domain (circular)",
                                                             module="lmms_eval_earthsci.evals.mac.circular", ece=True, header=HEADER)

@@ -11,6 +11,22 @@ DATASETS = {"mcq": "MSEarth/MSEarth_MCQ", "open": "MSEarth/MSEarth_Open_Ended", 
 REUPLOADS = {"mcq": "MSEarth-Data/MSEarth-Benchmark-MCQ", "open": "MSEarth-Data/MSEarth-Benchmark-OpenQA", "caption": "MSEarth-Data/MSEarth-Benchmark-Captioning"}
 _REPOS = (*DATASETS.values(), *REUPLOADS.values())
 
+# ---------------------------------------------------------------------------- breakdowns (spec §1.3, §2.2)
+SPHERES = ["Atmospheric Sciences", "Ecology and Biosciences", "Hydrology", "Oceanography", "Geology", "Geography", "Solid Earth Geophysics", "Polar Science", "Other"]
+CATEGORIES = ["Discovery", "Perception"]
+BREAKDOWN_PREFIX = "msearth"
+MCQ_METRIC, MCQ_STRICT = "msearth_acc", "msearth_acc_strict"
+OE_METRIC, CAP_METRIC = "msearth_oe_acc", "msearth_cap_score"
+
+
+def breakdowns(kind: str) -> dict[str, list[str]]:
+    out = {"sphere": SPHERES}
+    if kind in ("mcq", "open"):
+        out["image"] = ["SINGLE", "MULTI", "CROSS"]
+    if kind == "mcq":
+        out["category"] = CATEGORIES
+    return out
+
 BENCHMARK = Benchmark(
     name="msearth",
     title="MSEarth",

@@ -30,7 +30,7 @@ from lmms_eval_earthsci.core.scoring.extraction import as_text
 from lmms_eval_earthsci.core.scoring.metrics import breakdown_scores, percent, with_paired_score
 from lmms_eval_earthsci.core.scoring.similarity import get_matcher
 from lmms_eval_earthsci.core.settings import declare_settings
-from lmms_eval_earthsci.evals.msearth.benchmark import BENCHMARK
+from lmms_eval_earthsci.evals.msearth.benchmark import BENCHMARK, BREAKDOWN_PREFIX, CAP_METRIC, CATEGORIES, MCQ_METRIC, MCQ_STRICT, OE_METRIC, SPHERES, breakdowns  # noqa: F401 - the names it had: still tasks.X
 
 logger = logging.getLogger("lmms_eval_earthsci")
 
@@ -150,25 +150,11 @@ PROMPTS = {
 }
 
 # ---------------------------------------------------------------------------- breakdowns (spec §1.3, §2.2)
-SPHERES = ["Atmospheric Sciences", "Ecology and Biosciences", "Hydrology", "Oceanography", "Geology", "Geography", "Solid Earth Geophysics", "Polar Science", "Other"]
 IMAGE_TYPES = {
     "Single Image Question Answering": "SINGLE",
     "Single Sub-image Question Answering in Multi-image Figure": "MULTI",
     "Multi Sub-image Question Answering in Multi-image Figure": "CROSS",
 }
-CATEGORIES = ["Discovery", "Perception"]
-BREAKDOWN_PREFIX = "msearth"
-MCQ_METRIC, MCQ_STRICT = "msearth_acc", "msearth_acc_strict"
-OE_METRIC, CAP_METRIC = "msearth_oe_acc", "msearth_cap_score"
-
-
-def breakdowns(kind: str) -> dict[str, list[str]]:
-    out = {"sphere": SPHERES}
-    if kind in ("mcq", "open"):
-        out["image"] = ["SINGLE", "MULTI", "CROSS"]
-    if kind == "mcq":
-        out["category"] = CATEGORIES
-    return out
 
 # ---------------------------------------------------------------------------- record mapping (both schemas)
 

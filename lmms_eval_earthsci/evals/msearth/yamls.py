@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from lmms_eval_earthsci.core.scoring import circular
 from lmms_eval_earthsci.core.yamls import HEADER, JUDGE_FAILED, JUDGED_MEAN, MEAN_PRESENT, group_yaml, metric_list
-from lmms_eval_earthsci.evals.msearth import tasks as msearth
+from lmms_eval_earthsci.evals.msearth import benchmark as msearth
 from lmms_eval_earthsci.evals.msearth.benchmark import DATASETS
 
 

@@ -7,6 +7,33 @@ from lmms_eval_earthsci.core.settings import Setting, integer
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATASET = "StonyBrookNLP/MuSciClaims"  # importable without the task module, which installs the run hooks
+DOMAINS = ("biology", "chemistry", "physics")
+
+# The metrics and, by name, their aggregation functions in the task module: the YAML generator writes them
+# as `!function` lines without importing it (tests/evals/musciclaims/test_musciclaims.py checks each names one).
+TASKS_MODULE = "lmms_eval_earthsci.evals.musciclaims.tasks"
+METRIC = "musciclaims_macro_f1"
+METRIC_AGGREGATION = "macro_f1"
+CLASSIFICATION_AGGREGATIONS = {
+    "musciclaims_macro_precision": "macro_precision",
+    "musciclaims_macro_recall": "macro_recall",
+    **{f"musciclaims_{m}_{c}": f"{m}_{c}" for c in ("support", "neutral", "contradict") for m in ("precision", "recall", "f1")},
+    "musciclaims_invalid_rate": "invalid_rate",
+    "musciclaims_2class_weighted_precision": "two_class_weighted_precision",
+    "musciclaims_2class_weighted_recall": "two_class_weighted_recall",
+    "musciclaims_2class_weighted_f1": "two_class_weighted_f1",
+    "musciclaims_2class_f1_support": "two_class_f1_support",
+    "musciclaims_2class_f1_nonsupport": "two_class_f1_nonsupport",
+    "musciclaims_flip_rate": "flip_rate",
+    "musciclaims_correct_flip_rate": "correct_flip_rate",
+    **{f"musciclaims_macro_f1_{d}": f"macro_f1_{d}" for d in DOMAINS},
+}
+PANEL_AGGREGATIONS = {
+    "musciclaims_panel_precision": "panel_precision",
+    "musciclaims_panel_recall": "panel_recall",
+    "musciclaims_panel_f1": "panel_f1",
+}
+LOWER_IS_BETTER = frozenset({"musciclaims_invalid_rate"})
 
 BENCHMARK = Benchmark(
     name="musciclaims",

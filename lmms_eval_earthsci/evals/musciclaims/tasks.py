@@ -27,7 +27,7 @@ from lmms_eval_earthsci.core.scoring.extraction import as_text, extract_json_obj
 from lmms_eval_earthsci.core.scoring.metrics import precision_recall_f1, set_precision_recall_f1
 from lmms_eval_earthsci.core.settings import declare_settings
 from lmms_eval_earthsci.core.settings import read as read_setting
-from lmms_eval_earthsci.evals.musciclaims.benchmark import BENCHMARK, DATASET
+from lmms_eval_earthsci.evals.musciclaims.benchmark import BENCHMARK, CLASSIFICATION_AGGREGATIONS, DATASET, DOMAINS, LOWER_IS_BETTER, METRIC, PANEL_AGGREGATIONS  # noqa: F401 - the names it had: still tasks.X
 
 logger = logging.getLogger("lmms_eval_earthsci")
 
@@ -41,7 +41,6 @@ SPLIT = "test"
 SUPPORT, NEUTRAL, CONTRADICT, INVALID = "SUPPORT", "NEUTRAL", "CONTRADICT", "INVALID"
 LABELS = (SUPPORT, NEUTRAL, CONTRADICT)
 NONSUPPORT = "NONSUPPORT"
-DOMAINS = ("biology", "chemistry", "physics")
 # the known path bug: chemistry figures are stored as chem_10.1021_..., some rows say jacs_data_10.1021_...
 PATH_REWRITES = (("jacs_data_10.1021_", "chem_10.1021_"),)
 
@@ -62,7 +61,6 @@ SCHEMA: dict[str, tuple] = {
 }
 
 PREFIX = "musciclaims"
-METRIC = "musciclaims_macro_f1"
 INVALID_RATE = "musciclaims_invalid_rate"
 
 # ---------------------------------------------------------------------------- prompts (spec §3.1)
@@ -749,27 +747,9 @@ def _log_summary(items: list) -> None:
     )
 
 
-# metric name -> aggregation (the YAML generator and process_results read these)
-CLASSIFICATION_METRICS: dict[str, Any] = {
-    "musciclaims_macro_precision": macro_precision,
-    "musciclaims_macro_recall": macro_recall,
-    **{f"musciclaims_{m}_{c}": globals()[f"{m}_{c}"] for c in ("support", "neutral", "contradict") for m in ("precision", "recall", "f1")},
-    "musciclaims_invalid_rate": invalid_rate,
-    "musciclaims_2class_weighted_precision": two_class_weighted_precision,
-    "musciclaims_2class_weighted_recall": two_class_weighted_recall,
-    "musciclaims_2class_weighted_f1": two_class_weighted_f1,
-    "musciclaims_2class_f1_support": two_class_f1_support,
-    "musciclaims_2class_f1_nonsupport": two_class_f1_nonsupport,
-    "musciclaims_flip_rate": flip_rate,
-    "musciclaims_correct_flip_rate": correct_flip_rate,
-    **{f"musciclaims_macro_f1_{d}": globals()[f"macro_f1_{d}"] for d in DOMAINS},
-}
-PANEL_METRICS: dict[str, Any] = {
-    "musciclaims_panel_precision": panel_precision,
-    "musciclaims_panel_recall": panel_recall,
-    "musciclaims_panel_f1": panel_f1,
-}
-LOWER_IS_BETTER = frozenset({"musciclaims_invalid_rate"})
+# metric name -> aggregation (process_results reads these; benchmark.py names the functions for the YAML generator)
+CLASSIFICATION_METRICS: dict[str, Any] = {name: globals()[fn] for name, fn in CLASSIFICATION_AGGREGATIONS.items()}
+PANEL_METRICS: dict[str, Any] = {name: globals()[fn] for name, fn in PANEL_AGGREGATIONS.items()}
 
 # lmms-eval imports this module while it reads our task YAMLs: make sure our hooks are in, whatever route
 # (entry point, --include_path, the `run` wrapper) brought it here

@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 from lmms_eval_earthsci.core.yamls import HEADER, group_yaml
-from lmms_eval_earthsci.evals.musciclaims import tasks as musciclaims_tasks
+from lmms_eval_earthsci.evals.musciclaims import benchmark as musciclaims
 
 
 def musciclaims_files() -> dict[str, str]:
     def metrics(ird: bool) -> str:
-        names = [musciclaims_tasks.METRIC, *musciclaims_tasks.CLASSIFICATION_METRICS] + (list(musciclaims_tasks.PANEL_METRICS) if ird else [])
+        names = [musciclaims.METRIC, *musciclaims.CLASSIFICATION_AGGREGATIONS] + (list(musciclaims.PANEL_AGGREGATIONS) if ird else [])
         lines = ["metric_list:"]
         for name in names:
-            fn = musciclaims_tasks.CLASSIFICATION_METRICS.get(name) or musciclaims_tasks.PANEL_METRICS.get(name) or musciclaims_tasks.macro_f1
-            agg = musciclaims_tasks.__name__ + "." + next(k for k, v in vars(musciclaims_tasks).items() if v is fn and not k.startswith("_"))
-            lines += [f"  - metric: {name}", f"    aggregation: !function {agg}", f"    higher_is_better: {str(name not in musciclaims_tasks.LOWER_IS_BETTER).lower()}"]
+            fn = musciclaims.CLASSIFICATION_AGGREGATIONS.get(name) or musciclaims.PANEL_AGGREGATIONS.get(name) or musciclaims.METRIC_AGGREGATION
+            agg = musciclaims.TASKS_MODULE + "." + fn
+            lines += [f"  - metric: {name}", f"    aggregation: !function {agg}", f"    higher_is_better: {str(name not in musciclaims.LOWER_IS_BETTER).lower()}"]
         return "\n".join(lines) + "\n"
 
     labels = {"d": "D", "rd": "RD", "ird": "IRD", "thrd": "THRD (gold panels as a text hint)"}

@@ -13,6 +13,14 @@ SPLITS = {
     ("general", "f2c"): "General_Figure2Caption",
     ("general", "c2f"): "General_Caption2Figure",
 }
+METRIC, NO_ANSWER, JUDGE_METRIC = "scifibench_acc", "scifibench_no_answer", "scifibench_acc_judge"
+BREAKDOWN_PREFIX = "scifibench"
+# spec §1.2: CS fine-grained labels; General top-level arXiv categories (exact strings unverified:
+# other labels still count in scifibench_acc and are logged)
+CATEGORIES = {
+    "cs": ["cs.NI", "cs.CV", "cs.DC", "cs.SY", "cs.CR", "cs.AI", "cs.CL", "cs.RO", "cs.LG", "cs.SE", "other cs", "cross-list"],
+    "general": ["physics", "math", "stat", "q-bio", "q-fin", "eess", "econ"],
+}
 
 BENCHMARK = Benchmark(
     name="scifibench",

@@ -21,17 +21,9 @@ from lmms_eval_earthsci.core.prompts.messages import interleaved_messages, note_
 from lmms_eval_earthsci.core.scoring.extraction import Extracted, as_text, extract_boxed_answer, extract_option_letter
 from lmms_eval_earthsci.core.scoring.metrics import breakdown_scores, percent, with_paired_score
 from lmms_eval_earthsci.core.settings import declare_settings
-from lmms_eval_earthsci.evals.scifibench.benchmark import BENCHMARK
+from lmms_eval_earthsci.evals.scifibench.benchmark import BENCHMARK, BREAKDOWN_PREFIX, CATEGORIES, JUDGE_METRIC, METRIC, NO_ANSWER
 
 LETTERS = "ABCDE"
-METRIC, NO_ANSWER, JUDGE_METRIC = "scifibench_acc", "scifibench_no_answer", "scifibench_acc_judge"
-BREAKDOWN_PREFIX = "scifibench"
-# spec §1.2: CS fine-grained labels; General top-level arXiv categories (exact strings unverified:
-# other labels still count in scifibench_acc and are logged)
-CATEGORIES = {
-    "cs": ["cs.NI", "cs.CV", "cs.DC", "cs.SY", "cs.CR", "cs.AI", "cs.CL", "cs.RO", "cs.LG", "cs.SE", "other cs", "cross-list"],
-    "general": ["physics", "math", "stat", "q-bio", "q-fin", "eess", "econ"],
-}
 
 # ---------------------------------------------------------------------------- prompts (spec §3)
 _THINK = " Let's think step by step."

@@ -5,20 +5,20 @@ from __future__ import annotations
 
 from lmms_eval_earthsci.core.scoring import circular
 from lmms_eval_earthsci.core.yamls import HEADER, JUDGE_FAILED, JUDGED_MEAN, MEAN_PRESENT, group_yaml, metric_list
-from lmms_eval_earthsci.evals.scifibench import tasks as scifibench_tasks
+from lmms_eval_earthsci.evals.scifibench import benchmark as scifibench
 from lmms_eval_earthsci.evals.scifibench.benchmark import SPLITS
 
 
 def scifibench_files() -> dict[str, str]:
-    no_answer = (scifibench_tasks.NO_ANSWER, MEAN_PRESENT, False)
+    no_answer = (scifibench.NO_ANSWER, MEAN_PRESENT, False)
     failed = ("scifibench_judge_failed", JUDGE_FAILED, False)
     files: dict[str, str] = {}
     groups: dict[str, list[str]] = {"scifibench_f2c": [], "scifibench_c2f": [], "scifibench_judge": [], "scifibench_alignment": [], "scifibench_circular": []}
     names = {"f2c": "Figure->Caption", "c2f": "Caption->Figure"}
 
     def task_yaml(task, alias, subset, direction, split, extra_kwargs="", judge=False):
-        known = {"category": scifibench_tasks.CATEGORIES[subset]}
-        more = [no_answer] + ([(scifibench_tasks.JUDGE_METRIC, JUDGED_MEAN, True), failed] if judge else [])
+        known = {"category": scifibench.CATEGORIES[subset]}
+        more = [no_answer] + ([(scifibench.JUDGE_METRIC, JUDGED_MEAN, True), failed] if judge else [])
         return (
             HEADER
             + "include: _template_yaml\n"
@@ -31,7 +31,7 @@ def scifibench_files() -> dict[str, str]:
             + "lmms_eval_specific_kwargs:\n  default:\n"
             + f"    direction: {direction}\n    prompt: default  # or: paper_appendix, reasoning\n"
             + extra_kwargs
-            + metric_list(scifibench_tasks.METRIC, scifibench_tasks.BREAKDOWN_PREFIX, known, more)
+            + metric_list(scifibench.METRIC, scifibench.BREAKDOWN_PREFIX, known, more)
         )
 
     for (subset, direction), split in SPLITS.items():
@@ -60,7 +60,7 @@ def scifibench_files() -> dict[str, str]:
         "scifibench_circular": "SciFIBench, the four splits, circular (each task reports its own numbers)",
     }
     for g, tasks in groups.items():
-        metrics = [] if g == "scifibench_circular" else [scifibench_tasks.METRIC, scifibench_tasks.NO_ANSWER] + ([scifibench_tasks.JUDGE_METRIC] if g == "scifibench_judge" else [])
+        metrics = [] if g == "scifibench_circular" else [scifibench.METRIC, scifibench.NO_ANSWER] + ([scifibench.JUDGE_METRIC] if g == "scifibench_judge" else [])
         files[f"{g}.yaml"] = group_yaml(g, tasks, metrics, alias=aliases[g])
-    files["scifibench.yaml"] = group_yaml("scifibench", ["scifibench_f2c", "scifibench_c2f"], [scifibench_tasks.METRIC, scifibench_tasks.NO_ANSWER], alias="SciFIBench, all four splits (our pooled number; the paper reports none)")
+    files["scifibench.yaml"] = group_yaml("scifibench", ["scifibench_f2c", "scifibench_c2f"], [scifibench.METRIC, scifibench.NO_ANSWER], alias="SciFIBench, all four splits (our pooled number; the paper reports none)")
     return files

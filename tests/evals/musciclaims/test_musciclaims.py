@@ -278,6 +278,29 @@ def test_every_corpus_metric_by_hand():
     assert abs(macro - 2 * p * r / (p + r)) > 1
 
 
+def test_the_aggregations_benchmark_py_names_are_the_task_modules():
+    """The YAML generator reads the task module's path and its aggregations' names as strings from
+    benchmark.py (importing tasks.py installs the run hooks): each names the real module, a function of it,
+    the one the metric is aggregated by; every ``!function`` aggregation the generator writes resolves."""
+    import importlib
+
+    from lmms_eval_earthsci.evals.musciclaims import benchmark
+    from lmms_eval_earthsci.evals.musciclaims.yamls import musciclaims_files
+
+    assert benchmark.TASKS_MODULE == musciclaims_tasks.__name__
+    assert getattr(musciclaims_tasks, benchmark.METRIC_AGGREGATION) is musciclaims_tasks.macro_f1
+    named = {**benchmark.CLASSIFICATION_AGGREGATIONS, **benchmark.PANEL_AGGREGATIONS}
+    assert {**musciclaims_tasks.CLASSIFICATION_METRICS, **musciclaims_tasks.PANEL_METRICS}.keys() == named.keys()
+    for name, fn in named.items():
+        agg = getattr(musciclaims_tasks, fn)
+        assert callable(agg) and agg.__name__ in (name, fn), name  # made by _class_metric & co: named for its metric
+    written = {a for text in musciclaims_files().values() for a in re.findall(r"aggregation: !function (\S+)", text)}
+    assert len(written) == len(named) + 1  # its premise: the headline's and every named one
+    for ref in written:
+        module, _, attr = ref.rpartition(".")
+        assert callable(getattr(importlib.import_module(module), attr)), ref
+
+
 def test_metrics_equal_sklearn():
     sk = pytest.importorskip("sklearn.metrics")
     recs = _records()
