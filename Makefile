@@ -50,7 +50,7 @@ SMOKE_TESTS = tests/core/adapter/test_registration.py tests/commands/test_cli.py
 	tests/evals/musciclaims/test_musciclaims_e2e.py::test_two_real_ranks_equal_one_flip_rate_included \
 	tests/evals/mac/test_mac_e2e.py::test_two_real_ranks_equal_one \
 	tests/evals/mac/test_mac_e2e.py::test_dad_two_stages_through_the_judge_engine \
-	tests/core/test_settings.py tests/core/adapter/test_patch_targets.py tests/core/adapter/test_passthrough.py \
+	tests/core/test_settings.py tests/core/adapter/test_patch_targets.py tests/core/hardening/test_passthrough.py \
 	tests/core/scoring/test_circular_e2e.py::test_vanilla_is_official_and_two_ranks_match_one
 
 # two pytest workers (pytest-xdist), a module's tests on one worker so that its shared runs are made once

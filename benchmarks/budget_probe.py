@@ -1,5 +1,5 @@
 """What the figure statistics of the layout probe cost (issue 58): every evaluated doc's figure sizes read from
-headers (``core.adapter.budget.figure_sizes``, once per task before the first doc), per doc, beside what the run
+headers (``core.boundary.budget.figure_sizes``, once per task before the first doc), per doc, beside what the run
 itself does with the same doc's figures (``doc_to_visual`` with each figure decoded: what the model's processor
 needs first), in one process, alternating, on the real-size mirror of ``benchmarks/hook_cost.py``.
 
@@ -24,7 +24,7 @@ from hook_cost import TASKS, build_mirror  # noqa: E402 - the real-size mirror, 
 def measure(n_docs: int, repeats: int) -> list[dict]:
     from lmms_eval.tasks import TaskManager, get_task_dict
 
-    from lmms_eval_earthsci.core.adapter import budget
+    from lmms_eval_earthsci.core.boundary import budget
     from lmms_eval_earthsci.core.data.repo_files import DecodedCache
     from lmms_eval_earthsci.registration import register
 

@@ -141,7 +141,7 @@ def per_doc(n_docs: int, repeats: int) -> list[dict]:
     from lmms_eval.tasks import TaskManager, get_task_dict
     from PIL import Image
 
-    from lmms_eval_earthsci.core.adapter.layout_probe import task_messages
+    from lmms_eval_earthsci.core.boundary.probe import task_messages
     from lmms_eval_earthsci.core.data.repo_files import DecodedCache
     from lmms_eval_earthsci.registration import register
     from lmms_eval_earthsci.testing.decodes import counting_decodes

@@ -11,7 +11,7 @@ own process for the whole run. One task per benchmark (``TASKS``), the first ``-
 
   PNG   lmms-eval as shipped: ``ChatMessages.to_openai_messages`` re-encodes every image as base64 PNG;
   JPEG  the same with ``LMMS_IMAGE_ENCODE_FORMAT=JPEG`` (quality ``LMMS_IMAGE_JPEG_QUALITY``, default 85);
-  PASS  ours (``core.adapter.passthrough``, in every run of our tasks): an image our hook decoded from a
+  PASS  ours (``core.hardening.passthrough``, in every run of our tasks): an image our hook decoded from a
         dataset cell and returned unchanged (size and mode as stored) is sent as the stored bytes when
         they are PNG, what lmms-eval sends; any other image (MAC's covers, shrunk to 512 px; a converted
         one; MuSciClaims' JPEG files) goes through lmms-eval's encode.
@@ -68,17 +68,17 @@ MODEL = "loopback"
 
 # --------------------------------------------------------------------------- the routes
 
-_ENCODE: dict = {}  # "ours": ChatMessages.encode_image with core.adapter.passthrough; "lmms-eval": as shipped
+_ENCODE: dict = {}  # "ours": ChatMessages.encode_image with core.hardening.passthrough; "lmms-eval": as shipped
 _OPENED: collections.Counter = collections.Counter()  # format and mode of every image opened
 
 
 def install_passthrough() -> None:
-    """``core.adapter.passthrough`` (what every run of ours installs) with lmms-eval's own encode kept beside it,
+    """``core.hardening.passthrough`` (what every run of ours installs) with lmms-eval's own encode kept beside it,
     and every ``PIL.Image.open`` tallied (format, mode)."""
     from lmms_eval.protocol import ChatMessages
     from PIL import Image
 
-    from lmms_eval_earthsci.core.adapter import passthrough
+    from lmms_eval_earthsci.core.hardening import passthrough
 
     passthrough.install_passthrough()
     _ENCODE["ours"] = ChatMessages.encode_image
@@ -101,7 +101,7 @@ def set_route(route: str) -> None:
 
 
 def passed_through(image) -> bool:
-    from lmms_eval_earthsci.core.adapter import passthrough
+    from lmms_eval_earthsci.core.hardening import passthrough
 
     return passthrough.stored_bytes(image, "PNG") is not None
 
@@ -118,9 +118,9 @@ def cli_child(argv: list[str]) -> int:
     if os.environ.get(PASS_ENV) != "1":  # lmms-eval's encode as shipped: our pass-through undone and marked as installed
         from lmms_eval.protocol import ChatMessages
 
-        from lmms_eval_earthsci.core.adapter import hooks
+        from lmms_eval_earthsci.core import activation
 
-        hooks.install_runtime_hooks()  # what the run would install first; then lmms-eval's own encode back
+        activation.install_run_hooks()  # what the run would install first; then lmms-eval's own encode back
         ChatMessages.encode_image = getattr(ChatMessages.encode_image, "__wrapped__", ChatMessages.encode_image)
     calls = [0]
     real_messages, real_generate = ConfigurableMessagesTask.doc_to_messages, AsyncOpenAIChat.generate_until

@@ -36,7 +36,7 @@ TASKS_DIR: str = _find_tasks_dir()
 PACKAGE_DIR: str = os.path.dirname(os.path.abspath(__file__))
 
 
-# MAC snapshots built before 0.1.0's layout name lmms_eval_earthsci.mac.tasks.* (see _legacy)
+# MAC snapshots built before the layout moves name lmms_eval_earthsci.mac.tasks.* and core.metrics.* (see _legacy)
 _legacy.install()
 
 __all__ = ["TASKS_DIR", "PACKAGE_DIR", "__version__"]

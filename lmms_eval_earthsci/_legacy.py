@@ -1,21 +1,33 @@
-"""Module names from before a layout move, which files outside this package still name:
+"""Module names from before a layout move that files outside this package still name, and only those.
 
-- the YAMLs of every MAC snapshot built by ``lmms-eval-earthsci mac build`` up to 0.1.0 point at
-  ``lmms_eval_earthsci.mac.tasks.*`` (before the one-folder-per-benchmark layout), and every snapshot,
-  task YAML or results file written before the core was grouped by concern names
-  ``lmms_eval_earthsci.core.<module>.*`` (``!function`` metrics and aggregations);
-- a lab's benchmark imports ``core.hooks``, ``core.messages``, ``core.metrics``, ... (the contributors'
-  README invited it).
+A user's MAC snapshot (the ``tasks/`` folder ``lmms-eval-earthsci mac build`` writes into the user's
+folder, run with ``--include_path``) keeps the ``!function`` paths of the version that built it. Every
+snapshot built before the core was grouped by concern (``mac build`` from its first commit, f7598fa,
+2026-11-23, to the move, 2a0a189, 2026-11-26; ``tests/data/mac_snapshot_v0_1`` is one) names exactly two
+of our old module names:
+
+- ``lmms_eval_earthsci.mac`` (``!function lmms_eval_earthsci.mac.tasks.*`` in ``_template_yaml`` and the
+  MAC aggregations of each task YAML), written up to the one-folder-per-benchmark move (24c1d12,
+  2026-11-23): now ``lmms_eval_earthsci.evals.mac``;
+- ``lmms_eval_earthsci.core.metrics`` (``aggregation: !function lmms_eval_earthsci.core.metrics.mean_present``,
+  the breakdowns and the lenient accuracy of each task YAML): now ``lmms_eval_earthsci.core.scoring.metrics``.
+
+One more is kept for a lab's code: the contributors' README told a lab's benchmark to call
+``lmms_eval_earthsci.core.adapter.hooks.ensure_runtime_hooks()`` at the end of its task module (from the move by
+concern, 2a0a189, to the adapter's split into integration, hardening and model boundary); that module is now
+``lmms_eval_earthsci.core.activation``, which keeps ``ensure_runtime_hooks`` beside the one call that replaces it
+(``activate``).
+
+``report`` reads those aggregation names from the snapshot's YAMLs (the run's ``--include_path``) and looks
+their kernels up (``core.scoring.stats.KERNELS``, a benchmark's kernels) through :func:`current`. Results
+files carry no module name of ours: lmms-eval writes a task's functions into them as ``str(function)``
+(``"<function mean_present at 0x...>"``). Our shipped task YAMLs are regenerated with the package, and the
+contributors' README names only today's modules. No other old name is aliased (the other 23 modules that
+left ``core``'s top level in 2a0a189 import only under their new names).
 
 Importing an old name gives the module that lives on under its new name (the same module object, so its
 state is shared, and its ``__spec__`` stays the new one); :func:`current` maps a dotted name written under
-an old name (a results file's aggregation, a kernel key) to the new one. Nothing else is aliased.
-``core.data`` and ``core.judge`` kept their names (``core.data`` is now a package whose ``__init__``
-re-exports what a benchmark used of the module). The lmms-eval hooks that left a module for the adapter are
-not aliased back: ``core.data``'s ``install_mirror_hook`` / ``install_record_gate`` / ``validate_task``
-(now ``core.adapter.task_data``), ``core.judge_pass``'s ``install_judge_hook`` / ``run_task_pass`` /
-``after_filters`` (now ``core.adapter.judge_hook``), ``core.passthrough``'s ``remember`` (now
-``core.data.loading``)."""
+an old name (an aggregation in a snapshot's YAML, a kernel key) to the new one."""
 
 from __future__ import annotations
 
@@ -24,17 +36,12 @@ import importlib.abc
 import importlib.util
 import sys
 
-_CORE = "lmms_eval_earthsci.core"
 # old module name (a prefix: its submodules follow) -> new one
 ALIASES = {
     "lmms_eval_earthsci.mac": "lmms_eval_earthsci.evals.mac",
-    # the core grouped by concern (adapter, scoring, data, prompts, judge)
-    **{f"{_CORE}.{old}": f"{_CORE}.adapter.{old}" for old in ("capture", "harness", "hooks", "interleave", "layout_probe", "observe", "passthrough", "patching", "run_status", "unavailable")},
-    **{f"{_CORE}.{old}": f"{_CORE}.scoring.{old}" for old in ("circular", "extraction", "metrics", "papers", "similarity", "stats", "textmetrics")},
-    **{f"{_CORE}.{old}": f"{_CORE}.data.{old}" for old in ("hub", "releases", "repo_files")},
-    **{f"{_CORE}.{old}": f"{_CORE}.prompts.{old}" for old in ("layout", "messages")},
-    f"{_CORE}.judge_pass": f"{_CORE}.judge.task_pass",
-    f"{_CORE}.judge_failures": f"{_CORE}.judge.failures",
+    "lmms_eval_earthsci.core.metrics": "lmms_eval_earthsci.core.scoring.metrics",
+    # what the contributors' README told a lab's task module to call, until activate()
+    "lmms_eval_earthsci.core.adapter.hooks": "lmms_eval_earthsci.core.activation",
 }
 
 

@@ -6,14 +6,14 @@ offline, made-up docs in the upstream schemas; EMMA's second docs carry the repe
 option images) go through the user's class via lmms-eval's own CLI, in this process, generating one
 token. Two views per layout, both read from what the class handed its transformers processor:
 
-- the run's layout probe (``metadata.earthsci_layout``, :mod:`..core.observe`): one probe request per task
+- the run's layout probe (``metadata.earthsci_layout``, :mod:`..core.boundary.observe`): one probe request per task
   through the class's own ``generate_until``, stopped at its processor;
-- what the class handed its processor during the run (``core.adapter.capture``): the prompt text, its image
+- what the class handed its processor during the run (``core.boundary.capture``): the prompt text, its image
   token once per image, and the images (positional or keyword calls, PIL, data URLs, paths).
 
 A class that holds no transformers processor (API and server classes) is answered by the probe alone.
 Prints a table (layout, as written / what is lost, fix) and the class's figure budget (the size a 4608 x 3456
-figure reached the model at, :mod:`..core.adapter.budget`). Whatever raises inside the run ends the check
+figure reached the model at, :mod:`..core.boundary.budget`). Whatever raises inside the run ends the check
 with exit 2 and the reason in one line (the table first, when the probe had observed the layouts).
 
 ``--against B --against_args ARGS``: the same check on a second class or backend of one checkpoint, each in its
@@ -38,13 +38,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from lmms_eval_earthsci import registry
-from lmms_eval_earthsci.core.adapter import capture, layout_probe
-from lmms_eval_earthsci.core.adapter.budget import NOT_OBSERVED, OBSERVED, PROBE_SIZE, SERVER_DECIDES, align
 from lmms_eval_earthsci.core.adapter.harness import output_to, run_lmms_eval
-from lmms_eval_earthsci.core.adapter.layout_probe import budget_line, fix_for
-from lmms_eval_earthsci.core.adapter.observe import SIDE
 from lmms_eval_earthsci.core.adapter.run_status import known_cause
-from lmms_eval_earthsci.core.prompts.layout import check_prompt
+from lmms_eval_earthsci.core.boundary import capture
+from lmms_eval_earthsci.core.boundary import probe as layout_probe
+from lmms_eval_earthsci.core.boundary.budget import NOT_OBSERVED, OBSERVED, PROBE_SIZE, SERVER_DECIDES, align
+from lmms_eval_earthsci.core.boundary.layout_verdict import check_prompt
+from lmms_eval_earthsci.core.boundary.observe import SIDE
+from lmms_eval_earthsci.core.boundary.probe import budget_line, fix_for
+from lmms_eval_earthsci.core.runtime import current
 from lmms_eval_earthsci.sample_mirror import sample_mirror_root
 
 #: docs per layout task: EMMA's physics and chemistry docs with a repeat and option images come second
@@ -185,7 +187,7 @@ def check(args: argparse.Namespace, work: str) -> int:
     if args.align_to:
         with open(args.align_to) as f:
             target = (json.load(f) or {}).get("budget") or {}
-        layout_probe.BEFORE_EVALUATE.append(lambda lm, _tasks: aligned.update(result=align(lm, target)))
+        current().before_evaluate.append(lambda lm, _tasks: aligned.update(result=align(lm, target)))
     lmms_args = ["--model", args.model, *(["--model_args", args.model_args] if args.model_args else []), "--tasks", ",".join(tasks), "--limit", str(LIMIT), "--gen_kwargs", "max_new_tokens=1",
                  "--batch_size", "1", "--output_path", os.path.join(work, "out"), "--verbosity", "DEBUG"]
     if args.force_simple:

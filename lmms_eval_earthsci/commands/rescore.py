@@ -23,11 +23,11 @@ Checks, each naming the task and doc and stopping before anything is scored:
 ``importers``): the benchmark turns its release format into the same replay plan, matched by the
 dataset's own id.
 
-Judging is rescore's whole job: it ends as a run whose judge failed does (:mod:`..core.judge_failures`:
+Judging is rescore's whole job: it ends as a run whose judge failed does (:mod:`..core.judge.failures`:
 the failure counts by cause, the endpoint and its setting, the command that finishes the job, here the
 same rescore again) and exits :data:`JUDGE_FAILED` when any doc it was asked to judge got no verdict (the
 judge failed, or none is configured); a task of ours that did not run ends it with its line and
-:mod:`..core.run_status`'s exit status.
+:mod:`..core.adapter.run_status`'s exit status.
 """
 
 from __future__ import annotations
@@ -513,7 +513,7 @@ def again(a: argparse.Namespace, extra: Sequence[str]) -> str:
 
 def judge_lines(a: argparse.Namespace, extra: Sequence[str]) -> list[str]:
     """How a rescore ends when it could not judge every doc it was asked to, as a run whose judge failed
-    ends (:mod:`..core.judge_failures`): per judged task the failures by cause, the endpoint and its
+    ends (:mod:`..core.judge.failures`): per judged task the failures by cause, the endpoint and its
     setting (or that no judge is configured), then the command that finishes the job; none when every
     doc got a verdict. The judge's record is taken (nothing is printed again at exit)."""
     lines = judge_failures.failure_lines(no_judge=True)

@@ -15,5 +15,5 @@
 Who may import whom (``tests/core/test_layers.py``), bottom to top: ``settings`` nothing of ours; ``data`` the
 settings; ``scoring`` and ``prompts`` data; ``judge`` scoring, data, prompts; ``benchmark`` and ``yamls``
 scoring; the ``adapter`` any of them, and none of them the adapter. Only the adapter imports or reads (``sys.modules``) lmms-eval beyond the modules a task author uses
-(``tests/core/test_layers.py``'s allowlist). Module names from before this layout still import (:mod:`.._legacy`).
+(``tests/core/test_layers.py``'s allowlist). Of the module names from before this layout only ``core.metrics`` still imports (old MAC snapshots name it: :mod:`.._legacy`).
 """

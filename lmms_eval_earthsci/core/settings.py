@@ -31,6 +31,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from urllib.parse import urlparse
 
+from lmms_eval_earthsci.core.runtime import current
+
 PREFIX = "EARTHSCI_"
 ALL = "*"  # scope of a setting every process reads
 
@@ -165,6 +167,8 @@ CORE: tuple[Setting, ...] = (
     Setting("EARTHSCI_DATA_MIRROR", "an existing folder laid out as <org>/<name>/ per dataset repo (README, \"Offline\")", existing_folder),
     Setting("EARTHSCI_BAD_RECORDS", "raise or skip (a malformed record stops the run, or is left out and counted)", choice("raise", "skip")),
     Setting("EARTHSCI_RECOVER_RESPONSE_CACHE", "1 or 0 (also true/false, yes/no, on/off)", lambda v: v.lower() in FLAG_VALUES),
+    Setting("EARTHSCI_PATCH_RECORDS", "a folder: each process writes the patches it made there at exit (tests/core/adapter/test_patch_records_e2e.py)", writable_folder),
+    Setting("EARTHSCI_HARDENING", "1 or 0 (also true/false, yes/no, on/off); 0: lmms-eval's own exit codes and run-wide behaviour", lambda v: v.lower() in FLAG_VALUES),
     Setting("EARTHSCI_JUDGE_ON_FAILURE", "wrong or raise (a doc the judge could not judge scores wrong, or fails the task)", choice("wrong", "raise")),
     Setting("EARTHSCI_WORDNET", "an existing folder holding WordNet 3.0's files (data.noun, index.noun, ...)", existing_folder),
     Setting("EARTHSCI_BERTSCORE_MODEL", MODEL, model_source),
@@ -253,19 +257,14 @@ def enforce(settings: Sequence[Setting], scope: str, *, complete: bool = False, 
 _DECLARED: list[Setting] = list(CORE)
 
 
-#: called with the settings each declaration adds; the lmms-eval adapter checks them there when the process
-#: is inside an lmms-eval run (:mod:`lmms_eval_earthsci.core.adapter.hooks`)
-ON_DECLARE: list[Callable[[list[Setting]], None]] = []
-
-
 def declare_settings(settings: Sequence[Setting]) -> None:
-    """A benchmark's task module declares its settings as lmms-eval imports it; inside an lmms-eval run
-    they are checked at once (the routes that bypass our entry point: ``--include_path``)."""
+    """A benchmark's task module declares its settings as lmms-eval imports it; once the run's hooks are in
+    (the runtime says so: :mod:`lmms_eval_earthsci.core.activation`) they are checked at once (the routes that
+    bypass our entry point: ``--include_path``)."""
     new = [s for s in settings if s not in _DECLARED]
     _DECLARED.extend(new)
-    if new:
-        for check in ON_DECLARE:
-            check(new)
+    if new and current().run_hooks:
+        enforce(new, "run")
 
 
 def declared() -> list[Setting]:

@@ -184,7 +184,7 @@ def test_the_torchvision_fallback_warning_is_dropped_and_nothing_else():
     nothing to a user; any other warning of that logger still gets through."""
     import logging
 
-    from lmms_eval_earthsci.core.adapter.hooks import quiet_torchvision_fallback
+    from lmms_eval_earthsci.core.adapter.integration import quiet_torchvision_fallback
 
     quiet_torchvision_fallback()
     quiet_torchvision_fallback()  # idempotent: one filter

@@ -135,11 +135,11 @@ def reach(start: str) -> set[str]:
 def test_a_benchmarks_names_import_without_installing_hooks():
     """Its declaration, fixtures, report spec and YAML generator (what the registry, tests, ``report`` and
     ``yamlgen`` import) reach neither its task module nor the hooks: importing a task module installs the run
-    hooks inside lmms-eval (``core.adapter.hooks.ensure_runtime_hooks``), so the names they share live where
+    hooks inside lmms-eval (``core.activation.activate``), so the names they share live where
     nothing is installed. ``yamlgen`` too, with the generators it imports by name (``Benchmark.yaml_files``)."""
     from lmms_eval_earthsci import registry
 
-    hooked = {f"{PKG}.core.adapter.hooks"} | {m for m in GRAPH if m.endswith(".tasks") and layer(m).startswith("bench:")}
+    hooked = {f"{PKG}.core.activation"} | {m for m in GRAPH if m.endswith(".tasks") and layer(m).startswith("bench:")}
     assert len(hooked) >= 6 and hooked <= set(GRAPH)  # its premise: the hooks and the five task modules, all walked
     bad = {}
     for m in GRAPH:
@@ -194,15 +194,24 @@ def test_each_function_local_import_says_why():
 CORE = f"{PKG}.core"
 # each part of the core -> the parts it may import (core/__init__.py and the contributors' README draw this)
 MAY_IMPORT = {
-    "settings": set(),
-    "data": {"settings"},
+    "runtime": set(),
+    "settings": {"runtime"},
+    "data": {"settings", "runtime"},
     "scoring": {"settings", "data"},
     "prompts": {"settings", "data"},
-    "judge": {"settings", "data", "scoring", "prompts"},
+    "judge": {"settings", "data", "scoring", "prompts", "runtime"},
     "benchmark": {"settings", "scoring"},
     "yamls": {"scoring"},
-    "adapter": {"settings", "data", "scoring", "prompts", "judge", "benchmark", "yamls"},
+    # the integration with lmms-eval: what running our tasks needs
+    "adapter": {"runtime", "settings", "data", "scoring", "prompts", "judge", "benchmark", "yamls"},
+    # run-wide hardening and the model boundary: each on the integration, neither on the other
+    "hardening": {"runtime", "settings", "data", "adapter"},
+    "boundary": {"runtime", "settings", "data", "prompts", "adapter"},
+    # the one call of registration and of a benchmark: the three parts installed
+    "activation": {"runtime", "settings", "data", "adapter", "hardening", "boundary"},
 }
+# the parts that may import or read lmms-eval's internals
+LMMS_EVAL_PARTS = ("adapter", "hardening", "boundary")
 
 
 def part(mod: str) -> str | None:
@@ -216,7 +225,8 @@ def test_the_core_reads_as_its_parts():
     # its premise: every module of the core is in one of the parts, and every part has modules
     parts = {part(m) for m in GRAPH if m.startswith(CORE + ".")}
     assert parts == set(MAY_IMPORT)
-    assert {f"{CORE}.adapter.patching", f"{CORE}.scoring.metrics", f"{CORE}.data.loading", f"{CORE}.judge.task_pass", f"{CORE}.prompts.messages"} <= set(GRAPH)
+    assert {f"{CORE}.adapter.patching", f"{CORE}.scoring.metrics", f"{CORE}.data.loading", f"{CORE}.judge.task_pass", f"{CORE}.prompts.messages",
+            f"{CORE}.hardening.exit_codes", f"{CORE}.boundary.probe", f"{CORE}.runtime", f"{CORE}.activation"} <= set(GRAPH)
 
 
 def test_each_part_of_the_core_imports_only_the_parts_below_it():
@@ -282,14 +292,14 @@ def test_the_scan_sees_every_way_of_reaching_lmms_eval():
     found = lmms_eval_reaches(source)
     assert found == [(2, "lmms_eval.evaluator"), (3, "lmms_eval.utils"), (4, "lmms_eval.api.registry"), (5, "lmms_eval.tasks"), (6, "lmms_eval.api.task"), (7, "lmms_eval.models"), (8, "lmms_eval.caching")]
     assert [m for _, m in found if not _is_public(m)] == ["lmms_eval.evaluator", "lmms_eval.utils", "lmms_eval.tasks", "lmms_eval.api.task", "lmms_eval.models", "lmms_eval.caching"]
-    adapter = {m for m, path in modules().items() if part(m) == "adapter" for _, m in lmms_eval_reaches(open(path, encoding="utf-8").read(), path)}
+    adapter = {m for m, path in modules().items() if part(m) in LMMS_EVAL_PARTS for _, m in lmms_eval_reaches(open(path, encoding="utf-8").read(), path)}
     assert {"lmms_eval.tasks", "lmms_eval.api.task", "lmms_eval.evaluator", "lmms_eval.utils", "lmms_eval.protocol"} <= adapter
 
 
 def test_only_the_adapter_imports_or_reads_lmms_eval_internals():
     bad = []
     for mod, path in modules().items():
-        if part(mod) == "adapter":
+        if part(mod) in LMMS_EVAL_PARTS:
             continue
         with open(path, encoding="utf-8") as f:
             bad += [f"{os.path.relpath(path, ROOT)}:{line} {name}" for line, name in lmms_eval_reaches(f.read(), path) if not _is_public(name)]
@@ -317,10 +327,11 @@ def test_the_public_lmms_eval_modules_exist():
 
 
 def test_each_lmms_eval_target_of_the_inventory_is_the_adapters():
-    """Every inventory entry on an lmms-eval target is owned by a module of the adapter; the one exception is
-    a guard in our own list type that reads nothing of lmms-eval (the qwen3_vl system turn)."""
+    """Every inventory entry on an lmms-eval target is owned by a module of the three parts that may touch it
+    (the integration, the hardening, the model boundary); the one exception is a guard in our own list type
+    that reads nothing of lmms-eval (the qwen3_vl system turn)."""
     from lmms_eval_earthsci.core.adapter.patching import INVENTORY
 
-    outside = [(t.name, t.owner) for t in INVENTORY if t.target.startswith("lmms_eval.") and part(t.owner) != "adapter"]
+    outside = [(t.name, t.owner) for t in INVENTORY if t.target.startswith("lmms_eval.") and part(t.owner) not in LMMS_EVAL_PARTS]
     assert outside == [("task system turn", f"{CORE}.prompts.messages")]
-    assert all(t.owner in GRAPH or t.owner == f"{PKG}._legacy" for t in INVENTORY)
+    assert all(t.owner in GRAPH for t in INVENTORY)

@@ -29,6 +29,8 @@ CASES = {
     "EARTHSCI_DATA_MIRROR": ([FOLDER], [NO_SUCH, FOLDER + "/test_settings.py"]),
     "EARTHSCI_BAD_RECORDS": (["raise", "skip", "SKIP"], ["skipp", "ignore"]),
     "EARTHSCI_RECOVER_RESPONSE_CACHE": (["0", "1", "false", "On"], ["2", "nah"]),
+    "EARTHSCI_HARDENING": (["0", "1", "off", "Yes"], ["2", "lmms"]),
+    "EARTHSCI_PATCH_RECORDS": (["{tmp}/records"], ["/proc/nope/x"]),
     "EARTHSCI_JUDGE_ON_FAILURE": (["wrong", "raise"], ["boom", "skip"]),
     "EARTHSCI_WORDNET": ([FOLDER], [NO_SUCH]),
     "EARTHSCI_BERTSCORE_MODEL": (["roberta-large", "FacebookAI/roberta-large", FOLDER], [NO_SUCH, "./missing", "a/b/c", "bad name"]),
@@ -229,16 +231,17 @@ def test_an_lmms_eval_run_stops_before_inference_without_debug_verbosity(route, 
 @pytest.mark.slow
 def test_a_benchmarks_settings_are_checked_when_declared_inside_an_lmms_eval_run():
     """A benchmark's task module declares its settings as lmms-eval imports it (the --include_path route):
-    inside an lmms-eval run a wrong value stops the process there, before ``ensure_runtime_hooks``; outside
-    one (a command importing the module) nothing is checked. A fresh interpreter each: the state is global."""
+    once the run's hooks are in (the runtime says so: registration installed them) a wrong value stops the
+    process there; outside a run (a command importing the module) nothing is checked. A fresh interpreter
+    each: the state is global."""
     import subprocess
 
     code = (
-        "import sys, types\n"
-        "from lmms_eval_earthsci.core.adapter import hooks  # what a task module imports first\n"
+        "import sys\n"
+        "from lmms_eval_earthsci.core.runtime import current\n"
         "from lmms_eval_earthsci.core.settings import Setting, declare_settings, integer\n"
         "if sys.argv[1] == 'run':\n"
-        "    sys.modules['lmms_eval.api.task'] = types.ModuleType('lmms_eval.api.task')  # lmms-eval is loading tasks\n"
+        "    current().run_hooks = True  # what core.activation.install_run_hooks sets in a run\n"
         "declare_settings([Setting('EARTHSCI_TOY_LIMIT', 'a whole number >= 1', integer(1))])\n"
         "print('declared')\n"
     )

@@ -7,7 +7,7 @@ template), run through the real ``lmms-eval`` CLI over every layout we ship:
 - labelled candidates, each label directly before its figure (SciFIBench C->F);
 - a system prompt and four covers (MAC T2I).
 
-What the model received is captured from the test side (``core.adapter.capture``: the processor's text and
+What the model received is captured from the test side (``core.boundary.capture``: the processor's text and
 images, the decoded input ids of ``generate``) without changing any class, and held against the layout
 each task's ``doc_to_messages`` wrote: image spans = the doc's images in order, no placeholder text left,
 each label directly before its figure, the system text present. Cells that lmms-eval or the family's
@@ -31,8 +31,8 @@ pytest.importorskip("qwen_vl_utils", reason=WHERE)
 pytest.importorskip("torchvision", reason=WHERE)
 from tiny_models import FAMILIES  # noqa: E402
 
-from lmms_eval_earthsci.core.adapter import capture  # noqa: E402
-from lmms_eval_earthsci.core.prompts.layout import check_prompt, image_order  # noqa: E402
+from lmms_eval_earthsci.core.boundary import capture  # noqa: E402
+from lmms_eval_earthsci.core.boundary.layout_verdict import check_prompt, image_order  # noqa: E402
 
 for _module in ("tiny_models.qwen_internvl", "tiny_models.llava_smolvlm", "tiny_models.gemma_mllama"):
     try:
@@ -46,7 +46,7 @@ LIMIT = 2
 
 LAUNCH = """
 import os, runpy, sys
-from lmms_eval_earthsci.core.adapter import capture
+from lmms_eval_earthsci.core.boundary import capture
 capture.install(os.environ["EARTHSCI_TEST_CAPTURE"])
 capture.install_expected(int(os.environ["EARTHSCI_TEST_LIMIT"]))
 sys.argv = ["lmms-eval", *sys.argv[1:]]
@@ -65,7 +65,7 @@ RUNS = {
     "huggingface": ("smolvlm", "", []),
     "qwen2_5_vl-simple": ("qwen2_5_vl", "", ["--force_simple"]),
     "qwen3_vl-simple": ("qwen3_vl", "", ["--force_simple"]),
-    # interleave_visuals=True: zero images before our rewrite (core.adapter.interleave)
+    # interleave_visuals=True: zero images before our rewrite (core.boundary.interleave)
     "qwen2_5_vl-interleave": ("qwen2_5_vl", "interleave_visuals=True", ["--force_simple"]),
     # classes no table of ours knows: what reached the model is observed by the probe
     "gemma3": ("gemma3", "", []),
@@ -181,7 +181,7 @@ def test_the_run_observed_what_its_model_received_and_warned_where_lost(run_id, 
     """Every verdict of the run comes from what the class handed its processor (``observed``), not from a
     table of classes; each lost layout is one warning line naming the fix, and nothing else warns about
     layouts. Where interleave_visuals=True would deliver the layout, the fix says so (observed too)."""
-    from lmms_eval_earthsci.core.adapter.layout_probe import INTERLEAVE_FIX
+    from lmms_eval_earthsci.core.boundary.probe import INTERLEAVE_FIX
 
     proc, _, res, _ = run_class(run_id, models_root, mirror, hf_home, tmp_path_factory)
     assert proc.returncode == 0, proc.stderr[-6000:]
@@ -284,7 +284,7 @@ def server_call(body):
 
     from PIL import Image
 
-    from lmms_eval_earthsci.core.prompts.layout import mean_colour
+    from lmms_eval_earthsci.core.boundary.layout_verdict import mean_colour
 
     parts, images = [], []
     for message in body.get("messages", []):

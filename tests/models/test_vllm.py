@@ -32,9 +32,9 @@ pytest.importorskip("vllm", reason=WHERE)
 tiny_models = pytest.importorskip("tiny_models", reason=WHERE)
 pytest.importorskip("tiny_models.qwen_internvl", reason=WHERE)  # registers the Qwen families
 
-from lmms_eval_earthsci.core.adapter import capture  # noqa: E402
-from lmms_eval_earthsci.core.adapter.layout_probe import VLLM_FIX  # noqa: E402
-from lmms_eval_earthsci.core.prompts.layout import check_prompt, image_order  # noqa: E402
+from lmms_eval_earthsci.core.boundary import capture  # noqa: E402
+from lmms_eval_earthsci.core.boundary.layout_verdict import check_prompt, image_order  # noqa: E402
+from lmms_eval_earthsci.core.boundary.probe import VLLM_FIX  # noqa: E402
 
 TASKS = ["emma_full_physics", "emma_full_chemistry", "scifibench_cs_c2f", "mac2025_t2i_option", "scifibench_cs_f2c"]
 IMAGES_AFTER_TEXT = {"emma_full_physics", "emma_full_chemistry", "scifibench_cs_c2f", "mac2025_t2i_option"}
@@ -61,12 +61,12 @@ LOST = {("string", t): VLLM_FIX for t in IMAGES_AFTER_TEXT} | {("simple", t): "t
 # of ~26 s here; what is observed (the front end's rendering) is the same either way
 ENGINE_ENV = {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
 
-# the run's process: expected layouts (core.adapter.capture) and every conversation the engine renders, as it renders it
+# the run's process: expected layouts (core.boundary.capture) and every conversation the engine renders, as it renders it
 LAUNCH = """
 import os, runpy, sys
 
-from lmms_eval_earthsci.core.adapter import capture, observe
-from lmms_eval_earthsci.core.prompts.layout import mean_colour
+from lmms_eval_earthsci.core.boundary import capture, observe
+from lmms_eval_earthsci.core.boundary.layout_verdict import mean_colour
 
 capture._STATE["path"] = os.environ["EARTHSCI_TEST_CAPTURE"]
 capture.install_expected(int(os.environ["EARTHSCI_TEST_LIMIT"]))
@@ -385,7 +385,7 @@ BIG_ROUTES = {
     "vllm": ("vllm", "model={path}," + BIG_ENGINE),
     "vllm-aligned": ("vllm", "model={path}," + BIG_ENGINE + "," + ALIGN),
 }
-# the run's process: the HF class's processor calls and generate's input ids too (core.adapter.capture)
+# the run's process: the HF class's processor calls and generate's input ids too (core.boundary.capture)
 LAUNCH_BIG = LAUNCH.replace('capture._STATE["path"] = os.environ["EARTHSCI_TEST_CAPTURE"]', 'capture.install(os.environ["EARTHSCI_TEST_CAPTURE"])')
 
 

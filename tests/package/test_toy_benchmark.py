@@ -39,10 +39,12 @@ FILES = {
         )
     """,
     "toy_bench/tasks.py": """
-        from lmms_eval_earthsci.core.data import declare_datasets
-        from lmms_eval_earthsci.core.adapter.hooks import ensure_runtime_hooks
+        from lmms_eval_earthsci.core.activation import activate
         from lmms_eval_earthsci.core.prompts.messages import chat_messages
         from lmms_eval_earthsci.core.scoring.metrics import percent
+        from toy_bench.benchmark import BENCHMARK
+
+        activate(BENCHMARK)
 
         def doc_to_text(doc, lmms_eval_specific_kwargs=None):
             return doc["question"] + " Answer with a number."
@@ -60,9 +62,6 @@ FILES = {
             score = percent(results[0].strip() == doc["answer"])
             record = {"score": score, "answer": results[0].strip(), "level": "easy" if int(doc["answer"]) < 10 else "hard"}
             return {"toy_acc": record, f"toy_kind_{doc['kind']}": score}
-
-        declare_datasets(["toylab/ToyBench"])
-        ensure_runtime_hooks()
     """,
     "toy_bench/report.py": """
         from lmms_eval_earthsci.core.benchmark import ChartSpec, ReportSpec

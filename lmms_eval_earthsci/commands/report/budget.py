@@ -20,10 +20,10 @@ from typing import Any
 
 from lmms_eval_earthsci.commands.report.layout_marks import task_layout, tasks_in_words
 from lmms_eval_earthsci.commands.report.runs import MISSING, Run
-from lmms_eval_earthsci.core.adapter.budget import NOT_OBSERVED, OBSERVED
-from lmms_eval_earthsci.core.adapter.budget import SERVER_DECIDES as SERVER
 from lmms_eval_earthsci.core.adapter.harness import group_leaves
-from lmms_eval_earthsci.core.adapter.layout_probe import NOT_OBSERVED as LAYOUT_UNSEEN
+from lmms_eval_earthsci.core.boundary.budget import NOT_OBSERVED, OBSERVED
+from lmms_eval_earthsci.core.boundary.budget import SERVER_DECIDES as SERVER
+from lmms_eval_earthsci.core.boundary.probe import NOT_OBSERVED as LAYOUT_UNSEEN
 
 #: a run's number made on other input than the run it is compared with (another figure budget)
 MARK = "≠"

@@ -1,6 +1,6 @@
 """Whether the prompt layout a benchmark's authors wrote (figures between their labels, the system prompt,
 ...) reached the model, as each run recorded it before its first doc (``configs.<task>.metadata.earthsci_layout``,
-:mod:`lmms_eval_earthsci.core.adapter.layout_probe`). A number made with a *lost* layout is not the paper's
+:mod:`lmms_eval_earthsci.core.boundary.probe`). A number made with a *lost* layout is not the paper's
 protocol: its cells carry :data:`MARK` with a note (task, class, what was lost, the fix) and no paper
 number is set beside it; *depends on the server* gets a note of what the server must set; a layout that
 could not be observed (*not observed*, and *not checked* in runs made before the probe observed any
@@ -15,7 +15,7 @@ from typing import Any
 
 from lmms_eval_earthsci.commands.report.runs import Run
 from lmms_eval_earthsci.core.adapter.harness import group_leaves
-from lmms_eval_earthsci.core.adapter.layout_probe import AS_WRITTEN, LOST, NOT_CHECKED, NOT_OBSERVED, SERVER
+from lmms_eval_earthsci.core.boundary.probe import AS_WRITTEN, LOST, NOT_CHECKED, NOT_OBSERVED, SERVER
 
 MARK = "⚠"
 #: a number whose layout could not be observed (the class, the route), and what says so everywhere

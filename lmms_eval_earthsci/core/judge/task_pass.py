@@ -49,7 +49,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -58,6 +57,7 @@ from lmms_eval_earthsci.core.data.loading import doc_key
 from lmms_eval_earthsci.core.judge.client import JudgeClient, get_judge
 from lmms_eval_earthsci.core.judge.config import JudgeResult
 from lmms_eval_earthsci.core.judge.failures import note_failures
+from lmms_eval_earthsci.core.runtime import JudgeVerdicts, current
 from lmms_eval_earthsci.core.scoring.metrics import mean_present
 from lmms_eval_earthsci.core.settings import read as read_setting
 
@@ -242,41 +242,41 @@ def judged_mean(items: Sequence[Any]) -> float | None:
 # --------------------------------------------------------------------------- registry of pass results
 
 
-_OUTCOMES: dict[tuple[str, str, str], Outcome] = {}
-_OUTCOMES_LOCK = threading.Lock()
-# per spec: the task's metadata judge overrides the pass used (the per-doc fallback uses them too)
-_PASS_OVERRIDES: dict[str, Any] = {}
-# per spec: why this rank's pass failed, for the fallback's message
-_PASS_ERRORS: dict[str, str] = {}
+def _verdicts() -> JudgeVerdicts:
+    """This rank's verdicts, held by the process's runtime (:mod:`lmms_eval_earthsci.core.runtime`)."""
+    return current().judge
 
 
 def _store(spec: JudgeSpec, key: str, response: str, outcome: Outcome) -> None:
-    with _OUTCOMES_LOCK:
-        _OUTCOMES[(spec.name, key, response)] = outcome
+    v = _verdicts()
+    with v.lock:
+        v.outcomes[(spec.name, key, response)] = outcome
 
 
 def begin_pass(spec_name: str, overrides: Any) -> None:
     """A pass of ``spec_name`` starts with the task's judge ``overrides`` (the per-doc fallback uses them too)."""
-    with _OUTCOMES_LOCK:
-        _PASS_OVERRIDES[spec_name] = overrides
-        _PASS_ERRORS.pop(spec_name, None)
+    v = _verdicts()
+    with v.lock:
+        v.overrides[spec_name] = overrides
+        v.errors.pop(spec_name, None)
 
 
 def pass_failed(spec_name: str, exc: BaseException) -> None:
     """This rank's pass of ``spec_name`` raised: the per-doc fallback's failures say why."""
-    with _OUTCOMES_LOCK:
-        _PASS_ERRORS[spec_name] = f"{type(exc).__name__}: {exc}"
+    v = _verdicts()
+    with v.lock:
+        v.errors[spec_name] = f"{type(exc).__name__}: {exc}"
 
 
 def forget(spec_name: str | None = None) -> None:
     """Drop stored outcomes (all, or one spec's): :func:`..adapter.judge_hook.after_filters` drops every earlier task's when a
     task's filters are applied, so a run holds one task's outcomes at a time."""
-    k: Any  # a key of _OUTCOMES, then of _PASS_ERRORS
-    with _OUTCOMES_LOCK:
-        for k in [k for k in _OUTCOMES if spec_name is None or k[0] == spec_name]:
-            del _OUTCOMES[k]
-        for k in [k for k in _PASS_ERRORS if spec_name is None or k == spec_name]:
-            del _PASS_ERRORS[k]
+    v = _verdicts()
+    with v.lock:
+        for k in [k for k in v.outcomes if spec_name is None or k[0] == spec_name]:
+            del v.outcomes[k]
+        for name in [name for name in v.errors if spec_name is None or name == spec_name]:
+            del v.errors[name]
 
 
 def outcome_for(spec: JudgeSpec, doc: Mapping[str, Any], response: str, overrides: Mapping[str, Any] | None = None) -> Outcome:
@@ -284,10 +284,11 @@ def outcome_for(spec: JudgeSpec, doc: Mapping[str, Any], response: str, override
     fallback when the pass did not run), else UNAVAILABLE when no judge is configured."""
     response = response if isinstance(response, str) else ("" if response is None else str(response))
     key = doc_key(doc)
-    with _OUTCOMES_LOCK:
-        hit = _OUTCOMES.get((spec.name, key, response))
-        used_overrides = _PASS_OVERRIDES.get(spec.name)
-        pass_error = _PASS_ERRORS.get(spec.name)
+    v = _verdicts()
+    with v.lock:
+        hit = v.outcomes.get((spec.name, key, response))
+        used_overrides = v.overrides.get(spec.name)
+        pass_error = v.errors.get(spec.name)
     if hit is not None:
         return hit
     client = get_judge(overrides if overrides is not None else used_overrides, purpose=f"{spec.name} metrics", prefix=spec.env_prefix)

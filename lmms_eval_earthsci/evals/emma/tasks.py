@@ -17,16 +17,18 @@ from typing import Any
 
 from word2number import w2n
 
-from lmms_eval_earthsci.core.adapter.hooks import ensure_runtime_hooks
-from lmms_eval_earthsci.core.data import RecordError, check_image, declare_datasets, load_image, record_check, require
+from lmms_eval_earthsci.core.activation import activate
+from lmms_eval_earthsci.core.data import RecordError, check_image, load_image, record_check, require
 from lmms_eval_earthsci.core.data.releases import RescoreError, read_records, release_name, release_plan_dict
 from lmms_eval_earthsci.core.judge.task_pass import UNAVAILABLE, JudgeSpec, judged, judged_fields, outcome_for, slice_value
 from lmms_eval_earthsci.core.prompts import messages as msg
 from lmms_eval_earthsci.core.scoring.extraction import Extracted, as_text, extract_after_phrase, extract_boxed_answer, extract_option_letter, option_letters
 from lmms_eval_earthsci.core.scoring.metrics import breakdown_scores, percent, split_labels, with_paired_score
 from lmms_eval_earthsci.core.scoring.similarity import get_matcher
-from lmms_eval_earthsci.core.settings import declare_settings
 from lmms_eval_earthsci.evals.emma.benchmark import BENCHMARK, BREAKDOWN_PREFIX, CATEGORIES, CODING_TASKS, JUDGE_FAILED, JUDGE_METRIC, LENIENT, MAJ, METRIC, PASS, QUESTION_TYPES, REVISION_FULL, REVISION_MINI, SUBJECTS, breakdowns  # noqa: F401 - the names it had: still tasks.X
+
+# the benchmark's one call: its datasets and settings declared; inside an lmms-eval run, the run's hooks installed
+activate(BENCHMARK)
 
 logger = logging.getLogger("lmms_eval_earthsci")
 
@@ -435,9 +437,6 @@ def process_results_judge(doc, results):
 
 # lmms-eval imports this module while it reads our task YAMLs: make sure our hooks are in, whatever route
 # (entry point, --include_path, the `run` wrapper) brought it here
-declare_datasets(BENCHMARK.datasets)
-declare_settings(BENCHMARK.settings)
-ensure_runtime_hooks()
 
 
 # ---------------------------------------------------------------------------- released outputs

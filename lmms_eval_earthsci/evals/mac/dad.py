@@ -13,7 +13,6 @@ separator (``{question+options}``), as the original does.
 
 from __future__ import annotations
 
-from lmms_eval_earthsci.core.adapter.hooks import ensure_runtime_hooks
 from lmms_eval_earthsci.core.data import record_check
 from lmms_eval_earthsci.core.judge.task_pass import UNAVAILABLE, JudgeSpec, judged, outcome_for
 from lmms_eval_earthsci.core.prompts.messages import fill_fields, note_chat
@@ -127,5 +126,3 @@ def process_results(doc, results):
     out[FAILED] = outcome.failed_item()
     return out
 
-
-ensure_runtime_hooks()

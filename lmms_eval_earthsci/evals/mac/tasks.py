@@ -15,15 +15,17 @@ import os
 from collections import Counter
 from collections.abc import Mapping
 
-from lmms_eval_earthsci.core.adapter.hooks import ensure_runtime_hooks
-from lmms_eval_earthsci.core.data import RecordError, check_image, declare_datasets, record_check, require_columns
+from lmms_eval_earthsci.core.activation import activate
+from lmms_eval_earthsci.core.data import RecordError, check_image, record_check, require_columns
 from lmms_eval_earthsci.core.data.repo_files import DecodedCache, fetch_columns, record_image, record_path, repo_files
 from lmms_eval_earthsci.core.prompts.messages import Messages, fill_fields, note_chat, route_of
 from lmms_eval_earthsci.core.scoring.metrics import breakdown_scores, percent, with_paired_score
-from lmms_eval_earthsci.core.settings import declare_settings
 from lmms_eval_earthsci.core.settings import read as read_setting
 from lmms_eval_earthsci.evals.mac import scoring
 from lmms_eval_earthsci.evals.mac.benchmark import BENCHMARK, BREAKDOWN_PREFIX, CSV, DATASET, DEFAULT_IMAGE_MAX_SIDE, IMAGE_MAX_SIDE_ENV, LENIENT, METRIC, PUBLISHERS
+
+# the benchmark's one call: its datasets and settings declared; inside an lmms-eval run, the run's hooks installed
+activate(BENCHMARK)
 
 logger = logging.getLogger("lmms_eval_earthsci")
 
@@ -296,6 +298,3 @@ mac_unparsable = scoring.unparsable
 
 
 # lmms-eval imports this module while it reads our task YAMLs: make sure our hooks are in
-declare_datasets(BENCHMARK.datasets)
-declare_settings(BENCHMARK.settings)
-ensure_runtime_hooks()

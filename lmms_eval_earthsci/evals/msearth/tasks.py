@@ -19,9 +19,9 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from lmms_eval_earthsci.core.adapter.hooks import ensure_runtime_hooks
+from lmms_eval_earthsci.core.activation import activate
 from lmms_eval_earthsci.core.adapter.unavailable import explained_by
-from lmms_eval_earthsci.core.data import RecordError, check_image, declare_datasets, load_image, record_check
+from lmms_eval_earthsci.core.data import RecordError, check_image, load_image, record_check
 from lmms_eval_earthsci.core.data.releases import RescoreError, read_records, release_name, release_plan_dict
 from lmms_eval_earthsci.core.judge.task_pass import UNAVAILABLE, JudgeSpec, batched, doc_key, judged, judged_fields, outcome_for, slice_value
 from lmms_eval_earthsci.core.prompts.messages import note_chat, route_of
@@ -29,8 +29,10 @@ from lmms_eval_earthsci.core.scoring import textmetrics
 from lmms_eval_earthsci.core.scoring.extraction import as_text
 from lmms_eval_earthsci.core.scoring.metrics import breakdown_scores, percent, with_paired_score
 from lmms_eval_earthsci.core.scoring.similarity import get_matcher
-from lmms_eval_earthsci.core.settings import declare_settings
 from lmms_eval_earthsci.evals.msearth.benchmark import BENCHMARK, BREAKDOWN_PREFIX, CAP_METRIC, CATEGORIES, MCQ_METRIC, MCQ_STRICT, OE_METRIC, SPHERES, breakdowns  # noqa: F401 - the names it had: still tasks.X
+
+# the benchmark's one call: its datasets and settings declared; inside an lmms-eval run, the run's hooks installed
+activate(BENCHMARK)
 
 logger = logging.getLogger("lmms_eval_earthsci")
 
@@ -611,9 +613,6 @@ def bertscore(items) -> float | None:
 
 # lmms-eval imports this module while it reads our task YAMLs: make sure our hooks are in, whatever route
 # (entry point, --include_path, the `run` wrapper) brought it here
-declare_datasets(BENCHMARK.datasets)
-declare_settings(BENCHMARK.settings)
-ensure_runtime_hooks()
 
 
 # ---------------------------------------------------------------------------- the authors' released outputs

@@ -19,15 +19,17 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from lmms_eval_earthsci.core.adapter.hooks import ensure_runtime_hooks
-from lmms_eval_earthsci.core.data import RecordError, check_image, declare_datasets, record_check, require_columns
+from lmms_eval_earthsci.core.activation import activate
+from lmms_eval_earthsci.core.data import RecordError, check_image, record_check, require_columns
 from lmms_eval_earthsci.core.data.repo_files import DecodedCache, fetch_columns, record_image, record_path, repo_files
 from lmms_eval_earthsci.core.prompts.messages import fill_fields, note_chat, route_of
 from lmms_eval_earthsci.core.scoring.extraction import as_text, extract_json_object, strip_reasoning
 from lmms_eval_earthsci.core.scoring.metrics import precision_recall_f1, set_precision_recall_f1
-from lmms_eval_earthsci.core.settings import declare_settings
 from lmms_eval_earthsci.core.settings import read as read_setting
 from lmms_eval_earthsci.evals.musciclaims.benchmark import BENCHMARK, CLASSIFICATION_AGGREGATIONS, DATASET, DOMAINS, LOWER_IS_BETTER, METRIC, PANEL_AGGREGATIONS  # noqa: F401 - the names it had: still tasks.X
+
+# the benchmark's one call: its datasets and settings declared; inside an lmms-eval run, the run's hooks installed
+activate(BENCHMARK)
 
 logger = logging.getLogger("lmms_eval_earthsci")
 
@@ -753,6 +755,3 @@ PANEL_METRICS: dict[str, Any] = {name: globals()[fn] for name, fn in PANEL_AGGRE
 
 # lmms-eval imports this module while it reads our task YAMLs: make sure our hooks are in, whatever route
 # (entry point, --include_path, the `run` wrapper) brought it here
-declare_datasets(BENCHMARK.datasets)
-declare_settings(BENCHMARK.settings)
-ensure_runtime_hooks()

@@ -14,14 +14,16 @@ import random
 import re
 from typing import Any
 
-from lmms_eval_earthsci.core.adapter.hooks import ensure_runtime_hooks
-from lmms_eval_earthsci.core.data import RecordError, check_image, declare_datasets, load_image, record_check
+from lmms_eval_earthsci.core.activation import activate
+from lmms_eval_earthsci.core.data import RecordError, check_image, load_image, record_check
 from lmms_eval_earthsci.core.judge.task_pass import UNAVAILABLE, JudgeSpec, judged, judged_fields, outcome_for
 from lmms_eval_earthsci.core.prompts.messages import interleaved_messages, note_chat, route_of
 from lmms_eval_earthsci.core.scoring.extraction import Extracted, as_text, extract_boxed_answer, extract_option_letter
 from lmms_eval_earthsci.core.scoring.metrics import breakdown_scores, percent, with_paired_score
-from lmms_eval_earthsci.core.settings import declare_settings
 from lmms_eval_earthsci.evals.scifibench.benchmark import BENCHMARK, BREAKDOWN_PREFIX, CATEGORIES, JUDGE_METRIC, METRIC, NO_ANSWER
+
+# the benchmark's one call: its datasets and settings declared; inside an lmms-eval run, the run's hooks installed
+activate(BENCHMARK)
 
 LETTERS = "ABCDE"
 
@@ -403,6 +405,3 @@ def process_results_judge(doc, results):
 
 # lmms-eval imports this module while it reads our task YAMLs: make sure our hooks are in, whatever route
 # (entry point, --include_path, the `run` wrapper) brought it here
-declare_datasets(BENCHMARK.datasets)
-declare_settings(BENCHMARK.settings)
-ensure_runtime_hooks()

@@ -215,3 +215,27 @@ def test_a_mirror_one_level_too_deep_names_its_parent_and_a_group_that_did_not_r
         assert "one level too deep" in line and f"set EARTHSCI_DATA_MIRROR={mirror} (the mirror's root" in line, line
     assert tail[-1] == "lmms_eval_earthsci: emma_mini did not run (exit 2): none of its tasks could load (each is named with its cause)"
     assert "its other tasks ran" not in proc.stderr and "lmms-eval-earthsci mirror" not in proc.stderr
+
+
+def test_with_the_hardening_off_our_tasks_run_with_lmms_evals_exit_code(hf_home, tmp_path):
+    """``EARTHSCI_HARDENING=0``: the same mirror gap as above runs our tasks that can load and leaves the
+    others out with their line (the integration's), but the process exits as lmms-eval decides (0), with no
+    last lines; the records of the run hold no patch of the hardening (each piece is off)."""
+    import json
+
+    partial = _gap_mirror(tmp_path)
+    records = tmp_path / "records"
+    env = cli_env(partial, hf_home, EARTHSCI_HARDENING="0", EARTHSCI_PATCH_RECORDS=str(records))
+    with FakeOpenAIServer(responder=lambda body: "The answer is A") as srv:
+        proc = forkserver.subprocess_run([os.path.join(VENV_BIN, "lmms-eval"), "--model", "openai", "--model_args", openai_args(srv.base_url), "--tasks", "msearth_mcq,emma_mini",
+                               "--output_path", str(tmp_path / "o"), "--log_samples"], env=env, cwd=str(tmp_path), capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    early = [ln for ln in proc.stderr.splitlines() if "could not load and is left out of this run" in ln]
+    assert [ln.split(" could not")[0] for ln in early] == ["lmms_eval_earthsci: emma_mini_coding", "lmms_eval_earthsci: msearth_mcq"]
+    res, _ = read_outputs(str(tmp_path / "o"))
+    assert sorted(res["results"]) == ["emma_mini_chemistry", "emma_mini_math", "emma_mini_physics"]
+    assert _ours_last(proc.stderr) == []  # no exit-status lines
+    (dump,) = [json.loads(p.read_text()) for p in records.glob("*.json")]
+    owners = {r["owner"] for r in dump["records"]}
+    assert "lmms_eval_earthsci.core.adapter.task_manager" in owners  # its premise: the run recorded its patches
+    assert not [o for o in owners if ".core.hardening." in o] and dump["unrecorded"] == []

@@ -5,6 +5,7 @@ import pytest
 
 import lmms_eval_earthsci
 from lmms_eval_earthsci import registration
+from lmms_eval_earthsci.core.hardening.libyaml import LibYaml
 
 
 @pytest.fixture(scope="module")
@@ -153,7 +154,7 @@ def test_the_task_index_on_libyaml_reads_the_same_documents(indexes, tmp_path):
     import yaml
     from lmms_eval import utils
 
-    assert isinstance(utils.yaml, registration._LibYaml)  # in place after register()
+    assert isinstance(utils.yaml, LibYaml)  # in place after register()
     import lmms_eval.tasks as lt
 
     upstream = os.path.dirname(os.path.abspath(lt.__file__))
@@ -193,6 +194,6 @@ def test_the_task_index_on_libyaml_reads_the_same_documents(indexes, tmp_path):
     try:
         slow = load_all()
     finally:
-        utils.yaml = registration._LibYaml(yaml)
+        utils.yaml = LibYaml(yaml)
     assert [f for (f, _), a, b in zip(files, fast, slow) if a != b] == []
     assert fast[-1]["doc_to_text"] == str(tmp_path / "utils.py") + ":doc_to_text"

@@ -27,7 +27,7 @@ def check() -> dict:
     import datasets
     from lmms_eval.tasks import TaskManager, get_task_dict
 
-    from lmms_eval_earthsci.core.adapter.layout_probe import task_messages
+    from lmms_eval_earthsci.core.boundary.probe import task_messages
     from lmms_eval_earthsci.registration import register
     from lmms_eval_earthsci.testing.decodes import counting_decodes
 

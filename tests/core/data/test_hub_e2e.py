@@ -196,7 +196,7 @@ def test_hf_token_is_sent_and_never_logged(mirror, tmp_path):
     leaks = [p for p in files if SECRET.encode() in open(p, "rb").read()]
     assert leaks == [], f"the token is written in {leaks}"
     # lmms-eval's cli_evaluate_single logs HF_TOKEN in clear at INFO ("Evaluation tracker args: {...,
-    # 'token': 'hf_...'}"); our loguru patcher (core.adapter.hooks.redact_hf_token) masks it
+    # 'token': 'hf_...'}"); our loguru patcher (core.hardening.redaction.redact_hf_token) masks it
     leaked = [line for line in (proc.stdout + proc.stderr).splitlines() if SECRET in line]
     assert leaked == [], "the token is in the CLI's output:\n" + "\n".join(leaked)
     assert "'token': '***'" in proc.stdout + proc.stderr

@@ -12,6 +12,7 @@ from lmms_eval_earthsci.core.adapter import judge_hook
 from lmms_eval_earthsci.core.adapter.patching import wrap_method
 from lmms_eval_earthsci.core.judge import client as judge_client
 from lmms_eval_earthsci.core.judge import task_pass as core_judge_pass
+from lmms_eval_earthsci.core.runtime import current
 from lmms_eval_earthsci.testing.openai_server import FakeOpenAIServer, Fault, image_urls, text_of
 
 SPEC = core_judge_pass.JudgeSpec(
@@ -38,13 +39,13 @@ def test_applying_a_tasks_filters_drops_the_earlier_tasks_outcomes_before_its_pa
     """The hook's wrapper on a class of our own (lmms-eval's ConfigurableTask in a run): an earlier task's
     outcome and pass error are gone when the next task's pass starts, and the pass runs."""
     core_judge_pass._store(SPEC, "doc-of-task-1", "yes", core_judge_pass.Outcome(core_judge_pass.JUDGED, verdict=True))
-    core_judge_pass._PASS_ERRORS["other_spec"] = "ConnectionError: boom"
+    current().judge.errors["other_spec"] = "ConnectionError: boom"
     seen = []
 
     def process_results(doc, results):
         return {}
 
-    process_results.batch_prepare = lambda pairs: seen.append((len(core_judge_pass._OUTCOMES), dict(core_judge_pass._PASS_ERRORS), pairs))
+    process_results.batch_prepare = lambda pairs: seen.append((len(current().judge.outcomes), dict(current().judge.errors), pairs))
 
     class Task:
         config = type("Config", (), {"process_results": process_results, "reasoning_tags": None})()
@@ -56,11 +57,11 @@ def test_applying_a_tasks_filters_drops_the_earlier_tasks_outcomes_before_its_pa
             self.filtered = True
             return "filtered"
 
-    assert wrap_method(Task, "apply_filters", "_test_hook", judge_hook.after_filters)
+    assert wrap_method(Task, "apply_filters", "_test_hook", judge_hook.after_filters, entry="judge pass")
     task = Task()
     assert task.apply_filters() == "filtered" and task.filtered
     assert seen == [(0, {}, [])]  # forgotten first, then the pass ran on this task's (no) docs
-    assert not core_judge_pass._OUTCOMES
+    assert not current().judge.outcomes
 
 
 def test_pass_runs_concurrently_and_in_order(tmp_path):

@@ -85,7 +85,7 @@ def test_rotation_zero_is_the_official_prompt_for_every_circular_task(mirror, hf
         monkeypatch.setenv(k, v)
     from lmms_eval.tasks import TaskManager, get_task_dict
 
-    from lmms_eval_earthsci.core.adapter.layout_probe import task_messages
+    from lmms_eval_earthsci.core.boundary.probe import task_messages
     from lmms_eval_earthsci.registration import register
 
     register()

@@ -113,9 +113,9 @@ def test_a_judge_failure_warning_prints_once_after_rouge(tmp_path):
 
     script = (
         "import logging\n"
-        "from lmms_eval_earthsci.core.adapter.hooks import forward_logs\n"
+        "from lmms_eval_earthsci.core.adapter.integration import forward_logs\n"
         "forward_logs()\n"
-        "from lmms_eval_earthsci.core import textmetrics\n"
+        "from lmms_eval_earthsci.core.scoring import textmetrics\n"
         "assert textmetrics.rouge('Han and Tang dynasties', 'Tang dynasty')['rouge1'] > 0\n"
         "from lmms_eval_earthsci.core.judge.task_pass import judge_failed\n"
         "judge_failed([{'task': 'msearth_open', 'score': 1, 'cause': 'ConnectionRefusedError'}, {'task': 'msearth_open', 'score': 0}])\n"

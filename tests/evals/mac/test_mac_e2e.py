@@ -287,7 +287,7 @@ def test_dad_killed_during_stage_two_resumes_without_asking_again(mirror, hf_hom
     """kill -9 while stage 2 runs (after stage 1 finished and K stage-2 answers were committed); the rerun
     (same lmms-eval --use_cache, same verdict cache) asks the model nothing and the reasoner only the
     docs it had not answered. lmms-eval alone would ask stage 1 again (it merges a run's responses only
-    when the run ends): core.adapter.hooks.recover_killed_response_runs merges the killed run's shard first."""
+    when the run ends): core.hardening.response_cache.recover_killed_response_runs merges the killed run's shard first."""
     import signal
     import subprocess
     import threading

@@ -215,9 +215,10 @@ class ThumbStore:
 
 def _build_tasks(names: Iterable[str], include_path: str | None) -> dict:
     from lmms_eval_earthsci.core.adapter.task_manager import build_tasks  # noqa: PLC0415 - the adapter pulls in the hooks and the judge (~30 ms); only for figures from the data
-    from lmms_eval_earthsci.registration import with_our_tasks  # noqa: PLC0415 - registration pulls in the judge (~30 ms); only for figures from the data
+    from lmms_eval_earthsci.registration import our_task_dirs  # noqa: PLC0415 - registration pulls in the judge (~30 ms); only for figures from the data
 
-    return build_tasks(names, with_our_tasks([p for p in str(include_path or "").split(",") if p]))
+    paths = [p for p in str(include_path or "").split(",") if p]
+    return build_tasks(names, [*paths, *(d for d in our_task_dirs() if d not in paths)])
 
 
 def run_images(run: Run, wanted: Mapping[str, Iterable[str]], store: ThumbStore, budget: LargeBudget | None = None) -> tuple[dict[str, dict[str, list[str] | str]], set[tuple[str, str]]]:

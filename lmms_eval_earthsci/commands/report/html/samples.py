@@ -99,7 +99,7 @@ def _circular_view(sample: Mapping[str, Any], rec: Mapping[str, Any]) -> dict:
 
 def figures_seen(sample: Mapping[str, Any]) -> list[dict[str, Any]] | None:
     """The size each figure was sent at and reached the model at (and its visual tokens), as the run read it
-    from its own request (``earthsci_figures``: :mod:`lmms_eval_earthsci.core.adapter.figures_seen`); None
+    from its own request (``earthsci_figures``: :mod:`lmms_eval_earthsci.core.boundary.figures_seen`); None
     where it could not be read."""
     seen = sample.get("earthsci_figures")
     if not isinstance(seen, list):

@@ -20,9 +20,11 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from lmms_eval_earthsci.core.adapter import observe
-from lmms_eval_earthsci.core.adapter.layout_probe import BEFORE_EVALUATE, install_layout_probe, our_tasks, task_messages
-from lmms_eval_earthsci.core.prompts.layout import Layout, layout_of, mean_colour
+from lmms_eval_earthsci.core.adapter.patching import patch
+from lmms_eval_earthsci.core.boundary import observe
+from lmms_eval_earthsci.core.boundary.layout_verdict import Layout, layout_of, mean_colour
+from lmms_eval_earthsci.core.boundary.probe import install_layout_probe, our_tasks, task_messages
+from lmms_eval_earthsci.core.runtime import current
 
 RECORDS: list[dict[str, Any]] = []
 _LOCK = threading.Lock()
@@ -55,7 +57,10 @@ def _wrap_processor_class(cls: type) -> None:
         _write({"event": "processor", "text": texts, "images": [list(mean_colour(i)) if i is not None else None for i in imgs], "image_token": seen.marker()})
         return original(self, *args, **kwargs)
 
-    cls.__call__ = __call__  # type: ignore[method-assign]
+    from transformers import ProcessorMixin  # noqa: PLC0415 - transformers, loaded: the class is one of its
+
+    # AutoProcessor gives a tokenizer where the checkpoint has no processor
+    patch(cls, "__call__", __call__, entry="capture: processor call" if issubclass(cls, ProcessorMixin) else "capture: tokenizer call")
     cls._earthsci_capture = True  # type: ignore[attr-defined]
 
 
@@ -75,7 +80,7 @@ def install(path: str | None = None) -> None:
         _wrap_processor_class(type(processor))
         return processor
 
-    AutoProcessor.from_pretrained = classmethod(from_pretrained)  # type: ignore[method-assign, assignment]
+    patch(AutoProcessor, "from_pretrained", classmethod(from_pretrained), entry="capture: processor loaded")
     generate = GenerationMixin.generate
 
     @functools.wraps(generate)
@@ -90,7 +95,7 @@ def install(path: str | None = None) -> None:
             _write({"event": "generate", "decoded": [tokenizer.decode(r, skip_special_tokens=False) for r in rows]})
         return generate(self, *args, **kwargs)
 
-    GenerationMixin.generate = wrapped  # type: ignore[method-assign]
+    patch(GenerationMixin, "generate", wrapped, entry="capture: generate")
     _STATE["installed"] = True
 
 
@@ -143,7 +148,7 @@ def expected_layout(record: dict[str, Any]) -> Layout:
 def install_expected(limit: int | None = None) -> None:
     """Run :func:`record_expected` on lmms-eval's tasks before its first request (a step of the layout
     probe's wrap of ``evaluate``, installed here if the run has not installed it yet)."""
-    BEFORE_EVALUATE.append(lambda lm, task_dict: record_expected(task_dict, limit))
+    current().before_evaluate.append(lambda lm, task_dict: record_expected(task_dict, limit))
     from lmms_eval import evaluator  # noqa: PLC0415, F401 - lmms-eval's evaluator (torch, seconds), imported whole before it is wrapped
 
     if not install_layout_probe():

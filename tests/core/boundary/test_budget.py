@@ -1,4 +1,4 @@
-"""At what size a figure reaches the model (``core.adapter.budget``): the probe figure through classes shaped like
+"""At what size a figure reaches the model (``core.boundary.budget``): the probe figure through classes shaped like
 lmms-eval's with a real transformers processor (LLaVA's CLIP image processor: a fixed 32 x 32 crop), the sizes a
 processor's output shows (a Qwen grid of patches, ``pixel_values``), the task's figure statistics against a budget,
 and figure sizes read from headers (``core.data``'s ``sizes_only``) equal to what decoding gives."""
@@ -13,7 +13,8 @@ torch = pytest.importorskip("torch")
 
 from test_observe import Base, GemmaLike, LlamaLike, TinyLM, clip_processor  # noqa: E402
 
-from lmms_eval_earthsci.core.adapter import budget, layout_probe, observe  # noqa: E402
+from lmms_eval_earthsci.core.boundary import budget, observe  # noqa: E402
+from lmms_eval_earthsci.core.boundary import probe as layout_probe  # noqa: E402
 from lmms_eval_earthsci.core.data import loading, repo_files  # noqa: E402
 
 

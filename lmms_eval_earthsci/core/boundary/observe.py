@@ -34,6 +34,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from lmms_eval_earthsci.core.adapter.patching import patch, patch_item
+
 #: the probe's doc in the class's ``task_dict`` (removed after the request); its id is not 0, where
 #: classes log the prompt of every hundredth doc
 PROBE_TASK, PROBE_SPLIT, PROBE_DOC = "__earthsci_probe__", "probe", 1
@@ -50,7 +52,7 @@ _ACTIVE: list[bool] = []  # non-empty while a probe request is under way
 
 
 def active() -> bool:
-    """Whether a probe request is under way in this process (``core.adapter.capture`` does not record it)."""
+    """Whether a probe request is under way in this process (``core.boundary.capture`` does not record it)."""
     return bool(_ACTIVE)
 
 
@@ -372,11 +374,8 @@ def _watching(processors: list[Any], models: list[Any], record: dict[str, Any]) 
 
     undo: list[Callable[[], None]] = []
 
-    def replace(owner: Any, name: str, value: Any) -> None:
-        had = name in vars(owner)
-        old = vars(owner).get(name)
-        setattr(owner, name, value)
-        undo.append((lambda: setattr(owner, name, old)) if had else (lambda: delattr(owner, name)))
+    def replace(owner: Any, name: str, value: Any, entry: str) -> None:
+        undo.append(patch(owner, name, value, entry=entry))
 
     for cls in dict.fromkeys(type(p) for p in processors):
         original = cls.__call__
@@ -393,7 +392,7 @@ def _watching(processors: list[Any], models: list[Any], record: dict[str, Any]) 
                     record["sizes"] = processor_sizes(self, output, len(record["images"]))
             raise Observed
 
-        replace(cls, "__call__", call)
+        replace(cls, "__call__", call, "observe: processor call")
 
     def stop(*args: Any, **kwargs: Any) -> Any:
         record.setdefault("generate", True)
@@ -406,13 +405,13 @@ def _watching(processors: list[Any], models: list[Any], record: dict[str, Any]) 
 
         return stop_engine
 
-    replace(GenerationMixin, "generate", lambda self, *a, **k: stop())
+    replace(GenerationMixin, "generate", lambda self, *a, **k: stop(), "observe: generate")
     for model in models:
         if is_engine(model):
-            replace(model, "chat", engine_stop(model, "chat"))
-            replace(model, "generate", engine_stop(model, "generate"))
+            replace(model, "chat", engine_stop(model, "chat"), "observe: engine chat")
+            replace(model, "generate", engine_stop(model, "generate"), "observe: engine generate")
         else:
-            replace(model, "generate", stop)
+            replace(model, "generate", stop, "observe: generate")
     try:
         yield
     finally:
@@ -559,11 +558,11 @@ def observe(lm: Any, arguments: tuple[Any, ...]) -> Observation:
 
     request = Instance(request_type="generate_until", arguments=arguments, idx=0, metadata={"task": PROBE_TASK, "doc_id": PROBE_DOC, "repeats": 1})
     record: dict[str, Any] = {}
-    task_dict = getattr(lm, "task_dict", None)
-    if not isinstance(task_dict, dict):
-        task_dict = {}
-        lm.task_dict = task_dict
-    task_dict[PROBE_TASK] = {PROBE_SPLIT: [{}] * (PROBE_DOC + 1)}  # the request's functions ignore the doc
+    restore = []
+    if not isinstance(getattr(lm, "task_dict", None), dict):
+        restore.append(patch(lm, "task_dict", {}, entry="observe: probe doc"))
+    # the request's functions ignore the doc
+    restore.append(patch_item(lm, "task_dict", PROBE_TASK, {PROBE_SPLIT: [{}] * (PROBE_DOC + 1)}, entry="observe: probe doc"))
     sink = io.StringIO()
     _ACTIVE.append(True)
     try:
@@ -575,7 +574,8 @@ def observe(lm: Any, arguments: tuple[Any, ...]) -> Observation:
     except Exception as exc:  # the class failed on the request before its processor: say so, never raise
         return Observation(why=f"{type(lm).__name__}.generate_until raised {type(exc).__name__}: {exc}")
     finally:
-        task_dict.pop(PROBE_TASK, None)
+        for undo in reversed(restore):
+            undo()
         _ACTIVE.pop()
     if "text" in record:
         return Observation(text=record["text"], images=record["images"], markers=record["markers"], error=record.get("error"),

@@ -6,7 +6,7 @@ import numpy as np
 from PIL import Image
 
 from lmms_eval_earthsci.commands.report.html.samples import figures_seen as browser_figures
-from lmms_eval_earthsci.core.adapter import figures_seen
+from lmms_eval_earthsci.core.boundary import figures_seen
 
 
 class Rows(list):

@@ -22,19 +22,19 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import copy
 import dataclasses
 import inspect
 import io
 import json
 import logging
 import statistics
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
-from lmms_eval_earthsci.core.adapter import observe
-from lmms_eval_earthsci.core.adapter.interleave import applies as interleaves
-from lmms_eval_earthsci.core.adapter.interleave import numbered_form
+from lmms_eval_earthsci.core.adapter.patching import patch
+from lmms_eval_earthsci.core.boundary import observe
+from lmms_eval_earthsci.core.boundary.interleave import applies as interleaves
+from lmms_eval_earthsci.core.boundary.interleave import numbered_form
 from lmms_eval_earthsci.core.data.loading import sizes_only, undecoded
 
 logger = logging.getLogger("lmms_eval_earthsci")
@@ -190,19 +190,24 @@ def _pixel_settings(image_processor: Any, kwargs: dict[str, int]) -> Iterator[No
     """``image_processor`` with its cap and floor set for the block (``size.longest_edge`` /
     ``shortest_edge`` and ``max_pixels`` / ``min_pixels``, whichever it holds), then restored."""
     size = getattr(image_processor, "size", None)
-    saved = {"size": copy.copy(size), **{k: getattr(image_processor, k) for k in kwargs if getattr(image_processor, k, None) is not None}}
     edges = {"longest_edge": kwargs["max_pixels"], **({"shortest_edge": kwargs["min_pixels"]} if "min_pixels" in kwargs else {})}
+    undo: list[Callable[[], None]] = []
+
+    def tried(key: str, value: Any) -> None:
+        undo.append(patch(image_processor, key, value, entry="budget: the processor's cap tried"))
+
     try:
         if isinstance(size, dict):
-            image_processor.size = {**size, **edges}
+            tried("size", {**size, **edges})
         elif dataclasses.is_dataclass(size) and not isinstance(size, type) and hasattr(size, "longest_edge"):
-            image_processor.size = dataclasses.replace(size, **edges)
-        for key in saved.keys() - {"size"}:
-            setattr(image_processor, key, kwargs[key])
+            tried("size", dataclasses.replace(size, **edges))
+        for key in kwargs:
+            if getattr(image_processor, key, None) is not None:
+                tried(key, kwargs[key])
         yield
     finally:
-        for key, value in saved.items():
-            setattr(image_processor, key, value)
+        for step in reversed(undo):
+            step()
 
 
 def _engine_of(lm: Any) -> Any:

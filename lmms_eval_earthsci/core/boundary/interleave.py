@@ -95,4 +95,4 @@ def install_interleave_fix(lm: Any) -> bool:
 
         return generate_until
 
-    return wrap_method(type(lm), "generate_until", "_earthsci_interleave", make)
+    return wrap_method(type(lm), "generate_until", "_earthsci_interleave", make, entry="interleave_visuals")

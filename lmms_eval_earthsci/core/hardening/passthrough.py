@@ -43,4 +43,4 @@ def install_passthrough() -> bool:
 
         return encode_image
 
-    return wrap_method(ChatMessages, "encode_image", "_earthsci_passthrough", make)
+    return wrap_method(ChatMessages, "encode_image", "_earthsci_passthrough", make, entry="image pass-through")

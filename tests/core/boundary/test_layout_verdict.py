@@ -1,8 +1,8 @@
-"""core.prompts.layout: a rendered prompt against the layout its chat messages wrote (what a model class lost)."""
+"""core.boundary.layout_verdict: a rendered prompt against the layout its chat messages wrote (what a model class lost)."""
 
 from PIL import Image
 
-from lmms_eval_earthsci.core.prompts.layout import check_prompt, image_order, layout_of, mean_colour
+from lmms_eval_earthsci.core.boundary.layout_verdict import check_prompt, image_order, layout_of, mean_colour
 
 QWEN = r"<\|vision_start\|>(?:<\|image_pad\|>)+<\|vision_end\|>"
 IMG = "<|vision_start|><|image_pad|><|image_pad|><|vision_end|>"
@@ -78,7 +78,7 @@ def test_a_task_system_turn_survives_a_default_inserted_before_it():
 
 
 def test_simple_route_handling():
-    from lmms_eval_earthsci.core.adapter.layout_probe import simple_verdict
+    from lmms_eval_earthsci.core.boundary.probe import simple_verdict
 
     c2f = layout_of(c2f_messages())
     text = "".join(f"{c}) <image>\n" for c in "ABCDE") + "Which figure best matches the caption? Answer with the letter."
@@ -91,7 +91,7 @@ def test_simple_route_handling():
 def test_numbered_form_for_interleave_visuals():
     """The form lmms-eval's simple Qwen classes read with interleave_visuals=True: <image i>, the i-th image
     doc_to_visual gives (EMMA: referenced numbers in order; a repeat names the same image)."""
-    from lmms_eval_earthsci.core.adapter.interleave import numbered_form
+    from lmms_eval_earthsci.core.boundary.interleave import numbered_form
 
     never = lambda: (_ for _ in ()).throw(AssertionError("counted images of a text that names them"))  # noqa: E731
     assert numbered_form("Compare <image_2> and <image_3>, then <image_2> again.", never) == "Compare <image 1> and <image 2>, then <image 1> again."

@@ -32,8 +32,8 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from lmms_eval_earthsci.core.adapter import observe
-from lmms_eval_earthsci.core.adapter.patching import warn_missing, wrap_method, wrap_task_method
+from lmms_eval_earthsci.core.adapter.patching import patch_item, warn_missing, wrap_method, wrap_task_method
+from lmms_eval_earthsci.core.boundary import observe
 
 #: the key a doc of ours carries while the class reads it (taken off before any function of the task sees it)
 DOC_KEY = "__earthsci_doc__"
@@ -183,7 +183,7 @@ def install(lm: Any, task_dict: Mapping[str, Any], ours: list[str]) -> bool:
         return False
     if not hasattr(evaluator, "_process_document_results"):  # lmms-eval 0.6.x builds its samples inline: nothing to add them to
         return False
-    if not wrap_method(evaluator, "_process_document_results", "_earthsci_figures", _into_sample):
+    if not wrap_method(evaluator, "_process_document_results", "_earthsci_figures", _into_sample, entry="figures per sample: logged sample"):
         warn_missing("figures per sample: logged sample", "the samples carry no earthsci_figures")
         return False
     if callable(replayed):
@@ -193,16 +193,17 @@ def install(lm: Any, task_dict: Mapping[str, Any], ours: list[str]) -> bool:
         from lmms_eval.api.task import ConfigurableMessagesTask  # noqa: PLC0415 - loaded: this runs inside evaluate()
     except Exception:  # pragma: no cover - lmms-eval's layout changed
         ConfigurableMessagesTask = None  # noqa: N806
-    if not wrap_task_method("doc_to_visual", "_earthsci_figures", _doc_function):
+    if not wrap_task_method("doc_to_visual", "_earthsci_figures", _doc_function, entry="figures per sample: doc_to_visual"):
         warn_missing("figures per sample: doc_to_visual", "the samples carry no earthsci_figures")
         return False
-    if ConfigurableMessagesTask is None or not wrap_method(ConfigurableMessagesTask, "doc_to_messages", "_earthsci_figures_messages", _doc_function):
+    if ConfigurableMessagesTask is None or not wrap_method(ConfigurableMessagesTask, "doc_to_messages", "_earthsci_figures_messages", _doc_function, entry="figures per sample: doc_to_messages"):
         warn_missing("figures per sample: doc_to_messages", "the samples of chat classes carry no earthsci_figures")
     for cls in dict.fromkeys(type(p) for p in processors):
-        wrap_method(cls, "__call__", "_earthsci_figures", _processor_call)
+        wrap_method(cls, "__call__", "_earthsci_figures", _processor_call, entry="figures per sample: processor call")
     for name in ours:
         splits: Any = held.get(name)
         if hasattr(splits, "items"):  # a DatasetDict or a dict of splits
-            held[name] = {split: data if isinstance(data, _Docs) else _Docs(data, name) for split, data in splits.items()}
+            patch_item(lm, "task_dict", name, {split: data if isinstance(data, _Docs) else _Docs(data, name) for split, data in splits.items()},
+                       entry="figures per sample: docs handed out")
     return True
 

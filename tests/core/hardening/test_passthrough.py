@@ -1,5 +1,5 @@
 """Server routes send an image of ours as the dataset's stored bytes when it reached the model unchanged
-and they are in the format lmms-eval would send (core.adapter.passthrough); otherwise lmms-eval's own encode."""
+and they are in the format lmms-eval would send (core.hardening.passthrough); otherwise lmms-eval's own encode."""
 
 import base64
 import io
@@ -7,8 +7,8 @@ import io
 import pytest
 from PIL import Image
 
-from lmms_eval_earthsci.core.adapter.passthrough import install_passthrough
 from lmms_eval_earthsci.core.data import load_image
+from lmms_eval_earthsci.core.hardening.passthrough import install_passthrough
 from lmms_eval_earthsci.evals.msearth import tasks as msearth
 from lmms_eval_earthsci.evals.msearth.fixtures import msearth_rows
 

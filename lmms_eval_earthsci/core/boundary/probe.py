@@ -29,13 +29,15 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-from lmms_eval_earthsci.core.adapter import budget, figures_seen, observe, run_status
+from lmms_eval_earthsci.core.adapter import run_status
 from lmms_eval_earthsci.core.adapter.harness import is_cli_run, leaf_tasks
-from lmms_eval_earthsci.core.adapter.interleave import applies as interleaves
-from lmms_eval_earthsci.core.adapter.interleave import install_interleave_fix, numbered_form
-from lmms_eval_earthsci.core.adapter.patching import wrap_method, wrap_task_method
-from lmms_eval_earthsci.core.prompts.layout import Layout, Verdict, check_prompt, image_order, layout_of, mean_colour
+from lmms_eval_earthsci.core.adapter.patching import patch, wrap_method, wrap_task_method
+from lmms_eval_earthsci.core.boundary import budget, figures_seen, observe
+from lmms_eval_earthsci.core.boundary.interleave import applies as interleaves
+from lmms_eval_earthsci.core.boundary.interleave import install_interleave_fix, numbered_form
+from lmms_eval_earthsci.core.boundary.layout_verdict import Layout, Verdict, check_prompt, image_order, layout_of, mean_colour
 from lmms_eval_earthsci.core.prompts.messages import unrecorded
+from lmms_eval_earthsci.core.runtime import current
 
 logger = logging.getLogger("lmms_eval_earthsci")
 
@@ -184,7 +186,7 @@ def observed_verdict(lm: Any, task: Any, doc: Any, messages: list[dict[str, Any]
     text = str(task.doc_to_text(doc)) if hasattr(task, "doc_to_text") else ""
     if getattr(lm, "is_simple", False):
         visuals = [recolour(v) for v in (task.doc_to_visual(doc) or [])]
-        if interleaves(lm):  # what our generate_until wrap does to the run's requests (core.adapter.interleave)
+        if interleaves(lm):  # what our generate_until wrap does to the run's requests (core.boundary.interleave)
             text = numbered_form(text, lambda: len(visuals))
         return verdict_of(observe.observe(lm, observe.request_args(True, text, visuals)), layout, expected)
     return verdict_of(observe.observe(lm, observe.request_args(False, text, probe_messages)), layout, expected)
@@ -281,11 +283,11 @@ def _helps(owner: Any, setting: str, lm: Any, task: Any, doc: Any, messages: lis
     it set for one probe request, then switched off again."""
     if owner is None or getattr(owner, setting, None) is not False:
         return False
-    setattr(owner, setting, True)
+    undo = patch(owner, setting, True, entry=f"layout probe: {setting} tried")
     try:
         seen = observed_verdict(lm, task, doc, messages, layout)
     finally:
-        setattr(owner, setting, False)
+        undo()
     return isinstance(seen, Verdict) and seen.ok
 
 
@@ -459,10 +461,6 @@ def _warn_unseen(verdicts: dict[str, dict[str, Any]], budgets: dict[str, dict[st
                        "`lmms-eval-earthsci check-model --model <name> --model_args ...` shows it", first["class"], first["why"])
 
 
-#: more steps run on lmms-eval's model and task dict before its first request (``core.adapter.capture`` adds one)
-BEFORE_EVALUATE: list[Callable[[Any, Any], None]] = []
-
-
 def _later(original: Callable[..., Any]) -> Callable[..., Any]:
     def download(self: Any, *args: Any, **kwargs: Any) -> Any:
         install_layout_probe()
@@ -472,13 +470,13 @@ def _later(original: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def install_layout_probe() -> bool:
-    """Wrap lmms-eval's ``evaluator.evaluate`` so that :func:`probe` (then :data:`BEFORE_EVALUATE`) runs on
+    """Wrap lmms-eval's ``evaluator.evaluate`` so that :func:`probe` (then :data:`before_evaluate`) runs on
     its model and tasks before the first request. Idempotent; False when the target is gone."""
     loading = sys.modules.get("lmms_eval.evaluator")
     if loading is not None and not hasattr(loading, "evaluate"):
         # our entry point runs while lmms-eval's evaluator is still importing (it imports lmms_eval.models,
         # which loads entry points): wrap it when the first task loads, after that import has finished
-        return wrap_task_method("download", "_earthsci_layout_later", _later)
+        return wrap_task_method("download", "_earthsci_layout_later", _later, entry="layout probe, once the evaluator is imported")
     try:
         from lmms_eval import evaluator  # noqa: PLC0415 - lmms-eval's evaluator (torch, seconds), only inside a run
     except Exception:
@@ -495,7 +493,7 @@ def install_layout_probe() -> bool:
                 figures_seen.install(lm, task_dict, [name for name, _ in our_tasks(task_dict)])
             except Exception:  # the samples carry no earthsci_figures; the run is as ever
                 logger.exception("lmms_eval_earthsci: reading the figures' sizes per sample failed")
-            for step in BEFORE_EVALUATE:
+            for step in current().before_evaluate:  # more steps on the model and the tasks (check-model's, the capture's)
                 step(lm, task_dict)
             try:
                 return original(lm, task_dict, *args, **kwargs)
@@ -507,4 +505,4 @@ def install_layout_probe() -> bool:
 
         return evaluate
 
-    return wrap_method(evaluator, "evaluate", "_earthsci_layout", make)
+    return wrap_method(evaluator, "evaluate", "_earthsci_layout", make, entry="layout probe")

@@ -1,4 +1,4 @@
-"""What a class hands its model, observed (``core.adapter.observe``): a real transformers processor (LLaVA's, with
+"""What a class hands its model, observed (``core.boundary.observe``): a real transformers processor (LLaVA's, with
 a BPE tokenizer trained here and its PIL image processor) inside classes shaped like lmms-eval's: the
 simple Gemma 3 route (data URLs through ``apply_chat_template(tokenize=True)``, images first, its
 ``except Exception`` around the call), the simple Llama-3.2-Vision route (``processor(images, prompt)``
@@ -16,9 +16,9 @@ from PIL import Image
 transformers = pytest.importorskip("transformers")
 torch = pytest.importorskip("torch")
 
-from lmms_eval_earthsci.core.adapter import observe  # noqa: E402
-from lmms_eval_earthsci.core.adapter.layout_probe import NOT_OBSERVED, verdict_of  # noqa: E402
-from lmms_eval_earthsci.core.prompts.layout import Verdict, layout_of  # noqa: E402
+from lmms_eval_earthsci.core.boundary import observe  # noqa: E402
+from lmms_eval_earthsci.core.boundary.layout_verdict import Verdict, layout_of  # noqa: E402
+from lmms_eval_earthsci.core.boundary.probe import NOT_OBSERVED, verdict_of  # noqa: E402
 
 TEMPLATE = ("{% for m in messages %}<|{{ m['role'] }}|>{% if m['content'] is string %}{{ m['content'] }}{% else %}{% for c in m['content'] %}"
             "{% if c['type'] == 'image' %}<image>{% else %}{{ c['text'] }}{% endif %}{% endfor %}{% endif %}\n{% endfor %}"

@@ -1,0 +1,56 @@
+"""The process's one runtime object (core.runtime): no module of the package fills a slot of another at import.
+Importing every module leaves the runtime as a fresh one and touches no list or hook of another module; what
+is ours arrives when registration builds the runtime."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from lmms_eval_earthsci.core.runtime import Runtime, current, start
+
+
+@pytest.mark.slow
+def test_importing_every_module_fills_no_slot():
+    code = (
+        "import json, pkgutil, importlib, lmms_eval_earthsci\n"
+        "from lmms_eval_earthsci.core import runtime\n"
+        "before = runtime.current()\n"
+        "names = [m.name for m in pkgutil.walk_packages(lmms_eval_earthsci.__path__, 'lmms_eval_earthsci.') if '.sample_mirror' not in m.name]\n"
+        "for name in names:\n"
+        "    importlib.import_module(name)\n"
+        "rt = runtime.current()\n"
+        "from lmms_eval_earthsci.core.adapter import patching\n"
+        "print(json.dumps({'modules': len(names), 'same': rt is before, 'dirs': rt.task_dirs() == runtime.Runtime().task_dirs(),\n"
+        "  'hint': rt.looks_ours_but_unknown('emma_minii', set()), 'steps': len(rt.before_evaluate), 'run_hooks': rt.run_hooks,\n"
+        "  'leaves_out': rt.loader_leaves_out, 'patches': [r.entry for r in patching.RECORDS if r.entry != 'old MAC snapshots']}))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["modules"] > 100  # its premise: the whole package was imported
+    assert {k: v for k, v in got.items() if k != "modules"} == {"same": True, "dirs": True, "hint": None, "steps": 0, "run_hooks": False, "leaves_out": False, "patches": []}
+
+
+def test_registration_builds_the_runtime_with_what_is_ours():
+    from lmms_eval_earthsci import TASKS_DIR, registration
+
+    rt = registration.runtime()
+    assert rt.task_dirs()[0] == TASKS_DIR
+    assert "emma_mini" in rt.looks_ours_but_unknown("emma_minii", {"emma_mini"})  # the YAML generator's hint
+    assert rt.near("emma-mini") == ["emma_mini"]
+
+
+def test_the_judges_verdicts_live_on_the_runtime():
+    from lmms_eval_earthsci.core.judge import task_pass
+
+    saved = current()
+    try:
+        fresh = start(Runtime())
+        task_pass.pass_failed("spec", RuntimeError("down"))
+        assert fresh.judge.errors == {"spec": "RuntimeError: down"}
+        task_pass.forget()
+        assert fresh.judge.errors == {}
+    finally:
+        start(saved)
