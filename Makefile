@@ -27,12 +27,12 @@ PIP_OPTS ?=
 CONSTRAINTS := $(VENV)/cpu-constraints.txt
 
 # The tiers' own venvs (oldest, vision, vLLM) are kept outside the clone, keyed on what they install (the hash of
-# pyproject.toml and this Makefile), and linked into it as .venv-oldest, .venv-vision, .venv-vllm: a later run on the
+# pyproject.toml up to its pytest, ruff and mypy settings, and of this Makefile), and linked into it as .venv-oldest, .venv-vision, .venv-vllm: a later run on the
 # same machine (another clone, CI) reuses one while neither changed (the Makefile: its pip, venv and version lines, not the test commands); a fresh machine builds it (`make
 # test-install` always builds from nothing). The package itself is installed editable from the clone that runs.
 # VENV_CACHE=$(CURDIR)/.venvs keeps them in the clone.
 VENV_CACHE ?= $(HOME)/.cache/lmms_eval_earthsci/venvs
-VENV_KEY := $(shell (cat pyproject.toml; grep -E 'pip |venv|_VERSION|constraints|TORCH' Makefile | grep -v pytest) | sha256sum | cut -c1-12)
+VENV_KEY := $(shell (sed '/^\[tool\.pytest/,$$d' pyproject.toml; grep -E 'pip |venv|_VERSION|constraints|TORCH' Makefile | grep -v pytest) | sha256sum | cut -c1-12)
 
 OLDEST_LMMS_EVAL ?= 0.6.1
 OLD_VENV ?= $(VENV_CACHE)/oldest-$(VENV_KEY)

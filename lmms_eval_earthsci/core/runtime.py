@@ -94,7 +94,10 @@ def current() -> Runtime:
 
 def start(runtime: Runtime) -> Runtime:
     """Make ``runtime`` the process's (registration; a test starting a fresh one). What the previous one
-    held while a run went on (its verdicts, its steps) is not carried over."""
+    held while a run went on (its verdicts, its steps) is not carried over; a thread's ``reading_data_only``
+    block is (registration may happen inside one, when building tasks imports lmms-eval's models)."""
     with _LOCK:
+        if _CURRENT:
+            runtime._data_only = _CURRENT[0]._data_only
         _CURRENT[:] = [runtime]
     return runtime

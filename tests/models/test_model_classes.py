@@ -20,6 +20,7 @@ import re
 import subprocess
 import sys
 
+import patch_records
 import pytest
 from conftest import ROOT, cli_env, read_outputs
 
@@ -103,6 +104,7 @@ def models_root(tmp_path_factory):
 
 
 _RUNS: dict = {}
+_PATCHES: dict = {}  # run id -> its processes' patch records (EARTHSCI_PATCH_RECORDS)
 
 
 def run_class(run_id, models_root, mirror, hf_home, tmp_path_factory):
@@ -116,12 +118,13 @@ def run_class(run_id, models_root, mirror, hf_home, tmp_path_factory):
     path = tiny_models.build(family_name, models_root)
     work = tmp_path_factory.mktemp(run_id)
     records = str(work / "capture.jsonl")
-    env = cli_env(mirror, hf_home, EARTHSCI_TEST_CAPTURE=records, EARTHSCI_TEST_LIMIT=str(LIMIT), PYTHONPATH=ROOT)
+    env = cli_env(mirror, hf_home, EARTHSCI_TEST_CAPTURE=records, EARTHSCI_TEST_LIMIT=str(LIMIT), PYTHONPATH=ROOT, EARTHSCI_PATCH_RECORDS=str(work / "patches"))
     model_args = ",".join(filter(None, [f"pretrained={path}", family.model_args, extra_args]))
     args = ["--model", family.model, "--model_args", model_args, "--tasks", ",".join(TASKS), "--limit", str(LIMIT), "--gen_kwargs", "max_new_tokens=4",
             "--output_path", str(work / "out"), "--log_samples", "--batch_size", "1", *cli_extra, "--verbosity", "DEBUG"]
     proc = subprocess.run([sys.executable, "-c", LAUNCH, *args], env=env, cwd=str(work), capture_output=True, text=True, timeout=900)
     out = (proc, capture.read(records) if os.path.exists(records) else [])
+    _PATCHES[run_id] = patch_records.load(str(work / "patches"))
     if proc.returncode == 0:
         res, samples = read_outputs(str(work / "out"))
         out = (*out, res, samples)
@@ -197,6 +200,11 @@ def test_the_run_observed_what_its_model_received_and_warned_where_lost(run_id, 
         assert warned == (verdict["status"] == "lost"), (task, verdict)
         if verdict["status"] == "lost":
             assert (verdict["fix"] == INTERLEAVE_FIX) == ((run_id, task) in INTERLEAVE_HELPS), (task, verdict["fix"])
+    # every patch of the run is an inventory entry (tests/patch_records.py): a run with a processor, the capture;
+    # interleave_visuals=True: its rewrite; a simple class's lost layout: the setting tried for its fix
+    installs = {"registration", "a run", "a run with a processor", "check-model"}
+    seen = patch_records.check(_PATCHES[run_id], installs | ({"interleave_visuals"} if run_id.endswith("-interleave") else set()))
+    assert ("layout probe: interleave_visuals tried" in seen) == any(r == run_id for r, _ in INTERLEAVE_HELPS), sorted(seen)
 
 
 @pytest.mark.xdist_group("qwen2_5_vl")

@@ -22,6 +22,7 @@ import subprocess
 import sys
 import time
 
+import patch_records
 import pytest
 from conftest import ROOT, cli_env, read_outputs
 
@@ -125,7 +126,7 @@ def run_vllm(run_id, models_root, mirror, hf_home, tmp_path_factory):
     launch = work / "launch.py"
     launch.write_text(LAUNCH)
     records = str(work / "capture.jsonl")
-    env = cli_env(mirror, hf_home, EARTHSCI_TEST_CAPTURE=records, EARTHSCI_TEST_LIMIT=str(LIMIT), **ENGINE_ENV)
+    env = cli_env(mirror, hf_home, EARTHSCI_TEST_CAPTURE=records, EARTHSCI_TEST_LIMIT=str(LIMIT), EARTHSCI_PATCH_RECORDS=str(work / "patches"), **ENGINE_ENV)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [env.get("PYTHONPATH"), ROOT]))
     model_args = ",".join(filter(None, [f"model={path}", ENGINE, extra]))
     args = ["--model", model, *flags, "--model_args", model_args, "--tasks", ",".join(TASKS), "--limit", str(LIMIT), "--gen_kwargs", "max_new_tokens=4",
@@ -133,7 +134,23 @@ def run_vllm(run_id, models_root, mirror, hf_home, tmp_path_factory):
     proc = subprocess.run([sys.executable, str(launch), *args], env=env, cwd=str(work), capture_output=True, text=True, timeout=900)
     res = read_outputs(str(work / "out"))[0] if proc.returncode == 0 else None
     _RUNS[run_id] = (proc, capture.read(records) if os.path.exists(records) else [], res)
+    _PATCHES[run_id] = patch_records.load(str(work / "patches"))
     return _RUNS[run_id]
+
+
+_PATCHES: dict = {}  # run id -> its processes' patch records (EARTHSCI_PATCH_RECORDS)
+
+
+@pytest.mark.parametrize("run_id", [pytest.param(r, id=r, marks=pytest.mark.xdist_group(r)) for r in RUNS])
+def test_every_patch_of_an_engine_run_is_an_inventory_entry(run_id, models_root, mirror, hf_home, tmp_path_factory):
+    """The engine's entries (tests/patch_records.py): the probe stops the engine's chat (generate for
+    vllm_generate) for its request, and tries interleave_mm_strings on the engine's config where a layout is lost;
+    no code of ours sits in a vLLM, lmms-eval or transformers object without a record."""
+    proc, _, _ = run_vllm(run_id, models_root, mirror, hf_home, tmp_path_factory)
+    assert proc.returncode == 0, proc.stderr[-6000:]
+    seen = patch_records.check(_PATCHES[run_id], {"registration", "a run"})  # the run records what the engine renders itself, no capture
+    assert ("observe: engine generate" if run_id == "generate" else "observe: engine chat") in seen, sorted(seen)
+    assert ("layout probe: interleave_mm_strings tried" in seen) == any(r == run_id for r, _ in LOST), sorted(seen)
 
 
 def engine_problems(records, task):

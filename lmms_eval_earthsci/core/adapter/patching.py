@@ -56,7 +56,9 @@ class Target:
     attrs: tuple[str, ...] = ()
     #: the run that installs it, where tests/core/adapter/test_patch_records_e2e.py (and the model tiers) see its
     #: record: "registration", "a run", "a run with a processor", "check-model", "interleave_visuals" (make
-    #: test-models), "check-model --against" and "vllm" (make test-vllm); a read installs nothing
+    #: test-models), "check-model --against" and "vllm" (make test-vllm), "a lost layout" (the model tiers: a
+    #: simple class's or an engine's run that loses one), "check-model, a tokenizer" (the demo's tiny LLaVA); a read
+    #: installs nothing
     installed_by: str = "registration"
 
 
@@ -120,10 +122,10 @@ INVENTORY: tuple[Target, ...] = (
            "is installed when the first task downloads its data, after that import has finished", installed_by="registration"),
     Target("layout probe: interleave_visuals tried", "wraps", "lmms_eval.api.model:lmms", "lmms_eval_earthsci.core.boundary.probe",
            "whether a simple class would deliver a lost layout with interleave_visuals=True is observed with the model object's setting on for one probe "
-           "request, then off again (the verdict's fix)", installed_by="interleave_visuals"),
+           "request, then off again (the verdict's fix)", installed_by="a lost layout"),
     Target("layout probe: interleave_mm_strings tried", "wraps", "vllm.config.multimodal:MultiModalConfig", "lmms_eval_earthsci.core.boundary.probe",
            "whether an in-process vLLM engine would deliver a lost layout with interleave_mm_strings is observed with its multimodal config's field on for "
-           "one probe request, then off again (vLLM, make test-vllm)", attrs=(), installed_by="vllm"),
+           "one probe request, then off again (vLLM, make test-vllm)", installed_by="a lost layout"),
     Target("figures per sample: doc_to_visual", "wraps", "lmms_eval.api.task:ConfigurableTask.doc_to_visual", "lmms_eval_earthsci.core.boundary.figures_seen",
            "a doc of ours reaches the class without its doc_id; the class reads it from lm.task_dict, which for our tasks hands it out with its (task, doc_id), "
            "taken off here before our function sees the doc and written on the images it returns", params=("doc",), installed_by="a run with a processor"),
@@ -174,7 +176,7 @@ INVENTORY: tuple[Target, ...] = (
            "each processor call of the run: its text and its images (mean colours)", installed_by="check-model"),
     Target("capture: tokenizer call", "wraps", "transformers.tokenization_utils_base:PreTrainedTokenizerBase.__call__", "lmms_eval_earthsci.core.boundary.capture",
            "as above where AutoProcessor gives a tokenizer (a checkpoint without a processor config: the tiny LLaVA's tokenizer loaded alone)",
-           installed_by="check-model"),
+           installed_by="check-model, a tokenizer"),
     Target("capture: generate", "wraps", "transformers.generation.utils:GenerationMixin.generate", "lmms_eval_earthsci.core.boundary.capture",
            "each generate of the run: the input ids, decoded", installed_by="check-model"),
     Target("observe: request", "reads", "lmms_eval.api.instance:Instance", "lmms_eval_earthsci.core.boundary.observe",

@@ -42,7 +42,7 @@ def test_every_patch_of_a_registration_a_run_and_check_model_is_an_inventory_ent
     assert check.returncode in (0, 1), check.stdout[-2000:] + check.stderr[-3000:]  # 1: a layout lost (the tiny LLaVA's template), still a whole check
     dumps = patch_records.load(str(records))
     assert len(dumps) >= 3 and any("check-model" in " ".join(d["argv"]) or "lmms_eval" in " ".join(d["argv"]) for d in dumps)
-    seen = patch_records.check(dumps, {"registration", "a run", "a run with a processor", "check-model"})
+    seen = patch_records.check(dumps, {"registration", "a run", "a run with a processor", "check-model", "check-model, a tokenizer"})
     # what the records name is the run's real objects: the tiny model's processor class, wrapped for the run
     assert any("LlavaProcessor" in t for t in seen["figures per sample: processor call"]), seen["figures per sample: processor call"]
     assert seen["old MAC snapshots"] == {"sys:meta_path"}
@@ -71,7 +71,8 @@ def test_a_patch_that_bypasses_the_primitive_is_found(tmp_path):
 
 
 def test_each_entry_says_which_run_installs_it():
-    runs = {"registration", "a run", "a run with a processor", "check-model", "check-model --against", "interleave_visuals", "vllm"}
+    runs = {"registration", "a run", "a run with a processor", "check-model", "check-model --against", "interleave_visuals", "vllm", "a lost layout",
+            "check-model, a tokenizer"}
     assert {t.installed_by for t in INVENTORY if t.kind != "reads"} <= runs
     assert patch_records.covers("transformers.processing_utils:ProcessorMixin.__call__", "transformers.models.llava.processing_llava:LlavaProcessor.__call__")
     assert not patch_records.covers("transformers.processing_utils:ProcessorMixin.__call__", "transformers.models.llava.processing_llava:LlavaProcessor.decode")
