@@ -59,7 +59,6 @@ _REGISTERED = [False]
 def register():
     """Entry point of the ``lmms_eval.models`` group: patch lmms-eval, register no model. Idempotent."""
     if not _REGISTERED[0]:
-        _REGISTERED[0] = True
-        record_registration("old MAC snapshots", "sys:meta_path", _legacy.install)  # installed at our import; recorded here
-        activation.install(runtime())
+        record_registration("old module names", "sys:meta_path", _legacy.install)  # installed at our import; recorded here
+        _REGISTERED[0] = activation.install(runtime())  # False: lmms-eval's task machinery could not be imported (said); tried again next time
     return []

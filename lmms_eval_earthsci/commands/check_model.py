@@ -222,7 +222,7 @@ def check(args: argparse.Namespace, work: str) -> int:
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"model": args.model, "model_args": args.model_args, "label": label, "exit": code, "budget": figure_budget,
-                       "tasks": {r["task"]: {**r["probe"], "lost": lost_of(r)} for r in rows}, "align": aligned.get("result")}, f, indent=1)
+                       "tasks": {r["task"]: {**r["probe"], "lost": lost_of(r), "captured": r["captured"]} for r in rows}, "align": aligned.get("result")}, f, indent=1)
     if lost:
         print("\nSome layouts do not reach the model as the authors wrote them: numbers from those tasks are not comparable with the papers.")
         return 1

@@ -93,11 +93,15 @@ def current() -> Runtime:
 
 
 def start(runtime: Runtime) -> Runtime:
-    """Make ``runtime`` the process's (registration; a test starting a fresh one). What the previous one
-    held while a run went on (its verdicts, its steps) is not carried over; a thread's ``reading_data_only``
-    block is (registration may happen inside one, when building tasks imports lmms-eval's models)."""
+    """Make ``runtime`` the process's (registration). What the process's runtime already holds for the run to
+    come is carried over: the steps before the first request (``check-model`` and the capture add theirs, then
+    import lmms-eval's evaluator, whose import registers us), the judge's verdicts and a thread's
+    ``reading_data_only`` block (building tasks may import lmms-eval's models)."""
     with _LOCK:
         if _CURRENT:
-            runtime._data_only = _CURRENT[0]._data_only
+            before = _CURRENT[0]
+            runtime.before_evaluate[:0] = [step for step in before.before_evaluate if step not in runtime.before_evaluate]
+            runtime.judge = before.judge
+            runtime._data_only = before._data_only
         _CURRENT[:] = [runtime]
     return runtime

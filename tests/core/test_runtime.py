@@ -24,7 +24,7 @@ def test_importing_every_module_fills_no_slot():
         "from lmms_eval_earthsci.core.adapter import patching\n"
         "print(json.dumps({'modules': len(names), 'same': rt is before, 'dirs': rt.task_dirs() == runtime.Runtime().task_dirs(),\n"
         "  'hint': rt.looks_ours_but_unknown('emma_minii', set()), 'steps': len(rt.before_evaluate), 'run_hooks': rt.run_hooks,\n"
-        "  'leaves_out': rt.loader_leaves_out, 'patches': [r.entry for r in patching.RECORDS if r.entry != 'old MAC snapshots']}))\n"
+        "  'leaves_out': rt.loader_leaves_out, 'patches': [r.entry for r in patching.RECORDS if r.entry != 'old module names']}))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
@@ -52,5 +52,26 @@ def test_the_judges_verdicts_live_on_the_runtime():
         assert fresh.judge.errors == {"spec": "RuntimeError: down"}
         task_pass.forget()
         assert fresh.judge.errors == {}
+    finally:
+        start(saved)
+
+
+def test_the_steps_added_before_registration_survive_it():
+    """check-model and the capture add their step before the first request, then import lmms-eval's evaluator,
+    whose import registers us: the runtime registration starts keeps the step (and the judge's verdicts)."""
+    from lmms_eval_earthsci import registration
+
+    saved = current()
+    try:
+        start(Runtime())
+
+        def step(lm, task_dict):
+            return None
+
+        current().before_evaluate.append(step)
+        verdicts = current().judge
+        rt = start(registration.runtime())
+        assert rt.before_evaluate == [step] and rt.judge is verdicts
+        assert rt.looks_ours_but_unknown("emma_minii", {"emma_mini"})  # what is ours: registration's
     finally:
         start(saved)

@@ -107,9 +107,10 @@ INVENTORY: tuple[Target, ...] = (
            "lmms-eval logs the HF token in clear at INFO; a loguru patcher (the previous one kept) masks it", params=("patcher",)),
     Target("process group at exit", "registers", "torch.distributed:destroy_process_group", "lmms_eval_earthsci.core.hardening.teardown",
            "lmms-eval never destroys its gloo/NCCL group; an atexit handler does, after its final barrier"),
-    Target("old MAC snapshots", "registers", "sys:meta_path", "lmms_eval_earthsci.registration",
-           "the YAMLs of MAC snapshots built up to 0.1.0 name lmms_eval_earthsci.mac.tasks.* and core.metrics.*; an import alias (lmms_eval_earthsci._legacy, "
-           "installed when our package is imported) gives the modules under their new names; registration records it", installed_by="registration"),
+    Target("old module names", "registers", "sys:meta_path", "lmms_eval_earthsci.registration",
+           "the YAMLs of MAC snapshots built before the layout moves name lmms_eval_earthsci.mac.tasks.* and core.metrics.*, and a lab's task module may call "
+           "core.adapter.hooks.ensure_runtime_hooks(); an import alias (lmms_eval_earthsci._legacy, installed when our package is imported) gives the "
+           "modules under their new names; registration records it", installed_by="registration"),
     Target("exit status", "registers", "atexit:register", "lmms_eval_earthsci.core.hardening.exit_codes",
            "lmms-eval's CLI exits 0 whatever went wrong; an atexit handler ends a run of ours with the ledger's code (core.adapter.run_status) and its last lines",
            installed_by="registration"),
@@ -355,7 +356,7 @@ def patch_item(holder: Any, attr: str, key: Any, value: Any, *, entry: str) -> C
     """``holder.<attr>[key] = value`` (a mapping an upstream object holds, e.g. a model's ``task_dict``), recorded;
     returns the undo."""
     mapping = getattr(holder, attr)
-    _HOLDERS.setdefault(id(mapping), f"{type(holder).__module__}:{type(holder).__qualname__}().{attr}")
+    _HOLDERS[id(mapping)] = f"{type(holder).__module__}:{type(holder).__qualname__}().{attr}"  # this mapping's, now (an id is reused once freed)
     _record(entry, _where(mapping, key), "wraps")
     had, old = key in mapping, mapping.get(key)
     mapping[key] = value
@@ -436,8 +437,9 @@ def _is_ours(value: Any) -> bool:
 
 
 def unrecorded() -> list[str]:
-    """Code of ours found in an upstream library's modules or classes (their own attributes), on loguru's
-    patcher or on ``sys.meta_path``, that no :data:`RECORDS` entry names: a patch that bypassed :func:`patch`."""
+    """Code of ours found in an upstream library's modules or classes (their own attributes) or as loguru's
+    patcher, that no :data:`RECORDS` entry names: a patch that bypassed :func:`patch`. It cannot see an
+    instance's attribute or an ``atexit`` handler: those go through :func:`patch` / :func:`register` by review."""
     with _RECORDS_LOCK:
         named = {r.target for r in RECORDS}
     found = []
@@ -460,7 +462,6 @@ def unrecorded() -> list[str]:
     patcher = getattr(getattr(getattr(loguru, "logger", None), "_core", None), "patcher", None)
     if patcher is not None and _is_ours(patcher) and "loguru:logger.configure" not in named:
         found.append("loguru:logger.configure (its patcher)")
-    found += [f"sys.meta_path: {type(f).__module__}.{type(f).__qualname__}" for f in sys.meta_path if _is_ours(f) and "sys:meta_path" not in named]
     return sorted(set(found))
 
 

@@ -1,9 +1,11 @@
 """A run that did not do everything it was asked ends non-zero, with one line per task of ours that did
 not run: what, why, the fix.
 
-This module is the run's ledger; the integration (a task of ours left out, ``core.adapter.task_manager``)
-and the model boundary (an evaluation that raised) note into it, and the run's exit codes
-(``core.hardening``, on unless ``EARTHSCI_HARDENING=0``) read it. lmms-eval's CLI exits 0 when a task fails
+This module is the run's ledger. The integration (a task of ours left out, ``core.adapter.task_manager``) and
+the model boundary (an evaluation that raised) note into it; the run's exit codes (``core.hardening.exit_codes``,
+on unless ``EARTHSCI_HARDENING=0``) note what they check (the names requested, a task not ours left out, how the
+run ended) and end the process with its status. Without the hardening, only the first two notes are made, each
+saying its line at once, and nothing sets the exit status. lmms-eval's CLI exits 0 when a task fails
 to load or the evaluation raises (1 only with ``--verbosity DEBUG``), and stops the whole run at the first
 task that cannot load. In an lmms-eval CLI run (:func:`core.adapter.harness.is_cli_run`):
 
@@ -11,11 +13,11 @@ task that cannot load. In an lmms-eval CLI run (:func:`core.adapter.harness.is_c
   error while building it) is left out, named now on stderr and noted (:func:`note_not_loaded`); the other
   tasks run and lmms-eval writes their results. A group that lost a task is left out as a group (its
   score would be over fewer tasks); its loaded tasks run on their own. When nothing requested is left,
-  the run stops there (exit 2).
+  the run stops there (exit 2; the hardening's).
 - an evaluation of our tasks that raised is noted (:func:`note_stopped`); lmms-eval prints its traceback.
 - a run that includes tasks of ours (:func:`note_requested`) and is stopped by anything else: a task not
   ours that cannot load is left out the same way (:func:`note_other_not_loaded`), the rest runs; a name
-  lmms-eval does not know stops the run before the model loads (``registration``); whatever else stops
+  lmms-eval does not know stops the run before the model loads (``core.hardening.exit_codes``); whatever else stops
   it before our tasks ran and were written (a model that cannot load, results that could not be
   written) is noted (:func:`note_run_stopped`) and, when the run never reached :func:`note_done`, named
   in one line with our tasks that did not run (exit 3).

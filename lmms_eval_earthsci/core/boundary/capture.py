@@ -57,11 +57,16 @@ def _wrap_processor_class(cls: type) -> None:
         _write({"event": "processor", "text": texts, "images": [list(mean_colour(i)) if i is not None else None for i in imgs], "image_token": seen.marker()})
         return original(self, *args, **kwargs)
 
-    from transformers import ProcessorMixin  # noqa: PLC0415 - transformers, loaded: the class is one of its
+    from transformers import PreTrainedTokenizerBase, ProcessorMixin  # noqa: PLC0415 - transformers, loaded: the class is one of its
 
-    # AutoProcessor gives a tokenizer where the checkpoint has no processor
-    patch(cls, "__call__", __call__, entry="capture: processor call" if issubclass(cls, ProcessorMixin) else "capture: tokenizer call")
-    cls._earthsci_capture = True  # type: ignore[attr-defined]
+    # AutoProcessor gives a tokenizer where the checkpoint has no processor config (an image processor alone: not captured)
+    if issubclass(cls, ProcessorMixin):
+        patch(cls, "__call__", __call__, entry="capture: processor call")
+    elif issubclass(cls, PreTrainedTokenizerBase):
+        patch(cls, "__call__", __call__, entry="capture: tokenizer call")
+    else:
+        return
+    setattr(cls, "_earthsci_capture", True)  # noqa: B010 - a marker on the class: wrapped once
 
 
 def install(path: str | None = None) -> None:

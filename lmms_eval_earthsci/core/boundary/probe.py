@@ -1,5 +1,5 @@
 """A run knows the layout it delivered: before the first doc, for the model class in use, whether each of
-our tasks' prompts reaches the model as written (:mod:`..prompts.layout` names what is lost).
+our tasks' prompts reaches the model as written (:mod:`.layout_verdict` names what is lost).
 
 - Any class that holds a transformers processor or model, or an in-process vLLM engine: observed
   (:mod:`.observe`): one probe request per task through the class's own ``generate_until``, stopped where
@@ -16,7 +16,7 @@ Where a layout is lost, one warning line names the class, the task, what is lost
 task's ``metadata.earthsci_layout`` in the results JSON records the verdict (``report`` reads it). The
 probe costs milliseconds per task and never stops a run.
 
-The same wrap of ``evaluate`` notes an evaluation of our tasks that raised (:mod:`.run_status`: lmms-eval
+The same wrap of ``evaluate`` notes an evaluation of our tasks that raised (:mod:`..adapter.run_status`: lmms-eval
 prints the traceback and would exit 0).
 """
 

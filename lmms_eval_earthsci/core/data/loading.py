@@ -436,7 +436,7 @@ def require_columns(table: Any, columns: Iterable[str], *, dataset: str, where: 
 def load_image(value: Any, *, dataset: str, record_id: Any, field: str) -> Image.Image:
     """Decode an image cell as ``datasets`` may hand it over: a PIL image, a ``{"bytes", "path"}``
     struct (undecoded parquet), raw bytes, or a file path. Returns an RGB PIL image (decoded from bytes:
-    noting them, for a server route to send as they are: :mod:`..adapter.passthrough`)."""
+    noting them, for a server route to send as they are: :mod:`..hardening.passthrough`)."""
     from PIL import Image, UnidentifiedImageError  # noqa: PLC0415 - PIL, only when an image is decoded: the tasks' import stays cheap
 
     if value is None:

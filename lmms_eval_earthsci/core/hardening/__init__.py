@@ -15,7 +15,7 @@ Its pieces, each an entry of :data:`lmms_eval_earthsci.core.adapter.patching.INV
 
 What this part may touch: the lmms-eval, loguru and torch objects its inventory entries name, through
 :func:`..adapter.patching.patch` / :func:`..adapter.patching.register`; it reads the ledger
-(:mod:`..adapter.run_status`) and the runtime. Nothing in the integration or the model boundary imports it:
+(:mod:`..adapter.run_status`: it notes what it checks and ends the process with its status) and the runtime. Nothing in the integration or the model boundary imports it:
 ``core.activation`` installs it, with :func:`install`. README.md beside this file says the same for a
 maintainer.
 """

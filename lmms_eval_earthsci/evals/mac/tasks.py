@@ -295,6 +295,3 @@ mac_ece = scoring.ece
 mac_nll = scoring.nll
 mac_rms = scoring.rms
 mac_unparsable = scoring.unparsable
-
-
-# lmms-eval imports this module while it reads our task YAMLs: make sure our hooks are in

@@ -752,6 +752,3 @@ def _log_summary(items: list) -> None:
 # metric name -> aggregation (process_results reads these; benchmark.py names the functions for the YAML generator)
 CLASSIFICATION_METRICS: dict[str, Any] = {name: globals()[fn] for name, fn in CLASSIFICATION_AGGREGATIONS.items()}
 PANEL_METRICS: dict[str, Any] = {name: globals()[fn] for name, fn in PANEL_AGGREGATIONS.items()}
-
-# lmms-eval imports this module while it reads our task YAMLs: make sure our hooks are in, whatever route
-# (entry point, --include_path, the `run` wrapper) brought it here

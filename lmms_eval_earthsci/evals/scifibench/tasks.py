@@ -401,7 +401,3 @@ def process_results_judge(doc, results):
     score = None if outcome.status == UNAVAILABLE else percent(bool(outcome.ok and outcome.verdict == gold))
     out.update(judged_fields(JUDGE_METRIC, "scifibench_judge_failed", outcome, score))
     return with_paired_score(out, score)  # the LLM extractor's verdict: the judge variant's headline
-
-
-# lmms-eval imports this module while it reads our task YAMLs: make sure our hooks are in, whatever route
-# (entry point, --include_path, the `run` wrapper) brought it here
