@@ -226,9 +226,8 @@ class Record:
     owner: str
 
 
-#: every patch this process made, in order (:func:`patch`, :func:`patch_item`, :func:`register`)
-RECORDS: list[Record] = []
-_SEEN: set[Record] = set()
+#: every patch this process made, once each, in order (:func:`patch`, :func:`patch_item`, :func:`register`)
+RECORDS: dict[Record, None] = {}
 _RECORDS_LOCK = threading.Lock()
 #: a folder: each process writes its records there at exit (tests/core/adapter/test_patch_records_e2e.py)
 RECORDS_ENV = "EARTHSCI_PATCH_RECORDS"
@@ -323,9 +322,8 @@ def _record(entry_name: str, target: str, kind: str) -> Record:
     t = entry(entry_name)  # a name the inventory does not have fails here, at the patch
     record = Record(entry=t.name, target=target, kind=kind, owner=_caller())
     with _RECORDS_LOCK:
-        if record not in _SEEN:
-            _SEEN.add(record)
-            RECORDS.append(record)
+        if record not in RECORDS:
+            RECORDS[record] = None
             if read_setting(RECORDS_ENV) and not _DUMP["registered"]:
                 _DUMP["registered"] = True
                 atexit.register(dump)

@@ -36,16 +36,23 @@ def enabled() -> bool:
     return read_flag(SETTING, True)
 
 
+_RUN_PIECES = [False]
+
+
 def install(task_manager_cls: Any = None) -> bool:
     """Every piece (the ``TaskManager`` ones when ``task_manager_cls`` is given: registration), unless
-    ``EARTHSCI_HARDENING=0``. Idempotent; returns whether the part is on. Call it before the integration's
-    wrap of the task loader (the leave-out of tasks not ours runs inside it) and before other exit handlers
-    (the exit handler must run after them)."""
+    ``EARTHSCI_HARDENING=0``. Idempotent: a later call (the run's hooks after registration) installs only
+    what is new; returns whether the part is on. Call it before the integration's wrap of the task loader
+    (the leave-out of tasks not ours runs inside it) and before other exit handlers (the exit handler must
+    run after them)."""
     if not enabled():
         return False
     exit_codes.install(task_manager_cls)
     if task_manager_cls is not None:
         libyaml.index_on_libyaml()  # a speed-up only: without libyaml lmms-eval's own loader stays
+    if _RUN_PIECES[0]:
+        return True
+    _RUN_PIECES[0] = True
     if not redaction.redact_hf_token():
         warn_missing("HF token redaction", "lmms-eval's log may show HF_TOKEN in clear")
     teardown.release_distributed_at_exit()
