@@ -424,6 +424,7 @@ def _parser() -> argparse.ArgumentParser:
         "(the judge failed or none is configured: results written, the last lines say why and the command that finishes it).",
     )
     ap.add_argument("run", nargs="?", metavar="RUN_DIR", help="an lmms-eval --output_path of a --log_samples or --predict_only run (or one *_results.json)")
+    ap.add_argument("more", nargs="*", metavar="FILE", help="--from emma-tts-release: more released files, scored together")
     ap.add_argument("--out", required=True, metavar="NEW_DIR", help="where the rescored results and samples go (lmms-eval's layout)")
     ap.add_argument(
         "--tasks", default=None,
@@ -461,6 +462,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     a = _parser().parse_args(argv)
     if not a.run:
         print("lmms-eval-earthsci rescore: give RUN_DIR (or FILE with --from)", file=sys.stderr)
+        return 2
+    files_scorer = resolve_ref(importers()[a.fmt]) if a.fmt else None
+    if getattr(files_scorer, "scores_files", False):  # released files scored as they are (no replay run)
+        try:
+            missing = [p for p in [a.run, *a.more] if not os.path.isfile(p)]
+            if missing:
+                raise RescoreError(f"{missing[0]}: no such file")
+            return int(files_scorer([a.run, *a.more], a.out, {"set": a.subset, "tasks": a.tasks}))  # type: ignore[misc]
+        except RescoreError as exc:
+            print(f"lmms-eval-earthsci rescore: {exc}", file=sys.stderr)
+            return 2
+    if a.more:
+        print(f"lmms-eval-earthsci rescore: one RUN_DIR or FILE (got {len(a.more) + 1}); several files only with --from emma-tts-release", file=sys.stderr)
         return 2
     try:
         if a.fmt:

@@ -195,11 +195,14 @@ JUDGE_SUFFIXES: tuple[tuple[str, str, Callable[[str], bool]], ...] = (
 
 
 def judge_family(prefix: str, scopes: frozenset = frozenset({"run", "demo"})) -> tuple[Setting, ...]:
-    """The judge's settings under ``prefix`` (``EARTHSCI_JUDGE``: the core's; ``EARTHSCI_DAD``: MAC's)."""
+    """The judge's settings under ``prefix`` (``EARTHSCI_JUDGE``: the core's; ``EARTHSCI_RM``: the reward model's;
+    ``EARTHSCI_DAD``: MAC's)."""
     return tuple(Setting(f"{prefix}_{suffix}", valid, check, scopes) for suffix, valid, check in JUDGE_SUFFIXES)
 
 
 CORE += judge_family("EARTHSCI_JUDGE")
+# a generative reward model (Best-of-N, core/judge/reward.py): each EARTHSCI_RM_<S> falls back to EARTHSCI_JUDGE_<S>
+CORE += judge_family("EARTHSCI_RM")
 
 
 # --------------------------------------------------------------------------- checking

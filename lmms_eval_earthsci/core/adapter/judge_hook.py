@@ -83,9 +83,10 @@ def token_counts_of(inst: Any) -> dict | None:
     return _sum_tokens(cast(list[Mapping], dicts)) if dicts else None
 
 
-def _rank_items(task: Any, media: bool, tags: Any = None) -> list[PassItem]:
+def _rank_items(task: Any, media: bool, tags: Any = None, per_question: Callable[[Any, list[str]], list[str]] | None = None) -> list[PassItem]:
     """(doc, response) items of this rank's instances of ``task``, responses as ``process_results``
-    will see them, images loaded lazily."""
+    will see them, images loaded lazily; with ``per_question``, the requests it makes of each question's
+    responses instead."""
     docs = task.eval_docs_no_media
     cache = {}
     lock = threading.Lock()
@@ -107,8 +108,10 @@ def _rank_items(task: Any, media: bool, tags: Any = None) -> list[PassItem]:
         doc = docs[inst.doc_id]
         usage = token_counts_of(inst)
         for resp in inst.filtered_resps.values():
-            for r in resp if isinstance(resp, list) else [resp]:
-                text = normalize_response(r if isinstance(r, str) else str(r), tags)
+            texts = [normalize_response(r if isinstance(r, str) else str(r), tags) for r in (resp if isinstance(resp, list) else [resp])]
+            if per_question is not None:  # the question's requests, from all its responses
+                texts = per_question(doc, texts)
+            for text in texts:
                 items.append(PassItem(doc, text, images_of(inst.doc_id) if media else dict, model_usage=usage))
     return items
 
@@ -131,15 +134,19 @@ def run_task_pass(task: Any) -> list[Outcome] | None:
     meta = task.config.metadata if isinstance(task.config.metadata, dict) else {}
     begin_pass(spec.name, meta.get("judge"))
     try:
-        client = get_judge(meta.get("judge"), purpose=f"{spec.name} metrics", prefix=spec.env_prefix)
+        client = get_judge(spec.overrides(meta.get("judge")), purpose=f"{spec.name} metrics", prefix=spec.env_prefix)
         name = getattr(task.config, "task", spec.name)
         if client is None:
             note_no_judge(str(name), JudgeConfig.from_env(meta.get("judge"), prefix=spec.env_prefix).missing(spec.env_prefix))
             return None
         note_endpoint(str(name), f"{spec.env_prefix}_BASE_URL", client.config.base_url)
-        items = _rank_items(task, media=spec.uses_images, tags=tags)
-        for it in items:
-            it.response = spec.text_of(it.response)
+        if spec.per_question is not None:
+            per_question = spec.per_question
+            items = _rank_items(task, media=spec.uses_images, tags=tags, per_question=lambda doc, texts: per_question(doc, [spec.text_of(t) for t in texts]))
+        else:
+            items = _rank_items(task, media=spec.uses_images, tags=tags)
+            for it in items:
+                it.response = spec.text_of(it.response)
         rank, size = world()
         conc = max(1, math.ceil(client.config.concurrency / size))
         outcomes = run_pass(spec, items, client, concurrency=conc, progress=rank == 0, desc=f"judging {name}", task=name, on_results=_log_lmms_usage)

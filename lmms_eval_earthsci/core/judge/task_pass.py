@@ -55,7 +55,7 @@ from typing import Any
 
 from lmms_eval_earthsci.core.data.loading import doc_key
 from lmms_eval_earthsci.core.judge.client import JudgeClient, get_judge
-from lmms_eval_earthsci.core.judge.config import JudgeResult
+from lmms_eval_earthsci.core.judge.config import JudgeConfig, JudgeResult
 from lmms_eval_earthsci.core.judge.failures import note_failures
 from lmms_eval_earthsci.core.runtime import JudgeVerdicts, current
 from lmms_eval_earthsci.core.scoring.metrics import mean_present
@@ -78,7 +78,10 @@ class JudgeSpec:
     chat-completions fields (e.g. ``max_tokens``); ``judged_text`` maps the model's raw response to
     the text the judge sees (e.g. the JSON ``answer`` field); ``process_results`` looks outcomes up
     with that same text. ``env_prefix`` names the endpoint's variables (``EARTHSCI_JUDGE_*``; e.g.
-    ``EARTHSCI_DAD_*`` for MAC's stage-2 reasoner, falling back to the judge's)."""
+    ``EARTHSCI_DAD_*`` for MAC's stage-2 reasoner, falling back to the judge's); ``defaults`` are settings
+    (``max_tokens``) used where no such variable sets them. ``per_question`` makes the requests of one
+    question from all its responses (``--repeats``: a reward model shown N candidates at once): each
+    returned text is a "response" to ``build`` and to :func:`outcome_for`; None: one request per response."""
     name: str
     build: Builder
     parse: Callable[[str], Any]
@@ -86,6 +89,15 @@ class JudgeSpec:
     settings: Mapping[str, Any] = field(default_factory=dict)
     judged_text: Callable[[str], str] | None = None
     env_prefix: str = "EARTHSCI_JUDGE"
+    defaults: Mapping[str, Any] = field(default_factory=dict)
+    per_question: Callable[[Mapping[str, Any], list[str]], list[str]] | None = None
+
+    def overrides(self, given: Mapping[str, Any] | None) -> dict | None:
+        """The task's judge overrides, plus each of ``defaults`` that no ``<env_prefix>_*`` variable set."""
+        if not self.defaults:
+            return dict(given) if given else None
+        cfg = JudgeConfig.from_env(None, prefix=self.env_prefix)
+        return {**{k: v for k, v in self.defaults.items() if getattr(cfg, k, None) is None}, **(given or {})}
 
     def text_of(self, response: Any) -> str:
         text = response if isinstance(response, str) else ("" if response is None else str(response))
@@ -291,7 +303,7 @@ def outcome_for(spec: JudgeSpec, doc: Mapping[str, Any], response: str, override
         pass_error = v.errors.get(spec.name)
     if hit is not None:
         return hit
-    client = get_judge(overrides if overrides is not None else used_overrides, purpose=f"{spec.name} metrics", prefix=spec.env_prefix)
+    client = get_judge(spec.overrides(overrides if overrides is not None else used_overrides), purpose=f"{spec.name} metrics", prefix=spec.env_prefix)
     if client is None:
         return Outcome(UNAVAILABLE)
     noted: dict = {}

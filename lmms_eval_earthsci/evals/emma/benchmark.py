@@ -4,6 +4,7 @@ import functools
 import os
 
 from lmms_eval_earthsci.core.benchmark import Benchmark
+from lmms_eval_earthsci.core.scoring.scaling import CurveNames
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 # the Hub repos (names importable without the task module, which installs the run hooks)
@@ -37,6 +38,10 @@ CODING_TASKS = ["Vis Choose Code", "Code Choose Vis", "Modify Without Image", "M
 METRIC = "emma_acc"
 LENIENT = "emma_acc_lenient"
 MAJ, PASS = "emma_maj@k", "emma_pass@k"
+# test-time scaling (paper §4.3, Tables 3 and 7): one metric per method and N (evals/emma/scaling.py)
+# (N = 1, 2, 4, 8, 16; Best-of-N from N = 2: one candidate needs no reward model, and Table 3 has no such cell)
+CURVES = CurveNames(maj="emma_maj@{}", pass_="emma_pass@{}", pass_unbiased="emma_pass_unbiased@{}", bon="emma_bon@{}", rm_failed="emma_rm_failed")
+MAJ_NORMALIZED = "emma_maj_normalized@k"
 JUDGE_METRIC, JUDGE_FAILED = "emma_judge_acc", "emma_judge_failed"
 # breakdown metrics: emma_<field>_<label> = emma_acc over that slice (see core.scoring.metrics)
 BREAKDOWN_PREFIX = "emma"
@@ -56,13 +61,14 @@ BENCHMARK = Benchmark(
     title="EMMA",
     folder=HERE,
     report="lmms_eval_earthsci.evals.emma.report:EmmaReport",
-    version=1.0,
+    # 1.1: emma_maj@k / emma_pass@k follow the authors' test-time-scaling rules over every --repeats candidate
+    # (before: lmms-eval's filter passed the first only, and the vote was normalised), the curves at N = 1-16 added
+    version=1.1,
     # the circular variants' 1.1: circular_no_answer and flip_rate_answered added (issue 52; every other metric unchanged)
-    task_versions={f"emma_{size}_{subject}_circular": 1.1 for size in ("mini", "full") for subject in ("math", "physics", "chemistry", "coding")},
     yaml_files="lmms_eval_earthsci.evals.emma.yamls:emma_files",
     datasets=(DATASET_MINI, DATASET_FULL),
     fixtures={repo: "lmms_eval_earthsci.evals.emma.fixtures:write_emma" for repo in (DATASET_MINI, DATASET_FULL)},
-    importers={"emma-release": "lmms_eval_earthsci.evals.emma.tasks:release_plan"},
+    importers={"emma-release": "lmms_eval_earthsci.evals.emma.tasks:release_plan", "emma-tts-release": "lmms_eval_earthsci.evals.emma.tts_release:rescore_files"},
     suite=("emma_mini",),
     suite_nojudge=("emma_mini",),
     demo_tasks=("emma_mini", "emma_mini_direct", "emma_full", "emma_mini_judge"),

@@ -20,12 +20,33 @@ from word2number import w2n
 from lmms_eval_earthsci.core.activation import activate
 from lmms_eval_earthsci.core.data import RecordError, check_image, load_image, record_check, require
 from lmms_eval_earthsci.core.data.releases import RescoreError, read_records, release_name, release_plan_dict
+from lmms_eval_earthsci.core.judge import reward
 from lmms_eval_earthsci.core.judge.task_pass import UNAVAILABLE, JudgeSpec, judged, judged_fields, outcome_for, slice_value
 from lmms_eval_earthsci.core.prompts import messages as msg
+from lmms_eval_earthsci.core.scoring import scaling
 from lmms_eval_earthsci.core.scoring.extraction import Extracted, as_text, extract_after_phrase, extract_boxed_answer, extract_option_letter, option_letters
 from lmms_eval_earthsci.core.scoring.metrics import breakdown_scores, percent, split_labels, with_paired_score
 from lmms_eval_earthsci.core.scoring.similarity import get_matcher
-from lmms_eval_earthsci.evals.emma.benchmark import BENCHMARK, BREAKDOWN_PREFIX, CATEGORIES, CODING_TASKS, JUDGE_FAILED, JUDGE_METRIC, LENIENT, MAJ, METRIC, PASS, QUESTION_TYPES, REVISION_FULL, REVISION_MINI, SUBJECTS, breakdowns  # noqa: F401 - the names it had: still tasks.X
+from lmms_eval_earthsci.evals.emma.benchmark import (  # noqa: F401 - the names it had: still tasks.X
+    BENCHMARK,
+    BREAKDOWN_PREFIX,
+    CATEGORIES,
+    CODING_TASKS,
+    CURVES,
+    JUDGE_FAILED,
+    JUDGE_METRIC,
+    LENIENT,
+    MAJ,
+    MAJ_NORMALIZED,
+    METRIC,
+    PASS,
+    QUESTION_TYPES,
+    REVISION_FULL,
+    REVISION_MINI,
+    SUBJECTS,
+    breakdowns,
+)
+from lmms_eval_earthsci.evals.emma.scaling import RM_DEFAULTS, SCORING_PROMPT, extract_answer_dev
 
 # the benchmark's one call: its datasets and settings declared; inside an lmms-eval run, the run's hooks installed
 activate(BENCHMARK)
@@ -228,15 +249,16 @@ def _word_number(s: str) -> str | None:
         return None
 
 
-def is_equal(pred: str, gold: str) -> bool:
+def is_equal(pred: str, gold: str, words: bool = True) -> bool:
     """The official equivalence test (spec §4.3): lower-cased string equality, word-to-number on the
-    prediction, then numeric equality after rounding both to 2 decimals."""
+    prediction, then numeric equality after rounding both to 2 decimals. ``words=False``: the development
+    repository's test, without word-to-number (the test-time-scaling files were scored with it)."""
     pred, gold = pred.lower(), gold.lower()
     if pred.strip() == gold.strip():
         return True
     if not pred:
         return False
-    if _word_number(pred) == gold.strip():
+    if words and _word_number(pred) == gold.strip():
         return True
     # Numeric equality needs both values. The official code parses the prediction first; when the
     # gold's value is known without the parser (a plain number, or plain words such as an option
@@ -290,9 +312,9 @@ def _breakdowns(doc, score) -> dict:
 
 
 def process_results(doc, results):
-    """``emma_acc`` (official rules) plus its breakdowns; an empty, huge or malformed response is
-    scored wrong and counted."""
-    response = results[0] if results else ""
+    """``emma_acc`` (official rules, on the first candidate under ``--repeats``) plus its breakdowns; an
+    empty, huge or malformed response is scored wrong and counted."""
+    response = scaling.samples_of(results)[0]
     verdict = score_response(doc, response)
     score = percent(verdict["correct"])
     out = _breakdowns(doc, score)
@@ -331,45 +353,111 @@ def lenient_verdict(doc, response: Any, official: dict) -> dict:
     return {"correct": False, "rule": "none"}
 
 
-# ---------------------------------------------------------------------------- test-time scaling
+# ---------------------------------------------------------------------------- test-time scaling (spec: emma_test_time_scaling.md)
+
+
+def judge_answer(doc, extraction: str) -> bool:
+    """The development repository's verdict on an extracted answer (against ``answer`` or the gold
+    option's text; no word-to-number): how the authors' test-time-scaling files were scored."""
+    return is_equal(extraction, str(doc.get("answer", "")), words=False) or is_equal(extraction, gold_content(doc), words=False)
+
+
+def candidate_correct(doc, response: Any) -> bool:
+    ext = extract_answer_dev(response)
+    return ext is not None and judge_answer(doc, ext)
+
+
+def scaling_items(doc, responses: list) -> dict:
+    """The curves (``emma_maj@N``, ``emma_pass@N``, ``emma_pass_unbiased@N``), and at N = T (every candidate
+    of the run, in the subset's order) ``emma_maj@k`` / ``emma_pass@k`` with the same rules, and
+    ``emma_maj_normalized@k`` (ours, the rule ``emma_maj@k`` had before version 1.1: answers compared
+    lower-cased with whitespace collapsed, empty answers ignored)."""
+    out = scaling.curve_items(responses, extract_answer_dev, lambda ext: judge_answer(doc, ext), CURVES)
+    candidates = out.pop("candidates")
+    total = len(responses)
+    nums = scaling.subset(total, total).nums
+    vote = scaling.majority_vote([candidates[i]["extraction"] for i in nums])
+    out[MAJ] = {"score": percent(vote.pick is not None and judge_answer(doc, vote.pick)), "k": total, "majority": vote.pick, "candidates": candidates}
+    out[PASS] = {"score": percent(any(c["correct"] for c in candidates)), "k": total}
+    out[MAJ_NORMALIZED] = {"score": percent(normalized_vote(doc, responses)), "k": total}
+    return out
 
 
 def _vote_key(pred: str) -> str:
     return " ".join(pred.strip().lower().split())
 
 
-def scaling_verdicts(doc, responses: list, first: dict | None = None) -> dict:
-    """``emma_maj@k`` and ``emma_pass@k`` over the k responses of one question (lmms-eval ``repeats``).
-    Majority vote over the non-empty official extractions (compared lower-cased, whitespace
-    collapsed); ties broken at random with a seed fixed per question; no extraction at all is wrong.
-    pass@k: any of the k responses is correct. With k = 1 both equal ``emma_acc``."""
-    scored = [first if (i == 0 and first is not None) else score_response(doc, r) for i, r in enumerate(responses)] or [score_response(doc, "")]
-    votes: dict[str, list[dict]] = {}
-    for v in scored:
+def normalized_vote(doc, responses: list) -> bool:
+    """``emma_maj_normalized@k``: a vote over the non-empty official (current) extractions compared
+    lower-cased with whitespace collapsed; ties broken at random with a seed fixed per question."""
+    votes: dict[str, bool] = {}
+    counts: dict[str, int] = {}
+    for r in responses:
+        v = score_response(doc, r)
         if v["extraction"].strip():
-            votes.setdefault(_vote_key(v["extraction"]), []).append(v)
-    if votes:
-        top = max(len(vs) for vs in votes.values())
-        tied = sorted(k for k, vs in votes.items() if len(vs) == top)
-        pick = tied[0] if len(tied) == 1 else random.Random(f"{TIE_SEED}:{_pid(doc)}").choice(tied)
-        maj = votes[pick][0]["correct"]
-    else:
-        pick, maj = "", False
-    return {"k": len(scored), "majority": pick, "maj_correct": maj, "pass_correct": any(v["correct"] for v in scored)}
+            key = _vote_key(v["extraction"])
+            counts[key] = counts.get(key, 0) + 1
+            votes.setdefault(key, v["correct"])
+    if not counts:
+        return False
+    top = max(counts.values())
+    tied = sorted(k for k, c in counts.items() if c == top)
+    pick = tied[0] if len(tied) == 1 else random.Random(f"{TIE_SEED}:{_pid(doc)}").choice(tied)
+    return votes[pick]
 
 
 @record_check(check_record)
 def process_results_full(doc, results):
-    """All rule-based EMMA metrics: ``emma_acc`` and breakdowns, ``emma_acc_lenient``,
-    ``emma_maj@k`` / ``emma_pass@k``."""
+    """All rule-based EMMA metrics: ``emma_acc`` and breakdowns, ``emma_acc_lenient``, and the test-time
+    scaling curves over the ``--repeats`` candidates."""
     out = process_results(doc, results)
     official = out[METRIC]
-    response = results[0] if results else ""
-    lenient = lenient_verdict(doc, response, official)
+    responses = scaling.samples_of(results)
+    lenient = lenient_verdict(doc, responses[0], official)
     out[LENIENT] = {"score": percent(lenient["correct"]), **lenient}
-    tts = scaling_verdicts(doc, list(results), first=official)
-    out[MAJ] = {"score": percent(tts["maj_correct"]), "k": tts["k"], "majority": tts["majority"]}
-    out[PASS] = {"score": percent(tts["pass_correct"]), "k": tts["k"]}
+    out.update(scaling_items(doc, responses))
+    return out
+
+
+def reward_prompts(doc, responses: list) -> dict[int, str]:
+    """``{N: the reward model's prompt}``: the CoT query, the N candidates, the authors' instructions."""
+    return reward.prompts_for(responses, build_query(doc, "CoT"), SCORING_PROMPT, CURVES.bon_sizes)
+
+
+def _rm_messages(doc, prompt: str, images) -> list:
+    """The reward model's request: one user turn, the prompt's ``<image_k>`` replaced by the question's
+    images in place, as the generation sent them; no system turn."""
+    media = images()
+
+    def resolve(k: int):
+        field = _image_field(doc, k)
+        if media.get(field) is None:
+            raise RecordError(_dataset(doc), _pid(doc), field, "the reward model's prompt names this image; the doc has none")
+        return media[field]
+
+    return msg.chat_messages(prompt, resolve)
+
+
+REWARD_MODEL = JudgeSpec(
+    name="emma_rm",
+    build=_rm_messages,
+    parse=reward.parse_reply,
+    uses_images=True,
+    settings={"temperature": RM_DEFAULTS["temperature"]},
+    defaults={"max_tokens": RM_DEFAULTS["max_tokens"]},
+    env_prefix="EARTHSCI_RM",
+    per_question=lambda doc, responses: list(reward_prompts(doc, responses).values()),
+)
+
+
+@record_check(check_record)
+@judged(REWARD_MODEL)
+def process_results_tts(doc, results):
+    """The test-time-scaling tasks: everything :func:`process_results_full` gives, and ``emma_bon@N``
+    (Best-of-N by the generative reward model, ``EARTHSCI_RM_*``) with ``emma_rm_failed``."""
+    out = process_results_full(doc, results)
+    responses = [as_text(r) for r in scaling.samples_of(results)]
+    out.update(reward.best_of_n_items(REWARD_MODEL, doc, responses, reward_prompts(doc, responses), lambda i: candidate_correct(doc, responses[i]), CURVES))
     return out
 
 
@@ -427,7 +515,7 @@ def process_results_judge(doc, results):
     ``judge`` field), beside the rule-based ``emma_acc``. The category/type breakdowns here are of
     ``emma_judge_acc`` (None without a judge)."""
     out = process_results_full(doc, results)
-    response = results[0] if results else ""
+    response = scaling.samples_of(results)[0]
     outcome = outcome_for(JUDGE, doc, as_text(response))
     score = None if outcome.status == UNAVAILABLE else percent(bool(outcome.ok and outcome.verdict))
     out.update(_breakdowns(doc, slice_value(outcome, score)))

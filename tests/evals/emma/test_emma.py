@@ -193,27 +193,51 @@ def test_lenient_leaves_open_ended_to_the_official_rules():
 
 
 def test_majority_and_pass_at_k():
-    out = emma.process_results_full(MATH_MC, ["\\boxed{A}", "\\boxed{B}", "The answer is \\boxed{ b }", "no idea"])
-    assert out["emma_maj@k"] == {"score": 100.0, "k": 4, "majority": "b"}
+    # --repeats 4 reaches process_results as one list (the KeepSamples filter); the candidates in the seeded
+    # permutation's order (0, 3, 1, 2); the authors' vote counts raw extractions: A, "no idea", B, b tie
+    responses = ["\\boxed{A}", "\\boxed{B}", "The answer is \\boxed{ b }", "no idea"]
+    out = emma.process_results_full(MATH_MC, [responses])
+    assert {k: v for k, v in out["emma_maj@k"].items() if k != "candidates"} == {"score": 0.0, "k": 4, "majority": "A"}
+    assert [c["extraction"] for c in out["emma_maj@k"]["candidates"]] == ["A", "B", "b", "no idea"]
     assert out["emma_pass@k"] == {"score": 100.0, "k": 4}
+    # the rule emma_maj@k had before 1.1 (lower-cased, whitespace collapsed, empty ignored): b wins twice
+    assert out["emma_maj_normalized@k"] == {"score": 100.0, "k": 4}
     assert out["emma_acc"]["score"] == 0.0  # emma_acc scores the first response, as the official code
-    out = emma.process_results_full(MATH_MC, ["\\boxed{A}", "\\boxed{C}", "\\boxed{C}"])
+    assert out["emma_maj@4"]["pick"] == "A" and out["emma_maj@4"]["tied"] == ["A", "no idea", "B", "b"]
+    assert out["emma_maj@2"]["pick"] == "A" and out["emma_pass@2"]["score"] == 0.0  # shows candidates 0 and 3
+    assert out["emma_pass_unbiased@2"]["score"] == 100.0 * (1 - 1 / 6)  # 2 of 4 right: 1 - C(2,2)/C(4,2)
+    assert out["emma_maj@8"] is None and out["emma_pass@16"] is None  # above T: no value
+    out = emma.process_results_full(MATH_MC, [["\\boxed{A}", "\\boxed{C}", "\\boxed{C}"]])
     assert out["emma_maj@k"]["score"] == 0.0 and out["emma_pass@k"]["score"] == 0.0
-    out = emma.process_results_full(MATH_MC, ["nothing", ""])
-    assert out["emma_maj@k"] == {"score": 0.0, "k": 2, "majority": ""}
+    # an empty response does not vote; "nothing" (no answer found) is a vote of its own and wins alone
+    out = emma.process_results_full(MATH_MC, [["nothing", ""]])
+    assert out["emma_maj@k"]["majority"] == "nothing" and out["emma_maj@k"]["score"] == 0.0
+    assert out["emma_maj_normalized@k"]["score"] == 0.0
     # k = 1: both equal emma_acc
     out = emma.process_results_full(MATH_MC, ["\\boxed{B}"])
-    assert out["emma_maj@k"]["score"] == out["emma_pass@k"]["score"] == out["emma_acc"]["score"] == 100.0
+    assert out["emma_maj@k"]["score"] == out["emma_pass@k"]["score"] == out["emma_acc"]["score"] == out["emma_maj@1"]["score"] == 100.0
 
 
-def test_majority_ties_are_random_but_seeded():
+def test_candidates_are_scored_with_the_development_repository_rules():
+    # spec §3: no "B." prefix, no "answer:" flag, the whole response when nothing matches, no word-to-number
+    assert emma.extract_answer_dev("B. foo") == "B. foo" and emma.fast_extract_answer("B. foo").value == "B"
+    assert emma.extract_answer_dev("Final answer: c") == "Final answer: c"
+    assert emma.extract_answer_dev("The correct answer is D.\nMore") == "d"
+    assert emma.extract_answer_dev("\\boxed{}") == "" and emma.extract_answer_dev("") is None and emma.extract_answer_dev(None) is None
+    assert emma.extract_answer_dev("b") == "B" and emma.extract_answer_dev("\\boxed{\\text{ C }}") == "C"
+    doc = {**MATH_MC, "type": "Open-ended", "options": None, "answer": "2"}
+    assert emma.is_equal("two", "2") and not emma.is_equal("two", "2", words=False)
+    assert not emma.candidate_correct(doc, "\\boxed{two}") and emma.candidate_correct(doc, "\\boxed{2.0}")
+
+
+def test_majority_ties_of_the_normalized_vote_are_random_but_seeded():
     picks = set()
     for i in range(40):
         doc = {**MATH_MC, "pid": f"m{i}"}
-        first = emma.scaling_verdicts(doc, ["\\boxed{A}", "\\boxed{B}"])["majority"]
-        assert all(emma.scaling_verdicts(doc, ["\\boxed{B}", "\\boxed{A}"])["majority"] == first for _ in range(3))
+        first = emma.normalized_vote(doc, ["\\boxed{A}", "\\boxed{B}"])
+        assert all(emma.normalized_vote(doc, ["\\boxed{B}", "\\boxed{A}"]) == first for _ in range(3))
         picks.add(first)
-    assert picks == {"a", "b"}
+    assert picks == {True, False}
 
 
 def test_judge_prompt_is_the_official_one():

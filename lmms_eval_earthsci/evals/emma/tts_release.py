@@ -1,0 +1,195 @@
+"""``rescore --from emma-tts-release FILE...``: the EMMA authors' released test-time-scaling files
+(``results/test-time-compute/`` of their development repository; layouts: spec §0.5) scored by our
+majority vote, subsets, reward-model prompt, parser and selection rule, into their ``*_result.json`` shape
+(spec §9) beside each method's per-question picks.
+
+Each file is one JSON object keyed by pid. Its layout is read from its fields:
+
+- raw (``response_0`` ... ``response_{T-1}``, T from the count): every curve point N <= T (``maj@N``,
+  ``pass@N``, ``pass_unbiased@N``) with the authors' seeded subsets;
+- majority vote (``extraction_list``): the N candidates it holds, voted in file order (no second draw);
+- Best-of-N (``scoring_query`` / ``scoring_response``; T from the file name's ``_<T>``, N from the folder
+  ``*-best-of-<N>`` or the prompt's labels): our rebuilt reward-model prompt must equal the one they sent,
+  byte for byte (else an error naming the question and the first differing character); their recorded
+  reply is then read with our parser and selection rule.
+
+Questions are scored from the file's own fields (``answer``, ``gt_content``, ``type``, ``category``,
+``task``): the development repository's question set differs from the EMMA-mini release in 14 of 400 pids.
+Their InternVL reward-model files were made by an older selection rule (spec §5.6) and are out of scope:
+their picks differ on ties where a label >= T won.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from lmms_eval_earthsci.core.data.releases import RescoreError, _open_text
+from lmms_eval_earthsci.core.scoring import scaling
+from lmms_eval_earthsci.evals.emma.scaling import SCORING_PROMPT, extract_answer_dev
+from lmms_eval_earthsci.evals.emma.tasks import is_equal
+
+_RESPONSE = re.compile(r"^response_(\d+)$")
+_LABEL = re.compile(r"\nResponse\{(\d+)\}:\nke")
+
+
+def read_release(path: str) -> dict[str, dict]:
+    """One released file: ``{pid: record}``; an error names the file when it is not that."""
+    try:
+        with _open_text(path) as f:
+            data = json.load(f)
+    except (OSError, ValueError) as exc:
+        raise RescoreError(f"{path}: not a JSON file ({exc})") from exc
+    if not isinstance(data, dict) or not data or not all(isinstance(v, dict) and "pid" in v for v in data.values()):
+        raise RescoreError(f"{path}: not an EMMA test-time-scaling file (one JSON object keyed by pid, each record with pid)")
+    return data
+
+
+def _responses(rec: Mapping[str, Any]) -> dict[int, Any]:
+    return {int(m.group(1)): v for k, v in rec.items() if (m := _RESPONSE.match(k))}
+
+
+def _name_number(path: str, pattern: str) -> int | None:
+    m = re.search(pattern, path.replace("\\", "/"))
+    return int(m.group(1)) if m else None
+
+
+def layout_of(path: str, data: Mapping[str, Mapping[str, Any]]) -> str:
+    first = next(iter(data.values()))
+    if "scoring_query" in first or "scoring_response" in first:
+        return "best-of-n"
+    if "extraction_list" in first:
+        return "majority-vote"
+    if "score_list" in first:
+        raise RescoreError(f"{path}: a Qwen reward-model scoring file; not read here (its layout: spec §6)")
+    return "raw"
+
+
+def correct(rec: Mapping[str, Any], extraction: str | None) -> bool:
+    """The development repository's verdict, from the file's own ``answer`` and ``gt_content``."""
+    if extraction is None:
+        return False
+    return is_equal(extraction, str(rec.get("answer", "")), words=False) or is_equal(extraction, str(rec.get("gt_content", "")), words=False)
+
+
+def _first_difference(a: str, b: str) -> str:
+    i = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+    return f"character {i}: ours {a[i:i + 30]!r}, theirs {b[i:i + 30]!r}"
+
+
+def score_file(path: str) -> dict[str, dict[str, dict]]:
+    """``{method: {pid: {"correct": bool, ...}}}`` for one file (method: ``maj@N``, ``pass@N``,
+    ``pass_unbiased@N``, ``bon@N``)."""
+    data = read_release(path)
+    layout = layout_of(path, data)
+    out: dict[str, dict[str, dict]] = {}
+    if layout == "majority-vote":
+        for pid, rec in data.items():
+            cands = _responses(rec)
+            n = len(cands)
+            vote = scaling.majority_vote([extract_answer_dev(cands[i]) for i in range(n)])
+            out.setdefault(f"maj@{n}", {})[pid] = {"correct": correct(rec, vote.pick), "pick": vote.pick, "votes": [extract_answer_dev(cands[i]) for i in range(n) if cands[i]]}
+        return out
+    total = _name_number(path, r"_(\d+)(?:_raw)?\.json(?:\.gz)?$")
+    if layout == "raw":
+        for pid, rec in data.items():
+            cands = _responses(rec)
+            t = total or len(cands)
+            responses = [cands.get(i) for i in range(t)]
+            names = scaling.CurveNames(maj="maj@{}", pass_="pass@{}", pass_unbiased="pass_unbiased@{}", bon="bon@{}", rm_failed="")
+            items = scaling.curve_items(responses, extract_answer_dev, lambda e, rec=rec: correct(rec, e), names)
+            for method, item in items.items():
+                if method != "candidates" and item is not None:
+                    # pass_unbiased@N's value is the estimate (0-1), the others' 0 or 1
+                    out.setdefault(method, {})[pid] = {"correct": item["score"] > 0, "value": item["score"] / 100, "pick": item.get("pick")}
+        return out
+    n_from_folder = _name_number(path, r"best-of-(\d+)/")
+    for pid, rec in data.items():
+        cands = _responses(rec)
+        t = total or len(cands)
+        query, sent = rec.get("scoring_query"), rec.get("scoring_response")
+        n = n_from_folder or len(_LABEL.findall(query or ""))
+        if not query:
+            out.setdefault(f"bon@{n}", {})[pid] = {"correct": False, "pick": None, "why": "no reward-model prompt in the file (their run failed on it)"}
+            continue
+        sub = scaling.subset(t, n)
+        rebuilt = scaling.reward_prompt(str(rec.get("query", "")), {i: (v or None) for i, v in cands.items()}, sub.nums, SCORING_PROMPT)
+        if rebuilt != query:
+            raise RescoreError(f"{path}, question {pid}: our reward-model prompt differs from the one they sent at {_first_difference(rebuilt, query)}")
+        pick = scaling.select_best(scaling.parse_final_scores(sent), sub)
+        ok = pick.index is not None and correct(rec, extract_answer_dev(cands.get(pick.index)))
+        out.setdefault(f"bon@{n}", {})[pid] = {"correct": ok, "pick": pick.index, "tied": pick.tied, "why": pick.why}
+    return out
+
+
+def _cell(c: float, n: int) -> dict:
+    return {"accuracy": c / n if n else 0, "correct": c, "total": n}
+
+
+def result_json(data: Mapping[str, Mapping[str, Any]], verdicts: Mapping[str, Mapping[str, Any]]) -> dict:
+    """The authors' ``*_result.json`` (``calculate_acc.py``, spec §9) over every question of the file: a
+    question without a verdict counts as wrong."""
+    groups: dict[tuple, list[float]] = {}
+
+    def add(key: tuple, ok: float) -> None:
+        groups.setdefault(key, []).append(ok)
+
+    for pid, rec in data.items():
+        v = verdicts.get(pid, {})
+        ok = float(v.get("value", bool(v.get("correct"))))
+        subject = str(rec.get("subject", ""))
+        add(("average",), ok)
+        add(("subject", subject), ok)
+        add(("question_type", str(rec.get("type", "")).lower()), ok)
+        cats = [c.strip() for c in str(rec.get("category", "")).split(";")] if subject == "Coding" else [str(rec.get("category", ""))]
+        for c in cats:
+            add(("category", subject, c), ok)
+        if rec.get("task"):
+            add(("task", f"{subject}_{rec['task']}"), ok)
+    out: dict[str, Any] = {"average": {}, "subject": {}, "question_type": {}, "category": {}, "task": {}}
+    for key, oks in groups.items():
+        right = sum(oks)
+        cell = _cell(int(right) if float(right).is_integer() else right, len(oks))
+        if key[0] == "average":
+            out["average"] = cell
+        elif key[0] == "category":
+            out["category"].setdefault(key[1], {})[key[2]] = cell
+        else:
+            out[key[0]][key[1]] = cell
+    return out
+
+
+def score_files(paths: Sequence[str], out_dir: str) -> list[tuple[str, str, dict]]:
+    """Every file's methods scored; ``<out>/<file>.<method>_result.json`` (their shape) and
+    ``<out>/<file>.<method>.jsonl`` (per question: verdict, pick) written. Returns (file, method, result)."""
+    os.makedirs(out_dir, exist_ok=True)
+    done = []
+    for path in paths:
+        data = read_release(path)
+        name = re.sub(r"\.json(?:\.gz)?$", "", os.path.basename(path))
+        folder = os.path.basename(os.path.dirname(os.path.abspath(path)))
+        for method, verdicts in score_file(path).items():
+            result = result_json(data, verdicts)
+            stem = os.path.join(out_dir, f"{folder}.{name}.{method}")
+            with open(stem + "_result.json", "w") as f:
+                json.dump(result, f, indent=2)
+            with open(stem + ".jsonl", "w") as f:
+                for pid in data:
+                    f.write(json.dumps({"pid": pid, **verdicts.get(pid, {"correct": False, "why": "no verdict"})}, ensure_ascii=False) + "\n")
+            done.append((path, method, result))
+    return done
+
+
+def rescore_files(paths: Sequence[str], out_dir: str, options: Mapping[str, Any]) -> int:
+    """The ``rescore --from emma-tts-release`` command: scores, writes, prints a line per file and method."""
+    for path, method, result in score_files(paths, out_dir):
+        avg = result["average"]
+        print(f"{path}: {method} {avg['correct']}/{avg['total']} = {100 * avg['accuracy']:.2f}")
+    print(f"written to {out_dir}")
+    return 0
+
+
+rescore_files.scores_files = True  # type: ignore[attr-defined]  # rescore calls it with every FILE, not for a replay plan
