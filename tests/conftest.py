@@ -39,7 +39,7 @@ def hf_home(tmp_path_factory):
 def cli_env(mirror, hf_home, **extra):
     env = dict(os.environ)
     for k in list(env):
-        if k.startswith(("EARTHSCI_JUDGE", "OPENAI_", "API_TYPE", "AZURE_")):
+        if k.startswith(("EARTHSCI_JUDGE", "EARTHSCI_RM_", "OPENAI_", "API_TYPE", "AZURE_")):
             env.pop(k)
     env.update(
         {

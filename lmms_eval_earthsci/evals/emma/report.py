@@ -5,10 +5,13 @@ from __future__ import annotations
 
 from lmms_eval_earthsci.core.benchmark import ChartSpec, Family, PaperValue, ProtocolNote, ReportSpec
 from lmms_eval_earthsci.core.scoring.papers import canonical_model
+from lmms_eval_earthsci.evals.emma.benchmark import CURVES, MAJ_NORMALIZED
 
 SUBJECTS = ("math", "physics", "chemistry", "coding")
 # with k = 1 (no --repeats) both equal emma_acc of the same task: shown only where they differ from it
 REPEAT_METRICS = ("emma_maj@k", "emma_pass@k")
+# the test-time-scaling curves and the normalised vote: rows only where some run sampled (--repeats T >= 2)
+SCALING_METRICS = frozenset([*CURVES.all(), CURVES.rm_failed, MAJ_NORMALIZED, *REPEAT_METRICS])
 
 
 def family(task: str) -> str:
@@ -61,6 +64,8 @@ class EmmaReport(ReportSpec):
         return family(task)
 
     def skip_row(self, fam, task, metric, view, primary, is_slice):
+        if metric in SCALING_METRICS and not any(r.value(task, CURVES.maj.format(2))[1] is not None for r in view.runs()):
+            return True
         # maj@k / pass@k equal to emma_acc (k = 1) say nothing
         if metric in REPEAT_METRICS and all(r.value(task, "emma_acc") == r.value(task, metric) for r in view.runs() if r.value(task, metric)[0]):
             return True

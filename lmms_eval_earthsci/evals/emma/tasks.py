@@ -504,6 +504,7 @@ JUDGE = JudgeSpec(
     name="emma_judge",
     build=lambda doc, response, images: [{"role": "user", "content": judge_prompt(doc, response)}],
     parse=judge_decision,
+    per_question=lambda doc, responses: responses[:1],  # the first candidate is judged (--repeats: not every one)
 )
 
 

@@ -195,3 +195,18 @@ def test_reasoning_tokens_are_read_from_completion_details():
     assert judge_client._usage({"prompt_tokens": 5, "completion_tokens": 9, "completion_tokens_details": {"reasoning_tokens": 7}}) == {"prompt_tokens": 5, "completion_tokens": 9, "reasoning_tokens": 7}
     assert judge_client._usage({"prompt_tokens": 5, "completion_tokens": 9, "completion_tokens_details": None}) == {"prompt_tokens": 5, "completion_tokens": 9}
     assert judge_client._usage({"completion_tokens_details": {"reasoning_tokens": "x"}}) == {"prompt_tokens": 0, "completion_tokens": 0}
+
+
+def test_spec_defaults_apply_where_no_variable_sets_them(monkeypatch):
+    from lmms_eval_earthsci.core.judge.task_pass import JudgeSpec
+
+    spec = JudgeSpec(name="rm", build=lambda d, r, i: [], parse=str, env_prefix="EARTHSCI_RM", defaults={"max_tokens": 2048})
+    for k in ("EARTHSCI_RM_MAX_TOKENS", "EARTHSCI_JUDGE_MAX_TOKENS"):
+        monkeypatch.delenv(k, raising=False)
+    assert spec.overrides(None) == {"max_tokens": 2048}
+    assert spec.overrides({"concurrency": 4}) == {"max_tokens": 2048, "concurrency": 4}
+    monkeypatch.setenv("EARTHSCI_JUDGE_MAX_TOKENS", "512")  # the RM falls back to the judge's setting: it wins over the default
+    assert spec.overrides(None) == {}
+    monkeypatch.setenv("EARTHSCI_RM_MAX_TOKENS", "4096")
+    assert spec.overrides({"max_tokens": 100}) == {"max_tokens": 100}  # a task's own override wins over everything
+    assert JudgeSpec(name="j", build=lambda d, r, i: [], parse=str).overrides(None) is None

@@ -1,0 +1,103 @@
+"""emma_mini_tts through the real lmms-eval CLI: 16 candidates per question reach process_results, the
+curves follow the authors' subsets, and Best-of-N asks a reward model (a loopback OpenAI-compatible server,
+EARTHSCI_RM_*) once per question and N with the authors' prompt and the question's image, reads its
+\\finalscore replies, counts a failed request and resumes from the cache."""
+
+import re
+from collections import defaultdict
+
+import pytest
+from conftest import cli_env, openai_args, read_outputs, run_cli
+
+from lmms_eval_earthsci.core.scoring import scaling
+from lmms_eval_earthsci.testing.openai_server import FakeOpenAIServer, Fault, text_of
+
+pytestmark = pytest.mark.e2e
+
+RM_MODEL = "rm-m"
+# the i-th sample of a question (the server counts them): A, B, B with words before it, no answer
+CYCLE = ["\\boxed{A}", "\\boxed{B}", "Rotating gives a triangle, so \\boxed{B}", "I am not sure."]
+
+
+class ModelAndRewardModel:
+    def __init__(self, fail_on=None):
+        self.calls = defaultdict(int)
+        self.fail_on = fail_on
+        self.rm_bodies = []
+
+    def __call__(self, body):
+        text = text_of(body)
+        if body.get("model") != RM_MODEL:
+            i = self.calls[text]
+            self.calls[text] += 1
+            return CYCLE[i % len(CYCLE)]
+        self.rm_bodies.append(body)
+        if self.fail_on and self.fail_on in text:
+            return Fault("status", status=500)
+        # a reward model that likes \boxed{B}: 5 for those, 1 for the others (both forms of \finalscore)
+        labels = re.findall(r"\nResponse\{(\d+)\}:\nke(.*?)(?=\nResponse\{|\nYou are a fair)", text, re.S)
+        return "\n".join(f"\\finalscore{{{i}}}{{reason}}{{{5 if 'boxed{B}' in r else 1}}}" for i, r in labels)
+
+
+def _run(mirror, hf_home, tmp_path, srv, out, **env):
+    env = cli_env(mirror, hf_home, EARTHSCI_RM_BASE_URL=srv.base_url, EARTHSCI_RM_MODEL=RM_MODEL, EARTHSCI_RM_CACHE=str(tmp_path / "cache"), EARTHSCI_RM_MAX_RETRIES="0", **env)
+    run_cli(["--model", "openai", "--model_args", openai_args(srv.base_url, num_concurrent=1), "--tasks", "emma_mini_tts_math", "--output_path", str(out), "--log_samples"], env, str(tmp_path))
+    return read_outputs(str(out))
+
+
+def test_curves_and_best_of_n_through_the_cli(mirror, hf_home, tmp_path):
+    with FakeOpenAIServer(responder=ModelAndRewardModel(fail_on="How many cubes")) as srv:
+        res, samples = _run(mirror, hf_home, tmp_path, srv, tmp_path / "out")
+        handler = srv.responder
+    r = res["results"]["emma_mini_tts_math"]
+    by_pid = {s["emma_acc"]["pid"]: s for s in samples["emma_mini_tts_math"]}
+    assert len(by_pid) == 3
+    # every question got its 16 samples, in the order the model gave them
+    assert all(n == 16 for n in handler.calls.values()) and len(handler.calls) == 3
+    math2 = by_pid["Math_2"]  # gold B
+    assert [c["extraction"] for c in math2["emma_maj@k"]["candidates"]] == ["A", "B", "B", "I am not sure."] * 4
+    assert math2["emma_maj@16"]["pick"] == "B" and math2["emma_maj@16"]["score"] == 100.0
+    assert math2["emma_pass@16"]["score"] == 100.0 and math2["emma_pass_unbiased@1"]["score"] == 50.0
+    # the subsets (raw indices 3, 0 | 3, 0, 11, 4 | ... 13 ...) decide: no B shown at N = 2, 4; B shown from N = 8
+    assert math2["emma_pass@2"]["score"] == math2["emma_pass@4"]["score"] == 0.0 and math2["emma_pass@8"]["score"] == 100.0
+    for n, right in ((2, False), (4, False), (8, True), (16, True)):
+        item = math2[f"emma_bon@{n}"]
+        assert item["shown"] == scaling.subset(16, n).nums and item["judge"]["status"] == "judged"
+        assert (item["score"] == 100.0) is right, n
+        assert item["pick"] in item["tied"] and all(item["scores"][str(i)] == max(item["scores"].values()) for i in item["tied"])
+    # one request per question and N: Math_1's four failed (counted, scored wrong), nothing raised
+    assert len(handler.rm_bodies) == 12
+    math1 = by_pid["Math_1"]
+    assert all(math1[f"emma_bon@{n}"]["score"] == 0.0 and "HTTP 500" in math1[f"emma_bon@{n}"]["why"] for n in (2, 4, 8, 16))
+    assert r["emma_rm_failed,none"] == 1
+    assert r["emma_bon@8,none"] == pytest.approx(100 / 3) and r["emma_bon@2,none"] == 0.0
+    assert r["emma_maj@16,none"] == pytest.approx(sum(s["emma_maj@16"]["score"] for s in by_pid.values()) / 3)
+    # the request: the authors' prompt (CoT query, "ke" blocks by raw index, instructions), the image in place,
+    # temperature 0 and 2048 tokens, one user turn
+    body = next(b for b in handler.rm_bodies if "rotating the figure" in text_of(b) and "Response{13}" in text_of(b))
+    assert body["temperature"] == 0 and body["max_tokens"] == 2048 and [m["role"] for m in body["messages"]] == ["user"]
+    parts = body["messages"][0]["content"]
+    assert [p["type"] for p in parts] == ["text", "image_url", "text"]
+    text = text_of(body)
+    assert text.startswith("Which shape results from rotating the figure by 90 degrees?\n") and "Please solve the problem step by step.\nResponse{3}:\nkeI am not sure.\n\nResponse{0}:\nke\\boxed{A}\n" in text
+    assert text.endswith("it is PARAMOUNT that you provide them using the format I gave you.")
+
+    # a second run: every reply from the cache, the same numbers
+    with FakeOpenAIServer(responder=ModelAndRewardModel()) as srv2:
+        res2, _ = _run(mirror, hf_home, tmp_path, srv2, tmp_path / "out2")
+        again = srv2.responder
+    assert len(again.rm_bodies) == 4  # only Math_1's, which failed before (failures are never cached)
+    r2 = res2["results"]["emma_mini_tts_math"]
+    assert r2["emma_rm_failed,none"] == 0 and r2["emma_bon@8,none"] >= r["emma_bon@8,none"]
+
+
+def test_without_a_reward_model_best_of_n_is_null_and_the_rest_is_scored(mirror, hf_home, tmp_path):
+    with FakeOpenAIServer(responder=ModelAndRewardModel()) as srv:
+        env = cli_env(mirror, hf_home)
+        run_cli(["--model", "openai", "--model_args", openai_args(srv.base_url, num_concurrent=1), "--tasks", "emma_mini_tts_math", "--repeats", "4", "--limit", "1",
+                 "--output_path", str(tmp_path / "out"), "--log_samples"], env, str(tmp_path))
+    res, samples = read_outputs(str(tmp_path / "out"))
+    r = res["results"]["emma_mini_tts_math"]
+    assert r["emma_bon@2,none"] is None and r["emma_rm_failed,none"] is None
+    assert r["emma_maj@4,none"] is not None and r["emma_maj@8,none"] is None  # --repeats 4: N = 8 has no value
+    assert len(samples["emma_mini_tts_math"][0]["emma_maj@k"]["candidates"]) == 4
