@@ -28,6 +28,10 @@ from lmms_eval_earthsci.core.settings import cli_value
 _LMMS_DEFAULT_REASONING_TAGS = '[["<think>", "</think>"], ["<analysis>", "</analysis>"]]'
 
 
+# a question's requests made in rounds (a tournament of 16: 4 rounds); a bound, never reached by ours
+MAX_ROUNDS = 8
+
+
 def _cli_reasoning_tags() -> str | None:
     argv = sys.argv
     given = cli_value(argv, "--reasoning_tags")
@@ -140,16 +144,24 @@ def run_task_pass(task: Any) -> list[Outcome] | None:
             note_no_judge(str(name), JudgeConfig.from_env(meta.get("judge"), prefix=spec.env_prefix).missing(spec.env_prefix))
             return None
         note_endpoint(str(name), f"{spec.env_prefix}_BASE_URL", client.config.base_url)
+        rank, size = world()
+        conc = max(1, math.ceil(client.config.concurrency / size))
         if spec.per_question is not None:
             per_question = spec.per_question
-            items = _rank_items(task, media=spec.uses_images, tags=tags, per_question=lambda doc, texts: per_question(doc, [spec.text_of(t) for t in texts]))
+            outcomes, asked = [], set()
+            for round_ in range(MAX_ROUNDS):  # the question's next requests may depend on this round's outcomes
+                items = [it for it in _rank_items(task, media=spec.uses_images, tags=tags, per_question=lambda doc, texts: per_question(doc, [spec.text_of(t) for t in texts]))
+                         if (it.key, it.response) not in asked]
+                if not items:
+                    break
+                asked |= {(it.key, it.response) for it in items}
+                desc = f"judging {name}" + (f" (round {round_ + 1})" if round_ else "")
+                outcomes += run_pass(spec, items, client, concurrency=conc, progress=rank == 0, desc=desc, task=name, on_results=_log_lmms_usage)
         else:
             items = _rank_items(task, media=spec.uses_images, tags=tags)
             for it in items:
                 it.response = spec.text_of(it.response)
-        rank, size = world()
-        conc = max(1, math.ceil(client.config.concurrency / size))
-        outcomes = run_pass(spec, items, client, concurrency=conc, progress=rank == 0, desc=f"judging {name}", task=name, on_results=_log_lmms_usage)
+            outcomes = run_pass(spec, items, client, concurrency=conc, progress=rank == 0, desc=f"judging {name}", task=name, on_results=_log_lmms_usage)
     except Exception as exc:
         pass_failed(spec.name, exc)
         raise

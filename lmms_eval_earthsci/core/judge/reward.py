@@ -1,22 +1,24 @@
-"""Best-of-N with a generative reward model, through the judge engine: one request per question and N (the
-question's query, N candidates, the benchmark's instructions: :func:`core.scoring.scaling.reward_prompt`),
-sent by the judge pass with its concurrency, cache, resume and breaker (:class:`JudgeSpec.per_question`);
+"""A generative reward model over a question's candidates, through the judge engine: Best-of-N (one request
+per question and N: the question's query, N candidates, the benchmark's instructions,
+:func:`core.scoring.scaling.reward_prompt`) and a tournament (N - 1 matches, each the same request with two
+candidates), sent by the judge pass with its concurrency, cache, resume and breaker
+(:attr:`JudgeSpec.per_question`: the pass asks again for the matches the previous round decided);
 ``process_results`` reads each reply with the authors' parser and selection rule
-(:func:`core.scoring.scaling.select_best`).
+(:func:`core.scoring.scaling.select_best`, :func:`core.scoring.scaling.match_winner`).
 
 A reply that scores nothing is not a failure: the authors' rule still picks (among all T). A request that
-failed after its retries is: that N is scored wrong, counted in ``<benchmark>_rm_failed`` by cause; when no
-request of a task got a reply the Best-of-N metrics are null (:func:`..task_pass.judged_mean`), as a judged
-metric's are.
+failed after its retries is: that N is scored wrong, and the question counted in ``<benchmark>_rm_failed``
+by cause; when no request of a task got a reply the metrics are null (:func:`..task_pass.judged_mean`), as a
+judged metric's are.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from typing import Any
 
-from lmms_eval_earthsci.core.judge.task_pass import UNAVAILABLE, JudgeSpec, Outcome, outcome_for
+from lmms_eval_earthsci.core.judge.task_pass import UNAVAILABLE, JudgeSpec, Outcome, outcome_for, stored_outcome
 from lmms_eval_earthsci.core.scoring import scaling
 
 
@@ -25,46 +27,111 @@ def parse_reply(reply: str) -> dict:
     return asdict(scaling.parse_final_scores(reply))
 
 
-def prompts_for(responses: Sequence[Any], query: str, instructions: str, sizes: Sequence[int]) -> dict[int, str]:
-    """``{N: the reward model's prompt}`` for every N of ``sizes`` that T = ``len(responses)`` allows."""
-    total = len(responses)
-    candidates = {i: (r if isinstance(r, str) else None) or None for i, r in enumerate(responses)}
-    return {n: scaling.reward_prompt(query, candidates, scaling.subset(total, n).nums, instructions) for n in sizes if n <= total}
+@dataclass(frozen=True)
+class Question:
+    """What the reward model is shown of one question: its query, its T candidates (raw index order), the
+    benchmark's instructions."""
+
+    query: str
+    responses: Sequence[Any]
+    instructions: str
+
+    @property
+    def total(self) -> int:
+        return len(self.responses)
+
+    def candidates(self) -> dict[int, str | None]:
+        return {i: (r if isinstance(r, str) and r else None) for i, r in enumerate(self.responses)}
+
+    def prompt(self, nums: Sequence[int]) -> str:
+        return scaling.reward_prompt(self.query, self.candidates(), nums, self.instructions)
 
 
-def best_of_n_items(spec: JudgeSpec, doc: Mapping[str, Any], responses: Sequence[Any], prompts: Mapping[int, str], correct: Callable[[int], bool], names: scaling.CurveNames) -> dict:
-    """A question's ``bon@N`` values (None above T, or without a reward model) and its ``rm_failed`` value.
-    ``correct(i)`` is the verdict on raw candidate ``i``."""
-    total = len(responses)
-    out: dict[str, Any] = {names.bon.format(n): None for n in names.bon_sizes}
-    outcomes: dict[int, Outcome] = {n: outcome_for(spec, doc, p) for n, p in prompts.items()}
-    if not outcomes or all(o.status == UNAVAILABLE for o in outcomes.values()):
-        out[names.rm_failed] = None
-        return out
-    failed_items = []
-    for n, o in outcomes.items():
-        sub = scaling.subset(total, n)
-        record: dict[str, Any] = {"n": n, "t": total, "shown": sub.nums, "judge": o.log(), "attempts": o.attempts, "tokens": dict(o.usage)}
+def _bon_prompts(q: Question, names: scaling.CurveNames) -> dict[int, str]:
+    return {n: q.prompt(scaling.subset(q.total, n).nums) for n in names.bon_sizes if n <= q.total} if names.bon else {}
+
+
+def _bracket(q: Question, n: int, lookup: Callable[[str], Outcome | None]) -> tuple[scaling.Bracket, list[Outcome]]:
+    """The tournament over the subset of N, each match looked up (None: not played yet)."""
+    seen: list[Outcome] = []
+
+    def decide(a: int, b: int) -> int | None:
+        o = lookup(q.prompt([a, b]))
+        if o is None or o.status == UNAVAILABLE:
+            return None
+        seen.append(o)
+        if not o.ok:
+            return scaling.FAILED
+        return scaling.match_winner(scaling.Scores(**o.verdict), a, b)
+
+    return scaling.tournament(scaling.subset(q.total, n).nums, decide), seen
+
+
+def requests_for(spec: JudgeSpec, doc: Mapping[str, Any], q: Question, names: scaling.CurveNames) -> list[str]:
+    """The pass's requests for one question: every Best-of-N prompt, and every tournament match whose
+    players the matches already judged on this rank decide (the pass asks again until none is left)."""
+    out = list(_bon_prompts(q, names).values())
+    if names.tournament:
+        for n in names.bon_sizes:
+            if n <= q.total:
+                bracket, _ = _bracket(q, n, lambda text: stored_outcome(spec, doc, text))
+                out += [q.prompt([a, b]) for a, b in bracket.pending]
+    return list(dict.fromkeys(out))
+
+
+def _cost(outcomes: Sequence[Outcome]) -> dict:
+    return {"requests": len(outcomes), "attempts": sum(o.attempts for o in outcomes if not o.cached), "cached": sum(o.cached for o in outcomes),
+            "tokens": {k: sum(int(o.usage.get(k, 0)) for o in outcomes if not o.cached) for k in ("prompt_tokens", "completion_tokens")}}
+
+
+def reward_items(spec: JudgeSpec, doc: Mapping[str, Any], q: Question, correct: Callable[[int], bool], names: scaling.CurveNames) -> dict:
+    """A question's ``bon@N`` and ``tournament@N`` values (None above T, or without a reward model) and its
+    ``rm_failed`` value. ``correct(i)`` is the verdict on raw candidate ``i``."""
+    out: dict[str, Any] = {name: None for name in names.reward_model()}
+    used: list[Outcome] = []
+    for n, prompt in _bon_prompts(q, names).items():
+        o = outcome_for(spec, doc, prompt)
+        if o.status == UNAVAILABLE:
+            continue
+        used.append(o)
+        sub = scaling.subset(q.total, n)
+        record: dict[str, Any] = {"n": n, "t": q.total, "shown": sub.nums, "judge": o.log(), "cost": _cost([o])}
         if not o.ok:
             record.update(score=0.0, pick=None, why=f"the reward model's request failed: {o.cause}")
         else:
             scores = scaling.Scores(**o.verdict)
             pick = scaling.select_best(scores, sub)
-            ok = pick.index is not None and correct(pick.index)
             record.update(
-                score=100.0 if ok else 0.0, pick=pick.index, tied=pick.tied, presented=pick.presented, why=pick.why,
+                score=100.0 if pick.index is not None and correct(pick.index) else 0.0, pick=pick.index, tied=pick.tied, presented=pick.presented, why=pick.why,
                 scores={str(i): s for i, s in enumerate(scores.slots) if s or i in sub.nums}, unscored=[i for i in sub.nums if i not in scores.scored],
             )
         out[names.bon.format(n)] = record
-        failed_items.append(o.failed_item() or {})
-    out[names.rm_failed] = rm_failed_item(failed_items)
+    if names.tournament:
+        for n in names.bon_sizes:
+            if n > q.total:
+                continue
+            bracket, seen = _bracket(q, n, lambda text: outcome_for(spec, doc, text))
+            if not seen:
+                continue
+            used += seen
+            failed = [o for o in seen if not o.ok]
+            record = {"n": n, "t": q.total, "shown": scaling.subset(q.total, n).nums, "matches": [list(m) for m in bracket.matches], "pick": bracket.winner, "cost": _cost(seen),
+                      # the judge's status for judged_mean: a bracket that got its replies is "judged"
+                      "judge": {"status": failed[0].status if failed else seen[0].status, "cause": failed[0].cause if failed else None}}
+            if bracket.winner is None:
+                why = f"a match's request failed: {failed[0].cause}" if failed else "a match was not played"
+                record.update(score=0.0, why=why)
+            else:
+                record.update(score=100.0 if correct(bracket.winner) else 0.0)
+            out[names.tournament.format(n)] = record
+    used = list({id(o): o for o in used}.values())  # a match two brackets share is one request
+    out[names.rm_failed] = rm_failed_item([o.failed_item() or {} for o in used]) if used else None
     return out
 
 
 def rm_failed_item(items: Sequence[Mapping[str, Any]]) -> dict:
-    """One question's ``rm_failed`` value from its requests' (one per N), read by
-    :func:`..task_pass.judge_failed`: the question failed when any of its requests did; requests and
-    tokens summed."""
+    """One question's ``rm_failed`` value from its requests', read by :func:`..task_pass.judge_failed`: the
+    question failed when any of its requests did; requests and tokens summed."""
     failed = [i for i in items if i.get("score")]
     out: dict[str, Any] = {k: sum(int(i.get(k) or 0) for i in items) for k in ("attempts", "prompt_tokens", "completion_tokens", "reasoning_tokens")}
     out.update(

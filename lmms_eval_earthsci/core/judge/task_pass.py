@@ -81,7 +81,9 @@ class JudgeSpec:
     ``EARTHSCI_DAD_*`` for MAC's stage-2 reasoner, falling back to the judge's); ``defaults`` are settings
     (``max_tokens``) used where no such variable sets them. ``per_question`` makes the requests of one
     question from all its responses (``--repeats``: a reward model shown N candidates at once): each
-    returned text is a "response" to ``build`` and to :func:`outcome_for`; None: one request per response."""
+    returned text is a "response" to ``build`` and to :func:`outcome_for`; None: one request per response.
+    The pass calls it again after judging what it returned, until it returns nothing new (a tournament's
+    next round reads the last one's outcomes with :func:`stored_outcome`)."""
     name: str
     build: Builder
     parse: Callable[[str], Any]
@@ -289,6 +291,13 @@ def forget(spec_name: str | None = None) -> None:
             del v.outcomes[k]
         for name in [name for name in v.errors if spec_name is None or name == spec_name]:
             del v.errors[name]
+
+
+def stored_outcome(spec: JudgeSpec, doc: Mapping[str, Any], response: str) -> Outcome | None:
+    """The outcome this rank's pass stored for ``response`` on ``doc``, or None (nothing is judged)."""
+    v = _verdicts()
+    with v.lock:
+        return v.outcomes.get((spec.name, doc_key(doc), response))
 
 
 def outcome_for(spec: JudgeSpec, doc: Mapping[str, Any], response: str, overrides: Mapping[str, Any] | None = None) -> Outcome:

@@ -207,6 +207,61 @@ def select_best_scalar(values: Sequence[float], sub: Subset) -> Pick:
     return Pick(sub.nums[pos], [sub.nums[p] for p in tied_pos], True)
 
 
+# --------------------------------------------------------------------------- tournament (ours: no code was released)
+
+#: ``decide``'s answer for a match whose request failed
+FAILED = -1
+
+
+@dataclass
+class Bracket:
+    """A tournament's outcome: the winner's raw index (None: undecided or failed), the matches played
+    ``(a, b, winner)``, the matches still to play (their players known), and whether a match failed."""
+
+    winner: int | None
+    matches: list[tuple[int, int, int]]
+    pending: list[tuple[int, int]]
+    failed: bool = False
+
+
+def tournament(nums: Sequence[int], decide: Any) -> Bracket:
+    """Single elimination over the chosen candidates in subset order: round 1 pairs the 1st with the 2nd, the
+    3rd with the 4th, ...; an odd one out passes to the next round; winners meet in the same order. N - 1
+    matches. ``decide(a, b)`` is the winner's raw index, None when the match has not been played, or
+    :data:`FAILED`. Every match whose players are known is returned as pending at once (a round's matches
+    are independent)."""
+    players = list(nums)
+    matches: list[tuple[int, int, int]] = []
+    while len(players) > 1:
+        pending: list[tuple[int, int]] = []
+        winners: list[int] = []
+        failed = False
+        for j in range(0, len(players) - 1, 2):
+            a, b = players[j], players[j + 1]
+            w = decide(a, b)
+            if w is None:
+                pending.append((a, b))
+            elif w == FAILED:
+                failed = True
+            else:
+                matches.append((a, b, w))
+                winners.append(w)
+        if failed:
+            return Bracket(None, matches, [], True)
+        if pending:
+            return Bracket(None, matches, pending)
+        if len(players) % 2:
+            winners.append(players[-1])
+        players = winners
+    return Bracket(players[0] if players else None, matches, [])
+
+
+def match_winner(scores: Scores, a: int, b: int) -> int:
+    """A match's winner from the reward model's scores of its two candidates: the higher ``\finalscore``;
+    a tie (an unreadable reply included) goes to ``a``, the earlier in subset order."""
+    return b if scores.slots[b] > scores.slots[a] else a
+
+
 def reward_prompt(query: str, candidates: Mapping[int, str | None], nums: Sequence[int], instructions: str) -> str:
     """The reward model's prompt as the authors built it: the question's query, then a block per chosen
     candidate labelled by its raw index, ``"\\nResponse{i}:\\nke" + text + "\\n"`` (the ``ke`` was sent: a
@@ -230,12 +285,21 @@ class CurveNames:
     pass_unbiased: str
     bon: str
     rm_failed: str
+    tournament: str = ""
     sizes: tuple[int, ...] = SIZES
     bon_sizes: tuple[int, ...] = (2, 4, 8, 16)
 
+    def voting(self) -> list[str]:
+        """The curves a run of candidates gives alone (no reward model)."""
+        return [f.format(n) for f in (self.maj, self.pass_, self.pass_unbiased) for n in self.sizes]
+
+    def reward_model(self) -> list[str]:
+        """The curves a reward model gives (Best-of-N, and the tournament where named)."""
+        return [f.format(n) for f in (self.bon, self.tournament) if f for n in self.bon_sizes]
+
     def all(self) -> list[str]:
         """Every curve metric, in the order a task's ``metric_list`` declares them."""
-        return [f.format(n) for f in (self.maj, self.pass_, self.pass_unbiased) for n in self.sizes] + [self.bon.format(n) for n in self.bon_sizes]
+        return self.voting() + self.reward_model()
 
 
 def curve_items(responses: Sequence[Any], extract: Any, correct: Any, names: CurveNames) -> dict:

@@ -419,9 +419,9 @@ def process_results_full(doc, results):
     return out
 
 
-def reward_prompts(doc, responses: list) -> dict[int, str]:
-    """``{N: the reward model's prompt}``: the CoT query, the N candidates, the authors' instructions."""
-    return reward.prompts_for(responses, build_query(doc, "CoT"), SCORING_PROMPT, CURVES.bon_sizes)
+def reward_question(doc, responses: list) -> reward.Question:
+    """What the reward model is shown: the CoT query, the candidates, the authors' scoring instructions."""
+    return reward.Question(build_query(doc, "CoT"), [as_text(r) for r in responses], SCORING_PROMPT)
 
 
 def _rm_messages(doc, prompt: str, images) -> list:
@@ -446,18 +446,18 @@ REWARD_MODEL = JudgeSpec(
     settings={"temperature": RM_DEFAULTS["temperature"]},
     defaults={"max_tokens": RM_DEFAULTS["max_tokens"]},
     env_prefix="EARTHSCI_RM",
-    per_question=lambda doc, responses: list(reward_prompts(doc, responses).values()),
+    per_question=lambda doc, responses: reward.requests_for(REWARD_MODEL, doc, reward_question(doc, responses), CURVES),
 )
 
 
 @record_check(check_record)
 @judged(REWARD_MODEL)
 def process_results_tts(doc, results):
-    """The test-time-scaling tasks: everything :func:`process_results_full` gives, and ``emma_bon@N``
-    (Best-of-N by the generative reward model, ``EARTHSCI_RM_*``) with ``emma_rm_failed``."""
+    """The test-time-scaling tasks: everything :func:`process_results_full` gives, ``emma_bon@N`` (Best-of-N
+    by the generative reward model, ``EARTHSCI_RM_*``), ``emma_tournament@N`` (ours) and ``emma_rm_failed``."""
     out = process_results_full(doc, results)
-    responses = [as_text(r) for r in scaling.samples_of(results)]
-    out.update(reward.best_of_n_items(REWARD_MODEL, doc, responses, reward_prompts(doc, responses), lambda i: candidate_correct(doc, responses[i]), CURVES))
+    q = reward_question(doc, scaling.samples_of(results))
+    out.update(reward.reward_items(REWARD_MODEL, doc, q, lambda i: candidate_correct(doc, q.responses[i]), CURVES))
     return out
 
 

@@ -22,9 +22,9 @@ def emma_files() -> dict[str, str]:
     failed = ("emma_judge_failed", JUDGE_FAILED, False)
     curves = emma.CURVES
     # the curves at every N (lmms-eval drops a metric its YAML does not declare); None above the run's T
-    voting = [(name, MEAN_PRESENT, True) for name in curves.all() if not name.startswith(curves.bon.format(""))]
+    voting = [(name, MEAN_PRESENT, True) for name in curves.voting()]
     scaling = [(emma.MAJ, MEAN_PRESENT, True), (emma.PASS, MEAN_PRESENT, True), (emma.MAJ_NORMALIZED, MEAN_PRESENT, True), *voting]
-    best_of_n = [(curves.bon.format(n), JUDGED_MEAN, True) for n in curves.bon_sizes] + [(curves.rm_failed, JUDGE_FAILED, False)]
+    best_of_n = [(name, JUDGED_MEAN, True) for name in curves.reward_model()] + [(curves.rm_failed, JUDGE_FAILED, False)]
     files: dict[str, str] = {}
     sets = {"mini": (DATASET_MINI, emma.REVISION_MINI), "full": (DATASET_FULL, emma.REVISION_FULL)}
     variants = (("CoT", "", "CoT"), ("Direct", "_direct", "Direct"), ("CoT", "_judge", "CoT, LLM judge"))

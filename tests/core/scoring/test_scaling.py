@@ -146,3 +146,37 @@ def test_curve_items():
     first = responses[nums4[0]]
     assert out["m@1"]["pick"] == first and out["p@1"]["score"] == (100.0 if first == "B" else 0.0)
     assert [c["extraction"] for c in out["candidates"]] == responses
+
+
+def test_tournament_bracket_in_subset_order():
+    played = []
+
+    def higher(a, b):
+        played.append((a, b))
+        return max(a, b)
+
+    br = scaling.tournament([3, 0, 11, 4, 15, 13, 2, 1], higher)
+    assert br.winner == 15 and not br.pending and len(br.matches) == 7
+    assert played[:4] == [(3, 0), (11, 4), (15, 13), (2, 1)] and played[4:] == [(3, 11), (15, 2), (11, 15)]
+    # an odd one out passes to the next round; N - 1 matches whatever N
+    assert len(scaling.tournament([5, 1, 2], higher).matches) == 2 and scaling.tournament([5, 1, 2], higher).winner == 5
+    assert scaling.tournament([7], higher).winner == 7
+
+
+def test_tournament_reports_pending_matches_and_failures():
+    decided = {(3, 0): 0}
+    br = scaling.tournament([3, 0, 11, 4], lambda a, b: decided.get((a, b)))
+    assert br.winner is None and br.pending == [(11, 4)] and br.matches == [(3, 0, 0)]
+    decided[(11, 4)] = 4
+    br = scaling.tournament([3, 0, 11, 4], lambda a, b: decided.get((a, b)))
+    assert br.pending == [(0, 4)]
+    decided[(0, 4)] = scaling.FAILED
+    br = scaling.tournament([3, 0, 11, 4], lambda a, b: decided.get((a, b)))
+    assert br.failed and br.winner is None and not br.pending
+
+
+def test_match_winner_ties_go_to_the_earlier():
+    s = scaling.parse_final_scores("\\finalscore{3}{x}{4}\\finalscore{0}{y}{4}")
+    assert scaling.match_winner(s, 3, 0) == 3 and scaling.match_winner(s, 0, 3) == 0
+    assert scaling.match_winner(scaling.parse_final_scores("\\finalscore{0}{y}{5}"), 3, 0) == 0
+    assert scaling.match_winner(scaling.parse_final_scores("nothing"), 3, 0) == 3

@@ -7,7 +7,7 @@ import re
 from collections import defaultdict
 
 import pytest
-from conftest import cli_env, openai_args, read_outputs, run_cli
+from conftest import cli_env, openai_args, read_outputs, run_cli, run_rescore
 
 from lmms_eval_earthsci.core.scoring import scaling
 from lmms_eval_earthsci.testing.openai_server import FakeOpenAIServer, Fault, text_of
@@ -32,8 +32,9 @@ class ModelAndRewardModel:
             self.calls[text] += 1
             return CYCLE[i % len(CYCLE)]
         self.rm_bodies.append(body)
-        if self.fail_on and self.fail_on in text:
-            return Fault("status", status=500)
+        if self.fail_on and self.fail_on in text and text.count("\nResponse{") >= 8:
+            # a question whose 8 or 16 candidates do not fit: vLLM's refusal
+            return Fault("status", status=400, error={"message": "This model's maximum context length is 4096 tokens. However, you requested 9000 tokens.", "type": "BadRequestError"})
         # a reward model that likes \boxed{B}: 5 for those, 1 for the others (both forms of \finalscore)
         labels = re.findall(r"\nResponse\{(\d+)\}:\nke(.*?)(?=\nResponse\{|\nYou are a fair)", text, re.S)
         return "\n".join(f"\\finalscore{{{i}}}{{reason}}{{{5 if 'boxed{B}' in r else 1}}}" for i, r in labels)
@@ -46,7 +47,7 @@ def _run(mirror, hf_home, tmp_path, srv, out, **env):
 
 
 def test_curves_and_best_of_n_through_the_cli(mirror, hf_home, tmp_path):
-    with FakeOpenAIServer(responder=ModelAndRewardModel(fail_on="How many cubes")) as srv:
+    with FakeOpenAIServer(responder=ModelAndRewardModel(fail_on="How many cubes")) as srv:  # Math_1
         res, samples = _run(mirror, hf_home, tmp_path, srv, tmp_path / "out")
         handler = srv.responder
     r = res["results"]["emma_mini_tts_math"]
@@ -65,12 +66,22 @@ def test_curves_and_best_of_n_through_the_cli(mirror, hf_home, tmp_path):
         assert item["shown"] == scaling.subset(16, n).nums and item["judge"]["status"] == "judged"
         assert (item["score"] == 100.0) is right, n
         assert item["pick"] in item["tied"] and all(item["scores"][str(i)] == max(item["scores"].values()) for i in item["tied"])
-    # one request per question and N: Math_1's four failed (counted, scored wrong), nothing raised
-    assert len(handler.rm_bodies) == 12
+    # tournament (ours): single elimination in subset order, a tie to the earlier; B beats the others
+    for n, right in ((2, False), (4, False), (8, True), (16, True)):
+        item = math2[f"emma_tournament@{n}"]
+        assert len(item["matches"]) == n - 1 and (item["score"] == 100.0) is right, n
+    assert math2["emma_tournament@4"]["matches"] == [[3, 0, 3], [11, 4, 11], [3, 11, 3]]
+    # per question: one Best-of-N request per N (4) and the 15 matches of the 16-bracket (the smaller brackets'
+    # are among them; its first match is Best-of-2's request): 18, in 4 rounds of the pass
+    assert len(handler.rm_bodies) == 3 * 18
     math1 = by_pid["Math_1"]
-    assert all(math1[f"emma_bon@{n}"]["score"] == 0.0 and "HTTP 500" in math1[f"emma_bon@{n}"]["why"] for n in (2, 4, 8, 16))
+    # Math_1's Best-of-8 and -16 were refused (over the context): scored wrong, counted by cause, nothing raised
+    assert all(math1[f"emma_bon@{n}"]["score"] == 0.0 and "--max-model-len" in math1[f"emma_bon@{n}"]["why"] for n in (8, 16))
+    assert all(math1[f"emma_bon@{n}"]["judge"]["status"] == "judged" for n in (2, 4))
+    assert all(math1[f"emma_tournament@{n}"]["judge"]["status"] == "judged" for n in (2, 4, 8, 16))
+    assert math1["emma_rm_failed"]["failed_requests"] == 2 and math1["emma_rm_failed"]["requests"] == 18
     assert r["emma_rm_failed,none"] == 1
-    assert r["emma_bon@8,none"] == pytest.approx(100 / 3) and r["emma_bon@2,none"] == 0.0
+    assert r["emma_bon@8,none"] == pytest.approx(100 / 3) and r["emma_bon@2,none"] == 0.0 and r["emma_tournament@8,none"] == pytest.approx(100 / 3)
     assert r["emma_maj@16,none"] == pytest.approx(sum(s["emma_maj@16"]["score"] for s in by_pid.values()) / 3)
     # the request: the authors' prompt (CoT query, "ke" blocks by raw index, instructions), the image in place,
     # temperature 0 and 2048 tokens, one user turn
@@ -86,9 +97,23 @@ def test_curves_and_best_of_n_through_the_cli(mirror, hf_home, tmp_path):
     with FakeOpenAIServer(responder=ModelAndRewardModel()) as srv2:
         res2, _ = _run(mirror, hf_home, tmp_path, srv2, tmp_path / "out2")
         again = srv2.responder
-    assert len(again.rm_bodies) == 4  # only Math_1's, which failed before (failures are never cached)
+    assert len(again.rm_bodies) == 2  # only Math_1's two refused, asked again (failures are never cached)
     r2 = res2["results"]["emma_mini_tts_math"]
     assert r2["emma_rm_failed,none"] == 0 and r2["emma_bon@8,none"] >= r["emma_bon@8,none"]
+
+    # generate on one node, rank later: rescore replays the 16 candidates (no model call) and asks a reward
+    # model of its own for what its cache does not hold
+    with FakeOpenAIServer(responder=ModelAndRewardModel()) as srv3:
+        env = cli_env(mirror, hf_home, EARTHSCI_RM_BASE_URL=srv3.base_url, EARTHSCI_RM_MODEL=RM_MODEL, EARTHSCI_RM_CACHE=str(tmp_path / "cache3"))
+        proc = run_rescore([str(tmp_path / "out"), "--out", str(tmp_path / "rescored")], env, str(tmp_path))
+        assert proc.returncode == 0, proc.stderr[-5000:]
+        ranker = srv3.responder
+    assert not ranker.calls and len(ranker.rm_bodies) == 3 * 18  # the reward model only
+    res3, samples3 = read_outputs(str(tmp_path / "rescored"))
+    r3 = res3["results"]["emma_mini_tts_math"]
+    assert r3["emma_rm_failed,none"] == 0 and r3["emma_bon@8,none"] == pytest.approx(r2["emma_bon@8,none"])
+    for key in ("emma_maj@16,none", "emma_pass@4,none", "emma_pass_unbiased@2,none", "emma_acc,none", "emma_tournament@8,none"):
+        assert r3[key] == pytest.approx(r2[key]), key
 
 
 def test_without_a_reward_model_best_of_n_is_null_and_the_rest_is_scored(mirror, hf_home, tmp_path):
@@ -98,6 +123,6 @@ def test_without_a_reward_model_best_of_n_is_null_and_the_rest_is_scored(mirror,
                  "--output_path", str(tmp_path / "out"), "--log_samples"], env, str(tmp_path))
     res, samples = read_outputs(str(tmp_path / "out"))
     r = res["results"]["emma_mini_tts_math"]
-    assert r["emma_bon@2,none"] is None and r["emma_rm_failed,none"] is None
+    assert r["emma_bon@2,none"] is None and r["emma_tournament@2,none"] is None and r["emma_rm_failed,none"] is None
     assert r["emma_maj@4,none"] is not None and r["emma_maj@8,none"] is None  # --repeats 4: N = 8 has no value
     assert len(samples["emma_mini_tts_math"][0]["emma_maj@k"]["candidates"]) == 4
