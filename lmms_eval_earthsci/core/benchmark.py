@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lmms_eval_earthsci.core.scoring.papers import canonical_model
+from lmms_eval_earthsci.core.scoring.scaling import CurveNames
 
 
 def resolve_ref(ref: str) -> Any:
@@ -97,6 +98,22 @@ class ReliabilitySpec:
     series: tuple[tuple[str, tuple[dict, ...], float | None], ...]  # (run column, bins, ECE)
     paper_label: str
     ece_format: Callable[[float | None], str] = str
+
+
+@dataclass(frozen=True)
+class ScalingTable:
+    """A test-time-scaling table in a paper's shape (EMMA's Table 3): per run, a row per method with its
+    accuracy at each N, the paper's rows beside, and a chart of accuracy against N. A run's rows come from the
+    first of ``tasks`` it sampled (a value at N = 2); ``methods`` are (row label, metric with ``{}`` for N,
+    reward-model label or None); ``paper_rows`` ``{"model", "n1", "method", "reward_model", "values": {N: value}}``."""
+    slug: str
+    title: str
+    tasks: tuple[str, ...]
+    curves: CurveNames
+    methods: tuple[tuple[str, str, str | None], ...]
+    paper_rows: tuple[Mapping[str, Any], ...] = ()
+    paper_source: str = ""
+    notes: tuple[str, ...] = ()
 
 
 class RunView:
@@ -219,6 +236,10 @@ class ReportSpec:
     # -- charts
 
     def charts(self, view: RunView) -> list[ChartSpec]:
+        return []
+
+    def scaling_tables(self, view: RunView) -> list[ScalingTable]:
+        """Test-time-scaling tables (accuracy against the number of sampled candidates N), if it has them."""
         return []
 
     def reliability(self, view: RunView, paper_model: str) -> tuple[list[ReliabilitySpec], list[str]]:

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from typing import Any, cast
 
 from lmms_eval_earthsci import registry
-from lmms_eval_earthsci.commands.report import budget
+from lmms_eval_earthsci.commands.report import budget, scaling
 from lmms_eval_earthsci.commands.report.charts import build_chart, build_trend, plot, plot_reliability, plot_trend
 from lmms_eval_earthsci.commands.report.comparisons import RULE, Comparison
 from lmms_eval_earthsci.commands.report.intervals import BOOTSTRAP, BOOTSTRAP_NOTE, ci_cell, method_of
@@ -628,6 +628,7 @@ def benchmark_section(bench: Benchmark, runs: list[Run], out_dir: str, paper_mod
     for paragraph in spec.intro(view):
         text += [paragraph, ""]
     text.append(breakdown_tables(bench, runs, paper_model, base))
+    text.append(scaling.section(bench, runs, out_dir, view, _table))
     text += sizes
     pngs = plot(bench, [build_chart(bench, c, runs, paper_model) for c in spec.charts(view)], out_dir)
     diagrams, missing = spec.reliability(view, paper_model)

@@ -3,7 +3,9 @@ its subjects folded under it; the paper's Table 2 beside ``emma_acc`` (rule-base
 
 from __future__ import annotations
 
-from lmms_eval_earthsci.core.benchmark import ChartSpec, Family, PaperValue, ProtocolNote, ReportSpec
+import json
+
+from lmms_eval_earthsci.core.benchmark import ChartSpec, Family, PaperValue, ProtocolNote, ReportSpec, ScalingTable
 from lmms_eval_earthsci.core.scoring.papers import canonical_model
 from lmms_eval_earthsci.evals.emma.benchmark import CURVES, MAJ_NORMALIZED
 
@@ -64,7 +66,7 @@ class EmmaReport(ReportSpec):
         return family(task)
 
     def skip_row(self, fam, task, metric, view, primary, is_slice):
-        if metric in SCALING_METRICS and not any(r.value(task, CURVES.maj.format(2))[1] is not None for r in view.runs()):
+        if metric in SCALING_METRICS:  # in the test-time-scaling table (commands/report/scaling.py) when a run sampled
             return True
         # maj@k / pass@k equal to emma_acc (k = 1) say nothing
         if metric in REPEAT_METRICS and all(r.value(task, "emma_acc") == r.value(task, metric) for r in view.runs() if r.value(task, metric)[0]):
@@ -102,3 +104,23 @@ class EmmaReport(ReportSpec):
         cols = [k for k in keys if k in have]
         # the judge column would repeat the CoT column (the paper's numbers are rule-based)
         return [(t, k) for t, k in cols if not (k == "emma_judge_acc" and (t.replace("_judge", "", 1), "emma_acc") in cols)]
+
+    def scaling_tables(self, view):
+        """Table 3's shape: EMMA-mini's test-time scaling (the sampling task, else a CoT run with --repeats)."""
+        with open(self.benchmark.paper_numbers, encoding="utf-8") as f:
+            paper = json.load(f).get("test_time_scaling") or {}
+        methods = (("majority vote", CURVES.maj, None), ("best-of-N", CURVES.bon, "the run's (EARTHSCI_RM_MODEL)"), ("tournament (ours)", CURVES.tournament, "the run's (EARTHSCI_RM_MODEL)"),
+                   ("pass@N (subset)", CURVES.pass_, None), ("pass@N (unbiased, ours)", CURVES.pass_unbiased, None))
+        notes = (
+            "Candidates scored with the authors' development-repository rules; subsets, vote and reward-model pick as they ran them. "
+            "The paper's N=1 is Table 2's temperature-0 CoT result (compare `emma_mini`'s `emma_acc`); a run's N=1 is its first sampled candidate of the subset. "
+            "The paper's Pass@N is not reproducible from its released files; its tournament used its own unreleased protocol.",
+        )
+        def tasks(*groups):
+            return tuple(t for g in groups for t in (g, *(f"{g}_{s}" for s in SUBJECTS)))
+
+        return [
+            ScalingTable("emma_test_time_scaling", "EMMA-mini: test-time scaling (Table 3)", tasks("emma_mini_tts", "emma_mini", "emma_mini_direct", "emma_mini_judge"), CURVES, methods,
+                         tuple(paper.get("rows") or ()), str(paper.get("source") or ""), notes),
+            ScalingTable("emma_full_test_time_scaling", "EMMA: test-time scaling", tasks("emma_full", "emma_full_direct", "emma_full_judge"), CURVES, methods, (), "", notes),
+        ]

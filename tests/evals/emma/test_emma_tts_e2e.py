@@ -3,12 +3,14 @@ curves follow the authors' subsets, and Best-of-N asks a reward model (a loopbac
 EARTHSCI_RM_*) once per question and N with the authors' prompt and the question's image, reads its
 \\finalscore replies, counts a failed request and resumes from the cache."""
 
+import csv
 import re
 from collections import defaultdict
 
 import pytest
 from conftest import cli_env, openai_args, read_outputs, run_cli, run_rescore
 
+from lmms_eval_earthsci.commands.report import write_report
 from lmms_eval_earthsci.core.scoring import scaling
 from lmms_eval_earthsci.testing.openai_server import FakeOpenAIServer, Fault, text_of
 
@@ -126,3 +128,26 @@ def test_without_a_reward_model_best_of_n_is_null_and_the_rest_is_scored(mirror,
     assert r["emma_bon@2,none"] is None and r["emma_tournament@2,none"] is None and r["emma_rm_failed,none"] is None
     assert r["emma_maj@4,none"] is not None and r["emma_maj@8,none"] is None  # --repeats 4: N = 8 has no value
     assert len(samples["emma_mini_tts_math"][0]["emma_maj@k"]["candidates"]) == 4
+
+
+def test_report_table_3_shape_from_a_run(mirror, hf_home, tmp_path):
+    with FakeOpenAIServer(responder=ModelAndRewardModel()) as srv:
+        _run(mirror, hf_home, tmp_path, srv, tmp_path / "out")
+    _, text = write_report([str(tmp_path / "out")], str(tmp_path / "rep"))
+    section = text[text.index("### EMMA-mini: test-time scaling (Table 3)") :]
+    lines = [line for line in section.splitlines() if line.startswith("| ")]
+    assert lines[0] == "| model (N=1) | method | reward model | N=2 | N=4 | N=8 | N=16 |"
+    ours = [line for line in lines if "emma_mini_tts_math" in line and "(T = 16" in line]
+    assert [line.split(" | ")[1] for line in ours] == ["majority vote", "best-of-N", "tournament (ours)", "pass@N (subset)", "pass@N (unbiased, ours)"]
+    assert ours[1].endswith("| 0.00 | 0.00 | 33.33 | 33.33 |")  # Best-of-N: B is shown from N = 8 (Math_2 of 3)
+    assert "| GPT-4o (N=1 Table 2, T=0: 36.00) | majority vote | — | – | 37.25 | 36.25 | 38.25 |" in lines
+    # the breakdown table leaves the curves to this table; the cost per method and N; the CSV and the chart
+    assert "math · emma_maj@16" not in text
+    tournament_cost = next(line for line in lines if line.startswith("| fake (out) · emma_mini_tts_math | tournament (ours) | 3 (3 sent)"))
+    assert "| best-of-N | 3 (3 sent)" in section and tournament_cost.split(" | ")[-1].startswith("45 (45 sent)")  # 15 matches x 3 questions
+    with open(tmp_path / "rep" / "emma_test_time_scaling.csv") as f:
+        rows = list(csv.DictReader(f))
+    run_rows = [r for r in rows if r["source"] == "run"]
+    assert len(run_rows) == 5 and run_rows[0]["candidates_T"] == "16" and float(run_rows[0]["n16"]) == pytest.approx(100 / 3)
+    assert len([r for r in rows if r["source"] == "paper"]) == 13
+    assert (tmp_path / "rep" / "emma_test_time_scaling.png").stat().st_size > 10_000

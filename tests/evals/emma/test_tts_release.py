@@ -100,3 +100,23 @@ def test_rescore_from_emma_tts_release_scores_several_files(tmp_path, capsys):
     rows = [json.loads(line) for line in open(os.path.join(tmp_path, f"Majority_Voting_4.{NAME}.maj@4.jsonl"))]
     assert len(rows) == 100 and sum(r["correct"] for r in rows) == 42
     assert rescore.main(["--from", "emma-tts-release", str(tmp_path / "nope.json"), "--out", str(tmp_path)]) == 2
+
+
+def test_table_3_transcription_equals_the_protocols_table():
+    """paper_numbers.json's Table 3 rows equal the table as the protocol prints it (model labels realigned)."""
+    spec = open(shared_path("specs", "emma_test_time_scaling.md")).read()
+    block = spec[spec.index("Table 3 (EMMA-mini, %)") : spec.index("Table 7 (math portion")]
+    want, model = [], None
+    for line in block.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) != 7 or not cells[1] or cells[1] in ("Method", "---") or cells[0].startswith("o1"):
+            continue
+        if cells[0]:
+            model = cells[0].split(" (")[0]
+            n1 = float(cells[0].split("(")[1].rstrip(")"))
+        method = {"Majority Voting": "majority vote", "BoN": "best-of-N", "Tournament": "tournament", "Pass@N": "pass@N"}[cells[1]]
+        values = {n: (None if c in ("—", "-") else float(c.strip("*"))) for n, c in zip(("2", "4", "8", "16"), cells[3:])}
+        want.append((model, n1, method, values))
+    with open(os.path.join(os.path.dirname(tts_release.__file__), "paper_numbers.json")) as f:
+        rows = json.load(f)["test_time_scaling"]["rows"]
+    assert [(r["model"], r["n1"], r["method"], r["values"]) for r in rows] == want and len(want) == 13
