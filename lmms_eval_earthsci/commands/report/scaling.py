@@ -42,13 +42,13 @@ def _fmt(v: Any) -> str:
     return MISSING if v is None else f"{v:.2f}"
 
 
-def _candidates(run: Run, task: str) -> int | None:
-    """T: the candidates per question (from a logged sample's record), or None without samples."""
+def _candidates(run: Run, task: str, table: ScalingTable) -> int | None:
+    """T: the candidates per question (a logged sample's N = 1 record), or None without samples."""
     for leaf in _leaves(run, task):
         for s in run.full_samples(leaf)[:1]:
-            rec = s.get("emma_maj@k") or next((v for k, v in s.items() if k.endswith("@k") and isinstance(v, dict)), None)
-            if isinstance(rec, dict) and rec.get("k"):
-                return int(rec["k"])
+            rec = s.get(table.curves.maj.format(1))
+            if isinstance(rec, dict) and rec.get("t"):
+                return int(rec["t"])
     return None
 
 
@@ -77,7 +77,7 @@ def rows(table: ScalingTable, runs: Iterable[Run]) -> list[dict[str, Any]]:
         task = sampled_task(table, run)
         if task is None:
             continue
-        t = _candidates(run, task)
+        t = _candidates(run, task, table)
         n1 = _value(run, task, table.curves.maj.format(1))
         for label, metric, rm in table.methods:
             values = {n: _value(run, task, metric.format(n)) for n in COLUMNS}

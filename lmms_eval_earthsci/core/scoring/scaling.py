@@ -283,8 +283,8 @@ class CurveNames:
     maj: str
     pass_: str
     pass_unbiased: str
-    bon: str
-    rm_failed: str
+    bon: str = ""
+    rm_failed: str = ""
     tournament: str = ""
     sizes: tuple[int, ...] = SIZES
     bon_sizes: tuple[int, ...] = (2, 4, 8, 16)

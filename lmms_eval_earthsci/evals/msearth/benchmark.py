@@ -3,6 +3,7 @@
 import os
 
 from lmms_eval_earthsci.core.benchmark import Benchmark
+from lmms_eval_earthsci.core.scoring.scaling import CurveNames
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 # the Hub repos per kind (names importable without the task module, which installs the run hooks): the
@@ -16,6 +17,8 @@ SPHERES = ["Atmospheric Sciences", "Ecology and Biosciences", "Hydrology", "Ocea
 CATEGORIES = ["Discovery", "Perception"]
 BREAKDOWN_PREFIX = "msearth"
 MCQ_METRIC, MCQ_STRICT = "msearth_acc", "msearth_acc_strict"
+# the CoT variant's voting curves (paper Fig. 6: N = 4 and 8; core.scoring.scaling)
+CURVES = CurveNames(maj="msearth_maj@{}", pass_="msearth_pass@{}", pass_unbiased="msearth_pass_unbiased@{}")
 OE_METRIC, CAP_METRIC = "msearth_oe_acc", "msearth_cap_score"
 
 

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import re
 
-from lmms_eval_earthsci.core.benchmark import ChartSpec, ReportSpec
+from lmms_eval_earthsci.core.benchmark import ChartSpec, ReportSpec, ScalingTable
+from lmms_eval_earthsci.evals.msearth.benchmark import CURVES
+
+VOTING = frozenset(CURVES.voting())
 
 HEADLINE = {
     "msearth_mcq": ("msearth_acc", "msearth_acc_strict"),
@@ -80,6 +83,17 @@ class MSEarthReport(ReportSpec):
 
     def headline_metrics(self, task):
         return HEADLINE.get(task, ("msearth_acc",))
+
+    def skip_row(self, fam, task, metric, view, primary, is_slice):
+        return metric in VOTING  # in the test-time-scaling table
+
+    def scaling_tables(self, view):
+        """The CoT variant's voting curve (paper Fig. 6 ran on an unreleased 300-question subset: no paper row compares)."""
+        methods = (("majority vote", CURVES.maj, None), ("pass@N (subset)", CURVES.pass_, None), ("pass@N (unbiased, ours)", CURVES.pass_unbiased, None))
+        note = ("Fig. 6 of the paper (CoT, voting at N = 4 and 8) ran on MSEarth-mini, 300 specialized questions never released, at a temperature "
+                "it does not give: ours are the full MCQ set at T = 0.7, and no paper number compares. Votes are option letters (or the answer's text), "
+                "ties broken by the seeded rule of EMMA's authors.")
+        return [ScalingTable("msearth_test_time_scaling", "MSEarth MCQ (CoT): majority voting", ("msearth_mcq_cot", "msearth_mcq", "msearth_mcq_nocap"), CURVES, methods, notes=(note,))]
 
     def order(self, task):
         known = list(HEADLINE)

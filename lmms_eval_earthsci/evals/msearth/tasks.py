@@ -25,11 +25,11 @@ from lmms_eval_earthsci.core.data import RecordError, check_image, load_image, r
 from lmms_eval_earthsci.core.data.releases import RescoreError, read_records, release_name, release_plan_dict
 from lmms_eval_earthsci.core.judge.task_pass import UNAVAILABLE, JudgeSpec, batched, doc_key, judged, judged_fields, outcome_for, slice_value
 from lmms_eval_earthsci.core.prompts.messages import note_chat, route_of
-from lmms_eval_earthsci.core.scoring import textmetrics
+from lmms_eval_earthsci.core.scoring import scaling, textmetrics
 from lmms_eval_earthsci.core.scoring.extraction import as_text
 from lmms_eval_earthsci.core.scoring.metrics import breakdown_scores, percent, with_paired_score
 from lmms_eval_earthsci.core.scoring.similarity import get_matcher
-from lmms_eval_earthsci.evals.msearth.benchmark import BENCHMARK, BREAKDOWN_PREFIX, CAP_METRIC, CATEGORIES, MCQ_METRIC, MCQ_STRICT, OE_METRIC, SPHERES, breakdowns  # noqa: F401 - the names it had: still tasks.X
+from lmms_eval_earthsci.evals.msearth.benchmark import BENCHMARK, BREAKDOWN_PREFIX, CAP_METRIC, CATEGORIES, CURVES, MCQ_METRIC, MCQ_STRICT, OE_METRIC, SPHERES, breakdowns  # noqa: F401 - the names it had: still tasks.X
 
 # the benchmark's one call: its datasets and settings declared; inside an lmms-eval run, the run's hooks installed
 activate(BENCHMARK)
@@ -142,8 +142,23 @@ OE_PROMPT_CLOSED = (
 )
 # closed-model captioning (spec §3.3): the same text, the JSON key is "answer"
 CAPTION_PROMPT_CLOSED = CAPTION_PROMPT.replace('"caption": "Detailed', '"answer": "Detailed')
+# the MSEarth-mini ablation's CoT prompt (evaluation/evaluate_mini.py, paper Fig. 6), as the spec prints it:
+# dedented (the code indents it by 12 spaces inside a function), `{query}` there is our `{question}`
+MCQ_COT_PROMPT = (
+    "You are tasked with answering a multiple-choice question about the given input image using Chain-of-Thought (CoT) reasoning.\n\n"
+    "{question}\n\n"
+    "Based on the image, provide a short reasoning process to derive the correct answer. Then, state the final answer.\n\n"
+    "The output must be written in **JSON format** using the structure below:\n"
+    "```json\n"
+    "{\n"
+    '    "short reasoning": "short explanation",\n'
+    '    "answer": "Correct option or short answer"\n'
+    "}\n"
+    "```"
+)
 PROMPTS = {
     ("mcq", "open_source"): MCQ_PROMPT,
+    ("mcq", "cot"): MCQ_COT_PROMPT,
     ("mcq", "closed"): MCQ_PROMPT_CLOSED,
     ("open", "open_source"): OE_PROMPT,
     ("open", "closed"): OE_PROMPT_CLOSED,
@@ -252,7 +267,7 @@ def build_prompt(doc, kind: str, variant: str = "open_source", with_caption: boo
     try:
         template = PROMPTS[(kind, variant)]
     except KeyError:
-        raise ValueError(f"MSEarth prompt variant must be 'open_source' or 'closed', got {variant!r}") from None
+        raise ValueError(f"MSEarth prompt variant must be 'open_source', 'closed' or (MCQ) 'cot', got {variant!r}") from None
     if kind == "caption":
         return template  # the dataset's `query` is ignored by the official captioning scripts
     return template.replace("{question}", question_text(doc, kind, with_caption))
@@ -469,8 +484,9 @@ def check_record(doc, kwargs=None) -> None:
 @batched(prepare_mcq)
 def process_results_mcq(doc, results):
     """``msearth_acc`` (paper method), ``msearth_acc_strict`` (official code) and breakdowns of
-    ``msearth_acc``. Any response, however malformed, is scored (wrong) and counted."""
-    response = results[0] if results else ""
+    ``msearth_acc`` (under ``--repeats``, of the first candidate). Any response, however malformed, is
+    scored (wrong) and counted."""
+    response = scaling.samples_of(results)[0]
     response = response if isinstance(response, str) else as_text(response)
     answer, source = generated_answer(response)
     strict = strict_verdict(doc, answer)
@@ -484,6 +500,39 @@ def process_results_mcq(doc, results):
     out[MCQ_METRIC] = {"score": score, "id": _rid(doc), "answer": shown[:500], "source": source, **paper, "route": route_of(doc)}
     out[MCQ_STRICT] = {"score": percent(strict["correct"]), **strict}
     return with_paired_score(out, score)
+
+
+def vote_of(response: Any) -> str | None:
+    """A candidate's vote: its option letter (upper-cased; a leading article "a ..." is not one), else the
+    answer's text; None when the reply has no answer (it does not vote)."""
+    answer, _ = generated_answer(response)
+    if not isinstance(answer, str) or not answer.strip():
+        return None
+    option, content = parse_option(answer)
+    if option and not (option.islower() and _ARTICLE_RE.match(answer)):
+        return option.upper()
+    return answer.strip() if option else content
+
+
+def vote_correct(doc, vote: str) -> bool:
+    """A vote's verdict: the gold letter, or exactly the gold option's text (the official content rule; no
+    similarity fallback in a vote)."""
+    real_option, real_content = gold_option(doc)
+    return vote == real_option.upper() or vote == real_content
+
+
+@record_check(check_record)
+@batched(prepare_mcq)
+def process_results_mcq_cot(doc, results):
+    """The CoT variant: everything :func:`process_results_mcq` gives for the first candidate, and the
+    voting curves over the ``--repeats`` candidates (``msearth_maj@N``, ``msearth_pass@N``,
+    ``msearth_pass_unbiased@N``; core.scoring.scaling's subsets and seeded tie-break)."""
+    out = process_results_mcq(doc, results)
+    curves = scaling.curve_items(scaling.samples_of(results), vote_of, lambda v: vote_correct(doc, v), CURVES)
+    candidates = curves.pop("candidates")
+    out.update(curves)
+    out[MCQ_METRIC]["votes"] = [c["extraction"] for c in candidates]
+    return out
 
 
 # ---------------------------------------------------------------------------- open-ended (spec §4.3)

@@ -38,6 +38,22 @@ def msearth_files() -> dict[str, str]:
             + (f"generation_kwargs:\n  max_new_tokens: {max_tokens}\n  temperature: 0\n  do_sample: false\n  until: []\n" if max_tokens else "")
             + metric_list(main, msearth.BREAKDOWN_PREFIX, msearth.breakdowns(kind), more, main_agg=JUDGED_MEAN if judged_main else MEAN_PRESENT)
         )
+    # the CoT variant (paper Fig. 6, MSEarth-mini's ablation, here on the full MCQ set): the CoT prompt, 8
+    # candidates at temperature 0.7 (ours: the paper gives none), the voting curves; not in the `msearth` group
+    curves = [(name, MEAN_PRESENT, True) for name in msearth.CURVES.voting()]
+    files["msearth_mcq_cot.yaml"] = (
+        HEADER
+        + "include: _template_yaml\n"
+        + "task: msearth_mcq_cot\n"
+        + 'task_alias: "MSEarth MCQ (CoT, 8 samples at T=0.7, majority vote)"\n'
+        + f"dataset_path: {DATASETS['mcq']}\n"
+        + "process_results: !function lmms_eval_earthsci.evals.msearth.tasks.process_results_mcq_cot\n"
+        + "lmms_eval_specific_kwargs:\n  default:\n    kind: mcq\n    prompt: cot\n    with_caption: true\n"
+        + "repeats: 8\n"
+        + "filter_list:\n  - name: none\n    filter:\n      - function: !function lmms_eval_earthsci.core.scoring.scaling.KeepSamples\n"
+        + "generation_kwargs:\n  max_new_tokens: 2048\n  temperature: 0.7\n  do_sample: true\n  until: []\n"
+        + metric_list(msearth.MCQ_METRIC, msearth.BREAKDOWN_PREFIX, msearth.breakdowns("mcq"), [(msearth.MCQ_STRICT, MEAN_PRESENT, True), *curves])
+    )
     ctasks = {"msearth_mcq_circular": ("msearth_mcq", "MSEarth MCQ (with original caption, circular)"), "msearth_mcq_nocap_circular": ("msearth_mcq_nocap", "MSEarth MCQ (w/o original caption, circular)")}
     for task, (official, alias) in ctasks.items():
         files[f"{task}.yaml"] = circular.task_yaml(official=official, task=task, alias=alias, module="lmms_eval_earthsci.evals.msearth.circular", header=HEADER)

@@ -180,3 +180,34 @@ def test_similarity_pick_logs_best_and_runner_up():
     out = msearth_tasks.process_results_mcq(GOLD_B, ['{"answer": "warm and humid air"}'])["msearth_acc"]
     assert out["rule"] == "similarity" and out["route"] == "simple"
     assert 0 <= out["runner_up_similarity"] < out["similarity"] <= 1  # how clear the pick was
+
+
+def test_cot_prompt_is_the_mini_ablation_prompt():
+    doc = msearth_rows("mcq")[0]
+    prompt = msearth_tasks.build_prompt(doc, "mcq", "cot")
+    assert prompt.startswith("You are tasked with answering a multiple-choice question about the given input image using Chain-of-Thought (CoT) reasoning.\n\nCaption:Monthly rainfall")
+    assert "\nD. October\n\nBased on the image, provide a short reasoning process to derive the correct answer. Then, state the final answer.\n\n" in prompt
+    assert prompt.endswith('```json\n{\n    "short reasoning": "short explanation",\n    "answer": "Correct option or short answer"\n}\n```')
+    spec = open(shared_path("specs", "msearth.md")).read()
+    printed = spec[spec.index("~~~text\n") + len("~~~text\n") : spec.index("\n~~~", spec.index("~~~text"))]
+    assert msearth_tasks.MCQ_COT_PROMPT == printed.replace("{query}", "{question}")
+
+
+def test_cot_votes_and_curves():
+    doc = msearth_rows("mcq")[0]  # gold C. July
+    cands = ['{"short reasoning": "wet", "answer": "C. July"}', '{"answer": "c"}', '{"answer": "July"}', '{"answer": "A. January"}', "no json, no answer", '{"reason": "x"}']
+    assert [msearth_tasks.vote_of(c) for c in cands] == ["C", "C", "July", "A", "no json, no answer", None]
+    assert msearth_tasks.vote_correct(doc, "C") and msearth_tasks.vote_correct(doc, "July") and not msearth_tasks.vote_correct(doc, "A")
+    assert msearth_tasks.vote_of('{"answer": "a warm front"}') == "a warm front"  # the article, not option A
+    out = msearth_tasks.process_results_mcq_cot(doc, [cands[:4] + ['{"answer": "A"}', '{"answer": "B"}', '{"answer": "B"}', '{"answer": "D"}']])
+    assert out["msearth_acc"]["score"] == 100.0 and out["msearth_acc"]["votes"][:4] == ["C", "C", "July", "A"]
+    # T = 8, in subset order (1, 0, 5, 2, 7, 6, 4, 3): C, C, B, July, D, B, A, A: three answers tie at 2, the
+    # seeded tie-break takes position 2 of 3 (first-occurrence order): A, wrong although C tied
+    nums = [1, 0, 5, 2, 7, 6, 4, 3]
+    assert out["msearth_maj@8"]["tied"] == ["C", "B", "A"] and out["msearth_maj@8"]["pick"] == "A" and out["msearth_maj@8"]["score"] == 0.0
+    assert out["msearth_maj@4"]["n"] == 4 and out["msearth_pass@8"]["score"] == 100.0 and out["msearth_maj@16"] is None
+    assert [out["msearth_acc"]["votes"][i] for i in nums[:2]] == ["C", "C"] and out["msearth_maj@2"]["pick"] == "C"
+    assert out["msearth_pass_unbiased@1"]["score"] == pytest.approx(100 * 3 / 8)
+    # one response (no --repeats): the curves at N = 1 only, msearth_acc as the plain task's
+    one = msearth_tasks.process_results_mcq_cot(doc, ['{"answer": "B. April"}'])
+    assert one["msearth_acc"]["score"] == 0.0 and one["msearth_maj@1"]["pick"] == "B" and one["msearth_maj@2"] is None

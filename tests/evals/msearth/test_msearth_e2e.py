@@ -108,3 +108,35 @@ def test_chat_backend_and_judge_on_reupload_schema(reupload_mirror, hf_home, tmp
     # the judge sees the refined caption and the raw query with its "<image>" literal
     j = next(b for b in judge_oe if "Late spring" in text_of(b).split("Standard Answer:")[1].split("\n")[0])
     assert "Question: <image>Caption:\nDischarge of the river" in text_of(j) and "Image Caption: Discharge of the river over a year. Refined:" in text_of(j)
+
+
+def test_cot_variant_samples_eight_and_votes(mirror, hf_home, tmp_path):
+    """msearth_mcq_cot through the CLI: 8 candidates per question reach the vote (lmms-eval's filter would keep one)."""
+    from collections import defaultdict
+
+    from conftest import openai_args
+
+    from lmms_eval_earthsci.testing.openai_server import FakeOpenAIServer
+
+    cycle = ['{"short reasoning": "r", "answer": "A"}', '{"answer": "B"}', '{"answer": "B"}', '{"answer": "C"}']
+    calls = defaultdict(int)
+
+    def reply(body):
+        text = text_of(body)
+        assert "using Chain-of-Thought (CoT) reasoning" in text
+        calls[text] += 1
+        return cycle[(calls[text] - 1) % len(cycle)]
+
+    with FakeOpenAIServer(responder=reply) as srv:
+        run_cli(["--model", "openai", "--model_args", openai_args(srv.base_url, num_concurrent=1), "--tasks", "msearth_mcq_cot", "--limit", "2",
+                 "--output_path", str(tmp_path / "out"), "--log_samples"], cli_env(mirror, hf_home), str(tmp_path))
+    res, samples = read_outputs(str(tmp_path / "out"))
+    assert sorted(calls.values()) == [8, 8]
+    golds = [r["response"][0] for r in msearth_rows("mcq")[:2]]  # C, A
+    by_gold = {g: s for g, s in zip(golds, sorted(samples["msearth_mcq_cot"], key=lambda s: s["doc_id"]))}
+    for gold, s in by_gold.items():
+        assert s["msearth_acc"]["votes"] == ["A", "B", "B", "C"] * 2
+        assert s["msearth_maj@8"]["pick"] == "B" and s["msearth_maj@8"]["score"] == 0.0  # B has 4 of 8, wrong for both
+        assert s["msearth_pass@8"]["score"] == 100.0 and s["msearth_acc"]["score"] == (100.0 if gold == "A" else 0.0)
+    r = res["results"]["msearth_mcq_cot"]
+    assert r["msearth_maj@8,none"] == 0.0 and r["msearth_pass_unbiased@1,none"] == pytest.approx(100 * (1 / 4 + 1 / 4) / 2) and r["msearth_maj@16,none"] is None
