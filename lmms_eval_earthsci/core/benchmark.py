@@ -170,6 +170,9 @@ class ReportSpec:
     #: and the key holding the gold ("": the sample's ``target``)
     answer_field: str = ""
     gold_field: str = ""
+    #: metrics of a sample besides the headline whose records :meth:`browser_view` reads (each run's
+    #: ``records``: ``{metric: record}``)
+    browser_records: tuple[str, ...] = ()
 
     def __init__(self, benchmark: Benchmark | None = None):
         self.benchmark = benchmark

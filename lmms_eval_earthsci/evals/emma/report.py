@@ -7,7 +7,7 @@ import json
 
 from lmms_eval_earthsci.core.benchmark import ChartSpec, Family, PaperValue, ProtocolNote, ReportSpec, ScalingTable
 from lmms_eval_earthsci.core.scoring.papers import canonical_model
-from lmms_eval_earthsci.evals.emma.benchmark import CURVES, MAJ_NORMALIZED
+from lmms_eval_earthsci.evals.emma.benchmark import CURVES, MAJ, MAJ_NORMALIZED
 
 SUBJECTS = ("math", "physics", "chemistry", "coding")
 # with k = 1 (no --repeats) both equal emma_acc of the same task: shown only where they differ from it
@@ -38,6 +38,40 @@ class EmmaReport(ReportSpec):
         "llavaonvision72b": "LLaVA-OneVision-72B",  # MSEarth Tables 3 and 10 and its model list (sic)
         "llavaonevision72b": "LLaVA-OneVision-72B",  # EMMA "LLaVA-Onevision-72B", MSEarth Tables 4-5 "LLaVA-onevision-72B"
     }
+
+    browser_records = (MAJ, *CURVES.voting(), *CURVES.reward_model())
+
+    def browser_view(self, task, docs):
+        """Under ``--repeats``: each candidate (its answer and verdict, the reward model's score of it at each N
+        that showed it), then per N the vote's pick, Best-of-N's and the tournament's: every run a column."""
+        for d in docs:
+            recs = [(r or {}).get("records") or {} for r in d["runs"]]
+            cands = [((x.get(MAJ) or {}).get("candidates") or []) if isinstance(x.get(MAJ), dict) else [] for x in recs]
+            if max((len(c) for c in cands), default=0) < 2:
+                continue
+            rows = []
+            for i in range(max(len(c) for c in cands)):
+                values = []
+                for x, c in zip(recs, cands):
+                    if i >= len(c):
+                        values.append(None)
+                        continue
+                    cell = f"{c[i]['extraction'] if c[i]['extraction'] is not None else '(no response)'} {'✓' if c[i]['correct'] else '✗'}"
+                    bons = [(n, x.get(CURVES.bon.format(n))) for n in CURVES.bon_sizes]
+                    scored = [f"{n}: {b['scores'].get(str(i), 0) if 'scores' in b else 'failed'}" for n, b in bons if isinstance(b, dict) and i in (b.get("shown") or [])]
+                    values.append(cell + (f" · reward model at N={', '.join(scored)}" if scored else ""))
+                rows.append({"label": f"candidate {i}", "gold": "", "values": values})
+
+            def pick(rec, key, fmt):
+                return None if not isinstance(rec, dict) else fmt(rec) + (" ✓" if rec.get("score") else " ✗")
+
+            for n in CURVES.sizes:
+                rows.append({"label": f"vote, N={n}", "gold": "", "values": [pick(x.get(CURVES.maj.format(n)), "maj", lambda r: f"{r.get('pick')!r}" + (f" (tie of {len(r['tied'])})" if r.get("tied") else "")) for x in recs]})
+            for n in CURVES.bon_sizes:
+                rows.append({"label": f"best-of-{n}", "gold": "", "values": [pick(x.get(CURVES.bon.format(n)), "bon", lambda r: f"candidate {r.get('pick')}" + (f" ({r['why']})" if r.get("why") else "")) for x in recs]})
+                rows.append({"label": f"tournament, N={n}", "gold": "", "values": [pick(x.get(CURVES.tournament.format(n)), "t", lambda r: f"candidate {r.get('pick')}" + (f" ({r['why']})" if r.get("why") else "")) for x in recs]})
+            rows = [r for r in rows if any(v is not None for v in r["values"])]
+            d["options"] = {"title": "candidates (--repeats): answer, verdict, the reward model's scores; each method's pick", "rows": rows}
 
     def headline_metrics(self, task):
         return ("emma_judge_acc",) if family(task).endswith("_judge") else ("emma_acc",)

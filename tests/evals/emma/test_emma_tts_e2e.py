@@ -4,6 +4,7 @@ EARTHSCI_RM_*) once per question and N with the authors' prompt and the question
 \\finalscore replies, counts a failed request and resumes from the cache."""
 
 import csv
+import json
 import re
 from collections import defaultdict
 
@@ -133,7 +134,7 @@ def test_without_a_reward_model_best_of_n_is_null_and_the_rest_is_scored(mirror,
 def test_report_table_3_shape_from_a_run(mirror, hf_home, tmp_path):
     with FakeOpenAIServer(responder=ModelAndRewardModel()) as srv:
         _run(mirror, hf_home, tmp_path, srv, tmp_path / "out")
-    _, text = write_report([str(tmp_path / "out")], str(tmp_path / "rep"))
+    _, text = write_report([str(tmp_path / "out")], str(tmp_path / "rep"), html=True, figure_budget_mb=0)
     section = text[text.index("### EMMA-mini: test-time scaling (Table 3)") :]
     lines = [line for line in section.splitlines() if line.startswith("| ")]
     assert lines[0] == "| model (N=1) | method | reward model | N=2 | N=4 | N=8 | N=16 |"
@@ -151,3 +152,12 @@ def test_report_table_3_shape_from_a_run(mirror, hf_home, tmp_path):
     assert len(run_rows) == 5 and run_rows[0]["candidates_T"] == "16" and float(run_rows[0]["n16"]) == pytest.approx(100 / 3)
     assert len([r for r in rows if r["source"] == "paper"]) == 13
     assert (tmp_path / "rep" / "emma_test_time_scaling.png").stat().st_size > 10_000
+
+    # the sample browser: each candidate (answer, verdict, the reward model's score where shown), each method's pick
+    data = (tmp_path / "rep" / "browser" / "data" / "t0.js").read_text()
+    docs = json.loads(data[data.index(",") + 1 : data.rindex(")")])["docs"]
+    math2 = next(d for d in docs if "rotating the figure" in d["prompt"])
+    rows = {r["label"]: r["values"][0] for r in math2["options"]["rows"]}
+    assert rows["candidate 13"] == "B ✓ · reward model at N=8: 5, 16: 5" and rows["candidate 3"] == "I am not sure. ✗ · reward model at N=2: 1, 4: 1, 8: 1, 16: 1"
+    assert rows["vote, N=16"] == "'B' ✓" and rows["best-of-2"].startswith("candidate ") and rows["best-of-2"].endswith("✗")
+    assert rows["tournament, N=4"] == "candidate 3 ✗" and rows["tournament, N=8"] == "candidate 13 ✓"

@@ -219,6 +219,8 @@ def task_docs(bench: Benchmark, task: str, runs: Sequence[Run], details: Callabl
                 doc["fields"].setdefault(k, x)
             summary = {k: v[k] for k in SUMMARY_KEYS}
             summary["record"] = v["record"]  # for the benchmark's browser_view; dropped after it
+            if spec.browser_records:  # the other records its browser_view reads; dropped with it
+                summary["records"] = {k: sample.get(k) for k in spec.browser_records}
             detail = {k: v[k] for k in DETAIL_KEYS}
             if v["figures"] is not None:  # only where the run read them
                 detail["figures"] = v["figures"]
@@ -244,6 +246,7 @@ def task_docs(bench: Benchmark, task: str, runs: Sequence[Run], details: Callabl
             for s in d["runs"]:
                 if s is not None:
                     s.pop("record", None)
+                    s.pop("records", None)
     labels = spec.image_labels(task)
     if labels:
         for d in docs:
