@@ -177,15 +177,16 @@ class Pick:
     why: str | None = None
 
 
-def select_best(scores: Scores, sub: Subset) -> Pick:
+def select_best(scores: Scores, sub: Subset, below_t: bool = True) -> Pick:
     """The authors' selection (their current code): the maximum over every slot; the tied slots below T,
     ascending; ``choice`` on the state the subset's draw left. A reply that scored nothing selects among all
     T candidates, and a label the subset did not show can win: both as they ran it. ``sub.rng`` is used
-    once (a copy: the same subset may select again)."""
+    once (a copy: the same subset may select again). ``below_t=False``: their code before commit ``aa44bc9``
+    (every tied slot, so a pick may be a raw index >= T), which made their InternVL reward-model files."""
     if scores.error:
         return Pick(None, [], False, scores.error)
     top = max(scores.slots)
-    tied = [i for i, s in enumerate(scores.slots) if s == top and i < sub.total]
+    tied = [i for i, s in enumerate(scores.slots) if s == top and (i < sub.total or not below_t)]
     if not tied:
         return Pick(None, [], False, f"the top score {top} is on a label >= T = {sub.total}")
     rng = random.Random()

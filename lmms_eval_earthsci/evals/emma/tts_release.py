@@ -15,8 +15,9 @@ Each file is one JSON object keyed by pid. Its layout is read from its fields:
 
 Questions are scored from the file's own fields (``answer``, ``gt_content``, ``type``, ``category``,
 ``task``): the development repository's question set differs from the EMMA-mini release in 14 of 400 pids.
-Their InternVL reward-model files were made by an older selection rule (spec §5.6) and are out of scope:
-their picks differ on ties where a label >= T won.
+Their InternVL reward-model files (``internvl-best-of-<N>/``) were made by an older selection rule (spec
+§5.6: every tied slot, none filtered by T): those are read with it, named in the output (:data:`LEGACY`); a pick
+>= T that the file does not hold is wrong, as their run's KeyError made it.
 """
 
 from __future__ import annotations
@@ -27,10 +28,12 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from lmms_eval_earthsci.core.data.loading import MIRROR_ENV, mirror_root, prepare_load
 from lmms_eval_earthsci.core.data.releases import RescoreError, _open_text
 from lmms_eval_earthsci.core.scoring import scaling
+from lmms_eval_earthsci.evals.emma.benchmark import DATASET_MINI, REVISION_MINI
 from lmms_eval_earthsci.evals.emma.scaling import SCORING_PROMPT, extract_answer_dev
-from lmms_eval_earthsci.evals.emma.tasks import is_equal
+from lmms_eval_earthsci.evals.emma.tasks import build_query, is_equal
 
 _RESPONSE = re.compile(r"^response_(\d+)$")
 _LABEL = re.compile(r"\nResponse\{(\d+)\}:\nke")
@@ -66,6 +69,15 @@ def layout_of(path: str, data: Mapping[str, Mapping[str, Any]]) -> str:
     if "score_list" in first:
         raise RescoreError(f"{path}: a Qwen reward-model scoring file; not read here (its layout: spec §6)")
     return "raw"
+
+
+#: the selection rule of the authors' code before commit aa44bc9 (spec §5.6): every tied slot, none filtered by T
+LEGACY = "before aa44bc9 (no i < T filter)"
+
+
+def is_legacy_selection(path: str) -> bool:
+    """Their InternVL reward-model runs (``internvl-best-of-<N>/``) were all selected by the older rule."""
+    return bool(re.search(r"(^|/)internvl-best-of-\d+/", path.replace("\\", "/")))
 
 
 def correct(rec: Mapping[str, Any], extraction: str | None) -> bool:
@@ -107,6 +119,7 @@ def score_file(path: str) -> dict[str, dict[str, dict]]:
                     out.setdefault(method, {})[pid] = {"correct": item["score"] > 0, "value": item["score"] / 100, "pick": item.get("pick")}
         return out
     n_from_folder = _name_number(path, r"best-of-(\d+)/")
+    legacy = is_legacy_selection(path)
     for pid, rec in data.items():
         cands = _responses(rec)
         t = total or len(cands)
@@ -119,9 +132,12 @@ def score_file(path: str) -> dict[str, dict[str, dict]]:
         rebuilt = scaling.reward_prompt(str(rec.get("query", "")), {i: (v or None) for i, v in cands.items()}, sub.nums, SCORING_PROMPT)
         if rebuilt != query:
             raise RescoreError(f"{path}, question {pid}: our reward-model prompt differs from the one they sent at {_first_difference(rebuilt, query)}")
-        pick = scaling.select_best(scaling.parse_final_scores(sent), sub)
+        pick = scaling.select_best(scaling.parse_final_scores(sent), sub, below_t=not legacy)
+        why = pick.why
+        if pick.index is not None and pick.index not in cands:  # their code raised KeyError: no best response, wrong
+            why = f"the pick, response_{pick.index}, is not in the file (their run: KeyError)"
         ok = pick.index is not None and correct(rec, extract_answer_dev(cands.get(pick.index)))
-        out.setdefault(f"bon@{n}", {})[pid] = {"correct": ok, "pick": pick.index, "tied": pick.tied, "why": pick.why}
+        out.setdefault(f"bon@{n}", {})[pid] = {"correct": ok, "pick": pick.index, "tied": pick.tied, "why": why, **({"selection": LEGACY} if legacy else {})}
     return out
 
 
@@ -183,11 +199,56 @@ def score_files(paths: Sequence[str], out_dir: str) -> list[tuple[str, str, dict
     return done
 
 
+def task_questions(subject: str) -> tuple[dict[str, dict] | None, str]:
+    """EMMA-mini's questions of ``subject`` from the mirror (images left out), or None and why not."""
+    if not mirror_root():
+        return None, f"{MIRROR_ENV} is not set: the file's questions were not checked against EMMA-mini's"
+    try:
+        import datasets  # noqa: PLC0415 - heavy (datasets, ~1 s), only when a mirror is there to read
+
+        path, kwargs, _ = prepare_load(DATASET_MINI, {"revision": REVISION_MINI})
+        ds = datasets.load_dataset(path, subject, split="test", **kwargs)
+        ds = ds.remove_columns([c for c in ds.column_names if c.startswith("image_")])
+        return {str(r["pid"]): dict(r) for r in ds}, ""
+    except Exception as exc:  # a mirror without this subject: scored from the file alone, said
+        return None, f"EMMA-mini {subject} could not be read from the mirror ({type(exc).__name__}: {str(exc)[:200]})"
+
+
+def check_against_task(data: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """Lines naming what the task data says of a file's questions: those EMMA-mini lacks (scored from the
+    file's own fields), those whose CoT query or answer differs from the one our task builds."""
+    subjects = sorted({str(r.get("subject", "")) for r in data.values()})
+    lines = []
+    for subject in subjects:
+        docs, why = task_questions(subject)
+        if docs is None:
+            lines.append(why)
+            continue
+        pids = [p for p, r in data.items() if r.get("subject") == subject]
+        missing = [p for p in pids if p not in docs]
+        if missing:
+            lines.append(f"{len(missing)} of {len(pids)} {subject} questions are not in EMMA-mini (scored from the file's own fields): {', '.join(missing[:20])}" + (" ..." if len(missing) > 20 else ""))
+        for p in pids:
+            if p not in docs:
+                continue
+            ours, theirs = build_query(docs[p], "CoT"), str(data[p].get("query", ""))
+            if ours != theirs:
+                lines.append(f"{subject} question {p}: the task's CoT query differs from the file's at {_first_difference(ours, theirs)}")
+            if str(docs[p].get("answer")).strip() != str(data[p].get("answer")).strip():
+                lines.append(f"{subject} question {p}: answer {data[p].get('answer')!r} in the file, {docs[p].get('answer')!r} in EMMA-mini (the file's is used)")
+    return lines
+
+
 def rescore_files(paths: Sequence[str], out_dir: str, options: Mapping[str, Any]) -> int:
-    """The ``rescore --from emma-tts-release`` command: scores, writes, prints a line per file and method."""
+    """The ``rescore --from emma-tts-release`` command: scores, writes, prints a line per file and method,
+    and what EMMA-mini's data says of the file's questions (with a mirror)."""
+    for path in paths:
+        for line in check_against_task(read_release(path)):
+            print(f"{path}: {line}")
     for path, method, result in score_files(paths, out_dir):
         avg = result["average"]
-        print(f"{path}: {method} {avg['correct']}/{avg['total']} = {100 * avg['accuracy']:.2f}")
+        rule = f" (selection rule {LEGACY})" if method.startswith("bon@") and is_legacy_selection(path) else ""
+        print(f"{path}: {method} {avg['correct']}/{avg['total']} = {100 * avg['accuracy']:.2f}{rule}")
     print(f"written to {out_dir}")
     return 0
 

@@ -120,3 +120,58 @@ def test_table_3_transcription_equals_the_protocols_table():
     with open(os.path.join(os.path.dirname(tts_release.__file__), "paper_numbers.json")) as f:
         rows = json.load(f)["test_time_scaling"]["rows"]
     assert [(r["model"], r["n1"], r["method"], r["values"]) for r in rows] == want and len(want) == 13
+
+
+def test_internvl_reward_model_files_are_read_with_their_older_selection_rule(tmp_path):
+    """internvl-best-of-<N>/ files were made before the i < T filter (spec §5.6): a tie with a label >= T can
+    pick it; where the file lacks that response their run raised KeyError (wrong), where it holds 16 it is chosen."""
+    with gzip.open(_file("gpt-best-of-4"), "rt") as f:
+        data = json.load(f)
+    pid = next(iter(data))
+    rec = data[pid]
+    # every shown label and the never-shown 12 tie at 5: rule F ties among 1, 0, 5, 2 (< T); the older rule adds 12
+    rec["scoring_response"] = "".join(f"\\finalscore{{{i}}}{{ok}}{{5}}" for i in (1, 0, 5, 2, 12))
+    one = {pid: rec}
+    for folder in ("gpt-best-of-4", "internvl-best-of-4"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / (NAME + ".json")).write_text(json.dumps(one))
+    current = tts_release.score_file(str(tmp_path / "gpt-best-of-4" / (NAME + ".json")))["bon@4"][pid]
+    legacy = tts_release.score_file(str(tmp_path / "internvl-best-of-4" / (NAME + ".json")))["bon@4"][pid]
+    sub = scaling.subset(8, 4)
+    assert current["tied"] == [0, 1, 2, 5] and legacy["tied"] == [0, 1, 2, 5, 12] and "selection" not in current
+    # k = 5 tied: position 1 (the (8, 4) row of spec §5.4) -> slot 1; the same state, so the older rule picks position 1 too
+    assert current["pick"] == scaling.select_best(scaling.Scores([5 if i in (0, 1, 2, 5) else 0 for i in range(16)], []), sub).index
+    assert legacy["pick"] == [0, 1, 2, 5, 12][[0, 0, 0, 1, 1, 1, 1, 3][4]] and legacy["selection"] == tts_release.LEGACY
+    # a pick >= T that the file does not hold: wrong, named
+    rec["scoring_response"] = "\\finalscore{12}{ok}{5}\\finalscore{1}{ok}{4}"
+    (tmp_path / "internvl-best-of-4" / (NAME + ".json")).write_text(json.dumps({pid: rec}))
+    missing = tts_release.score_file(str(tmp_path / "internvl-best-of-4" / (NAME + ".json")))["bon@4"][pid]
+    assert missing["pick"] == 12 and not missing["correct"] and "response_12, is not in the file" in missing["why"]
+
+
+def test_the_files_questions_against_emma_mini_in_a_mirror(tmp_path, monkeypatch, capsys):
+    """With a mirror, the questions EMMA-mini lacks are named (scored from the file's own fields), and a
+    question whose CoT query our task builds differently from the file's is named with the character."""
+    from lmms_eval_earthsci.evals.emma.fixtures import _emma_row, emma_features
+    from lmms_eval_earthsci.testing.figures import write_hf_repo
+
+    data = tts_release.read_release(_file("Majority_Voting_4"))
+    pids = list(data)[:3]
+    rows = []
+    for k, pid in enumerate(pids):
+        r = data[pid]
+        images = sorted({int(m) for m in __import__("re").findall(r"<image_(\d+)>", r["query"])})
+        question = r["question"] + (" (edited)" if k == 2 else "")
+        rows.append(_emma_row(pid, "Chemistry", question, r["options"] or None, r["answer"], r["type"], r["category"], images, 100 + k, context=r["context"]))
+    repo = tmp_path / "mirror" / "luckychao" / "EMMA-mini"
+    write_hf_repo(str(repo), {"Chemistry": {"test": rows}}, emma_features(), lambda c, s: f"{c}/{s}-00000-of-00001.parquet")
+    monkeypatch.setenv("EARTHSCI_DATA_MIRROR", str(tmp_path / "mirror"))
+    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "hf"))
+    lines = tts_release.check_against_task(data)
+    assert lines[0].startswith("97 of 100 Chemistry questions are not in EMMA-mini (scored from the file's own fields): ") and pids[0] not in lines[0]
+    assert len(lines) == 2 and lines[1].startswith(f"Chemistry question {pids[2]}: the task's CoT query differs from the file's at character ")
+    assert " (edited)" in lines[1]
+    assert rescore.main(["--from", "emma-tts-release", _file("Majority_Voting_4"), "--out", str(tmp_path / "out")]) == 0
+    assert "97 of 100 Chemistry questions are not in EMMA-mini" in capsys.readouterr().out
+    monkeypatch.delenv("EARTHSCI_DATA_MIRROR")
+    assert tts_release.check_against_task(data) == ["EARTHSCI_DATA_MIRROR is not set: the file's questions were not checked against EMMA-mini's"]
