@@ -8,7 +8,8 @@ saturated vLLM server) and inject faults per request::
     with FakeOpenAIServer(responder=lambda body: "Correct", latency=0.1, max_concurrency=64) as srv:
         srv.base_url  # "http://127.0.0.1:<port>/v1"
 
-A responder returns the reply text, or a :class:`Fault` to misbehave on that request.
+A responder returns the reply text, or a :class:`Fault` to misbehave on that request; on ``/pooling`` (vLLM's
+reward-model endpoint) a number, sent as the score at the last token.
 """
 
 from __future__ import annotations
@@ -86,6 +87,13 @@ def completion(body: dict, text: str) -> dict:
         "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
         "usage": {"prompt_tokens": len(text_of(body).split()), "completion_tokens": len(text.split()), "total_tokens": 0},
     }
+
+
+def pooled(body: dict, score: float) -> dict:
+    """A /pooling reply as vLLM gives it for a token-level reward model: a score per token, ``score`` the last."""
+    n = max(2, len(text_of(body).split()))
+    return {"id": "pooling-fake", "object": "list", "created": int(time.time()), "model": body.get("model", "fake"),
+            "data": [{"index": 0, "object": "pooling", "data": [[0.0]] * (n - 1) + [[score]]}], "usage": {"prompt_tokens": n, "total_tokens": n, "completion_tokens": 0}}
 
 
 def image_urls(body: dict) -> list[str]:
@@ -195,6 +203,9 @@ class FakeOpenAIServer(LoopbackServer):
 
     @staticmethod
     def _ok(handler, body: dict, text: str) -> None:
+        if handler.path.rstrip("/").endswith("/pooling"):  # vLLM's reward-model endpoint: the responder's number
+            handler._json(200, pooled(body, float(text)))
+            return
         handler._json(200, completion(body, text))
 
     def _fault(self, handler, f: Fault) -> None:

@@ -54,7 +54,7 @@ JUDGE_CASES = {
     "REASONING_EFFORT": (["low", "high"], []),
     "CA_BUNDLE": ([os.path.abspath(__file__)], [NO_SUCH, FOLDER]),
 }
-for _prefix in ("EARTHSCI_JUDGE", "EARTHSCI_DAD", "EARTHSCI_RM"):
+for _prefix in ("EARTHSCI_JUDGE", "EARTHSCI_DAD", "EARTHSCI_RM", "EARTHSCI_SCALAR_RM"):
     for _suffix, _case in JUDGE_CASES.items():
         CASES[f"{_prefix}_{_suffix}"] = _case
 
@@ -68,7 +68,7 @@ def test_every_setting_has_a_case_and_every_name_the_code_reads_is_a_setting():
     for path in glob.glob(os.path.join(ROOT, "lmms_eval_earthsci", "**", "*.py"), recursive=True):
         with open(path) as f:
             names |= set(re.findall(r"[\"'](EARTHSCI_[A-Z0-9_]*[A-Z0-9])[\"']", f.read()))
-    families = {"EARTHSCI_JUDGE", "EARTHSCI_DAD", "EARTHSCI_RM"}
+    families = {"EARTHSCI_JUDGE", "EARTHSCI_DAD", "EARTHSCI_RM", "EARTHSCI_SCALAR_RM"}
     assert names - families <= set(SETTINGS), sorted(names - families - set(SETTINGS))
     assert len(names) > 10  # the scan found the code's names
 

@@ -186,9 +186,11 @@ class VllmServer:
     """`python -m vllm.entrypoints.openai.api_server` of a tiny model on 127.0.0.1, served as ``judge``; stopped
     with SIGINT (its engine processes with it), SIGKILL after a bounded wait; ``kill()``: SIGKILL at once."""
 
-    def __init__(self, model, port, log, images=1):
-        self.cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", model, "--served-model-name", "judge", "--host", "127.0.0.1",
-                    "--port", str(port), "--max-model-len", "4096", "--limit-mm-per-prompt", json.dumps({"image": images}), "--enforce-eager"]
+    def __init__(self, model, port, log, images=1, flags=None, name="judge"):
+        """``flags``: instead of the multimodal ones (a pooling model's)."""
+        flags = ["--limit-mm-per-prompt", json.dumps({"image": images})] if flags is None else flags
+        self.cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", model, "--served-model-name", name, "--host", "127.0.0.1",
+                    "--port", str(port), "--max-model-len", "4096", *flags, "--enforce-eager"]
         self.base_url, self.log = f"http://127.0.0.1:{port}/v1", log
 
     def __enter__(self):
@@ -497,3 +499,60 @@ def test_check_model_against_names_the_argument_and_it_aligns_the_two_routes(mod
         else:
             assert aligned[size] == hf[size], (size, tokens)
         assert unaligned[size] != hf[size] or size == (1000, 800), size  # 1000 x 800: under both caps
+
+
+def test_a_scalar_reward_model_on_a_real_vllm_server(models_root, mirror, hf_home, tmp_path):
+    """EMMA's Table 7 protocol against a real `vllm serve` of a tiny Qwen2ForRewardModel (Qwen2.5-Math-RM's
+    architecture) on /pooling: emma_mini_tts_math with 4 candidates (a loopback model), each distinct candidate
+    scored once per question; every recorded score equals the server's score at the last token of the same
+    conversation asked directly (system "You are a math expert", the CoT query with its <image_k> as text, the
+    candidate), and each N's pick is the highest-scored shown candidate."""
+    import urllib.request
+
+    from conftest import openai_args, run_cli
+    from tiny_models.qwen_rm import build_reward_model
+
+    from lmms_eval_earthsci.evals.emma.fixtures import emma_rows
+    from lmms_eval_earthsci.evals.emma.tasks import build_query
+    from lmms_eval_earthsci.testing.openai_server import FakeOpenAIServer, text_of
+
+    path = build_reward_model(models_root)
+    port, log = 18500 + os.getpid() % 400, str(tmp_path / "vllm_rm.log")
+    cycle = ["\\boxed{A}", "So \\boxed{B}", "I am not sure.", "The answer is C."]
+    calls = {}
+
+    def model(body):
+        text = text_of(body)
+        calls[text] = calls.get(text, 0) + 1
+        return cycle[(calls[text] - 1) % len(cycle)]
+
+    flags = ["--runner", "pooling", "--dtype", "float32", "--pooler-config", json.dumps({"use_activation": False})]
+    with VllmServer(path, port, log, flags=flags, name="srm") as rm, FakeOpenAIServer(responder=model) as srv:
+        env = cli_env(mirror, hf_home, EARTHSCI_SCALAR_RM_BASE_URL=rm.base_url, EARTHSCI_SCALAR_RM_MODEL="srm", EARTHSCI_SCALAR_RM_CACHE=str(tmp_path / "cache"))
+        run_cli(["--model", "openai", "--model_args", openai_args(srv.base_url, num_concurrent=1), "--tasks", "emma_mini_tts_math", "--repeats", "4", "--limit", "2",
+                 "--output_path", str(tmp_path / "out"), "--log_samples"], env, str(tmp_path))
+        res, samples = read_outputs(str(tmp_path / "out"))
+        docs = {r["pid"]: r for r in emma_rows()["Math"]}
+
+        def direct(pid, candidate):
+            body = {"model": "srm", "messages": [{"role": "system", "content": "You are a math expert"}, {"role": "user", "content": build_query(docs[pid], "CoT")},
+                                                  {"role": "assistant", "content": candidate}]}
+            req = urllib.request.Request(rm.base_url.rsplit("/v1", 1)[0] + "/pooling", json.dumps(body).encode(), {"Content-Type": "application/json"})
+            with urllib.request.urlopen(req, timeout=60) as r:
+                return json.load(r)["data"][0]["data"][-1][0]
+
+        scored = 0
+        for s in samples["emma_mini_tts_math"]:
+            pid = s["emma_acc"]["pid"]
+            want = {i: direct(pid, c) for i, c in enumerate(cycle)}
+            assert len(set(want.values())) == 4, want  # the candidates score differently: the pick is decided by the scores
+            for n in (2, 4):
+                item = s[f"emma_bon_scalar@{n}"]
+                assert item["judge"]["status"] == "judged" and item["shown"] == __import__("lmms_eval_earthsci.core.scoring.scaling", fromlist=["subset"]).subset(4, n).nums
+                assert {int(i): v for i, v in item["scores"].items()} == {i: want[i] for i in item["shown"]}
+                assert item["pick"] == max(item["shown"], key=lambda i: want[i])
+                scored += 1
+            assert s["emma_bon_scalar@8"] is None  # T = 4
+        assert scored == 4
+        r = res["results"]["emma_mini_tts_math"]
+        assert r["emma_rm_failed,none"] == 0 and r["emma_bon@2,none"] is None  # no generative reward model configured

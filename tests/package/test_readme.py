@@ -59,8 +59,8 @@ def test_every_setting_is_documented_in_settings():
     section = text[text.index("## Settings") :].split("\n## ", 1)[0]
     names = {s.name for s in registry.settings()}
     documented = set(re.findall(r"`(EARTHSCI_[A-Z_]+)`", section))
-    dad = {n for n in names if n.startswith(("EARTHSCI_DAD_", "EARTHSCI_RM_"))}
-    assert "EARTHSCI_DAD_*" in section and "EARTHSCI_RM_*" in section and dad
+    dad = {n for n in names if n.startswith(("EARTHSCI_DAD_", "EARTHSCI_RM_", "EARTHSCI_SCALAR_RM_"))}
+    assert "EARTHSCI_DAD_*" in section and "EARTHSCI_RM_*" in section and "EARTHSCI_SCALAR_RM_*" in section and dad
     assert names - dad <= documented, sorted(names - dad - documented)
     assert documented <= names, sorted(documented - names)  # nothing documented that is not read
 

@@ -17,8 +17,8 @@ from typing import Any, cast
 
 from lmms_eval_earthsci.core.adapter.patching import wrap_task_method
 from lmms_eval_earthsci.core.data.loading import is_media, undecoded
-from lmms_eval_earthsci.core.judge.client import JudgeClient, get_judge
-from lmms_eval_earthsci.core.judge.config import JudgeConfig, JudgeResult
+from lmms_eval_earthsci.core.judge.client import JudgeClient
+from lmms_eval_earthsci.core.judge.config import JudgeResult
 from lmms_eval_earthsci.core.judge.failures import note_endpoint, note_no_judge
 from lmms_eval_earthsci.core.judge.task_pass import Outcome, PassItem, _sum_tokens, begin_pass, forget, logger, pass_failed, run_pass, summarize, world
 from lmms_eval_earthsci.core.settings import cli_value
@@ -124,8 +124,9 @@ def run_task_pass(task: Any) -> list[Outcome] | None:
     """The hook body: batch preparation, then the judge pass, for this rank's docs of ``task``."""
     pr = getattr(task.config, "process_results", None)
     prepare = getattr(pr, "batch_prepare", None)
-    spec = getattr(pr, "judge_spec", None)
-    if prepare is None and spec is None:
+    single = getattr(pr, "judge_spec", None)
+    specs = getattr(pr, "judge_specs", None) or ([single] if single is not None else [])
+    if prepare is None and not specs:
         return None
     tags = reasoning_tags_for(task)
     if prepare is not None:
@@ -133,15 +134,22 @@ def run_task_pass(task: Any) -> list[Outcome] | None:
             prepare([(it.doc, it.response) for it in _rank_items(task, media=False, tags=tags)])
         except Exception:  # process_results still scores each doc on its own
             logger.exception("lmms_eval_earthsci: batch preparation failed; scoring one doc at a time")
-    if spec is None:
-        return None
+    outcomes: list[Outcome] = []
+    for spec in specs:
+        outcomes += _spec_pass(task, spec, tags) or []
+    return outcomes if specs else None
+
+
+def _spec_pass(task: Any, spec: Any, tags: Any) -> list[Outcome] | None:
+    """One spec's pass over this rank's docs of ``task``."""
     meta = task.config.metadata if isinstance(task.config.metadata, dict) else {}
     begin_pass(spec.name, meta.get("judge"))
     try:
-        client = get_judge(spec.overrides(meta.get("judge")), purpose=f"{spec.name} metrics", prefix=spec.env_prefix)
+        client = spec.client(meta.get("judge"), purpose=f"{spec.name} metrics")
         name = getattr(task.config, "task", spec.name)
         if client is None:
-            note_no_judge(str(name), JudgeConfig.from_env(meta.get("judge"), prefix=spec.env_prefix).missing(spec.env_prefix))
+            if not spec.optional:  # an endpoint a user opts into is not missing when unset
+                note_no_judge(str(name), spec.config(meta.get("judge")).missing(spec.env_prefix))
             return None
         note_endpoint(str(name), f"{spec.env_prefix}_BASE_URL", client.config.base_url)
         rank, size = world()

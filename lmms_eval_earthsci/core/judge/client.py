@@ -324,6 +324,9 @@ class JudgeClient:
         if cfg.api_type == "azure":
             url = f"{base}/openai/deployments/{cfg.model}/chat/completions?api-version={cfg.api_version}"
             headers = {"api-key": cfg.api_key or ""}
+        elif cfg.api == "pooling":  # vLLM serves /pooling beside /v1, not under it
+            url = f"{base[: -len('/v1')] if base.endswith('/v1') else base}/pooling"
+            headers = {"Authorization": f"Bearer {cfg.api_key or 'EMPTY'}"}
         else:
             url = base if base.endswith("/chat/completions") else f"{base}/chat/completions"
             headers = {"Authorization": f"Bearer {cfg.api_key or 'EMPTY'}"}
@@ -380,6 +383,8 @@ class JudgeClient:
         if status >= 400:
             # 4xx other than 429: the request itself is wrong; retrying cannot help
             return JudgeResult(None, error=f"HTTP {status}: {raw[:300].decode('utf-8', 'replace')}", cause=refusal_cause(status, raw))
+        if self.config.api == "pooling":
+            return self._pooled(raw)
         try:
             reply = json.loads(raw)
             message = reply["choices"][0]["message"]
@@ -391,7 +396,23 @@ class JudgeClient:
         reasoning = message.get("reasoning_content") or message.get("reasoning")
         return JudgeResult(content, usage=_usage(reply.get("usage")), reasoning=reasoning if isinstance(reasoning, str) else None)
 
+    @staticmethod
+    def _pooled(raw: bytes) -> JudgeResult:
+        """A /pooling reply: a reward model's score at the last token (vLLM gives one per token for a
+        token-level reward model, ``[[s0], [s1], ...]``; one per sequence for a pooled one), as text."""
+        try:
+            reply = json.loads(raw)
+            value: Any = reply["data"][0]["data"]
+            while isinstance(value, list):
+                value = value[-1]
+            score = float(value)
+        except (ValueError, KeyError, IndexError, TypeError) as exc:
+            raise Retryable(f"malformed reply: {exc}", cause="malformed reply") from exc
+        return JudgeResult(repr(score), usage=_usage(reply.get("usage")))
+
     def _payload(self, messages: Sequence[Mapping[str, Any]], **settings: Any) -> dict:
+        if self.config.api == "pooling":  # the chat rendered by the server's template, no generation prompt
+            return {"model": self.config.model, "messages": to_openai_messages(messages), **settings}
         payload = {"model": self.config.model, "messages": to_openai_messages(messages), "temperature": self.config.temperature}
         if self.config.max_tokens:
             payload["max_tokens"] = self.config.max_tokens
@@ -573,15 +594,15 @@ _JUDGES_LOCK = threading.Lock()
 _WARNED: set[str] = set()
 
 
-def get_judge(overrides: Mapping[str, Any] | None = None, purpose: str = "judge metrics", prefix: str = JUDGE_ENV) -> JudgeClient | None:
+def get_judge(overrides: Mapping[str, Any] | None = None, purpose: str = "judge metrics", prefix: str = JUDGE_ENV, endpoint_fallback: bool = True) -> JudgeClient | None:
     """The process-wide judge for the current settings (``<prefix>_*`` variables, see
     :meth:`JudgeConfig.from_env`), or None (with one warning) if none is configured. Thread-safe; builds
     no client until first called."""
-    cfg = JudgeConfig.from_env(overrides, prefix=prefix)
+    cfg = JudgeConfig.from_env(overrides, prefix=prefix, endpoint_fallback=endpoint_fallback)
     if not cfg.configured:
         if purpose not in _WARNED:
             _WARNED.add(purpose)
-            names = cfg.missing(prefix) + ("" if prefix == JUDGE_ENV else f" (or {JUDGE_ENV}_*)")
+            names = cfg.missing(prefix) + ("" if prefix == JUDGE_ENV or not endpoint_fallback else f" (or {JUDGE_ENV}_*)")
             logger.warning(
                 "lmms_eval_earthsci: no LLM judge configured (set %s); %s are reported as unavailable, rule-based metrics are unaffected",
                 names,

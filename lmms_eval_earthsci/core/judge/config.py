@@ -69,6 +69,8 @@ class JudgeConfig:
     breaker: int = 5
     reasoning_effort: str | None = None  # sent as is (e.g. "high" for o3-mini) when set
     ca_bundle: str | None = None  # PEM file of the CA(s) the judge's TLS certificate is trusted by (judge only)
+    # "chat": OpenAI chat completions (a reply's text); "pooling": vLLM's /pooling (a reward model's score, as text)
+    api: str = "chat"
 
     @property
     def configured(self) -> bool:
@@ -84,12 +86,16 @@ class JudgeConfig:
         return f"{prefix}_BASE_URL ({prefix}_MODEL is set: the server's base URL)"
 
     @classmethod
-    def from_env(cls, overrides: Mapping[str, Any] | None = None, prefix: str = JUDGE_ENV) -> JudgeConfig:
+    def from_env(cls, overrides: Mapping[str, Any] | None = None, prefix: str = JUDGE_ENV, endpoint_fallback: bool = True) -> JudgeConfig:
         """Settings from ``<prefix>_*`` variables; a prefix other than the judge's (e.g. ``EARTHSCI_DAD``
-        for MAC's stage-2 reasoner) falls back to ``EARTHSCI_JUDGE_*`` for each setting it does not set."""
+        for MAC's stage-2 reasoner) falls back to ``EARTHSCI_JUDGE_*`` for each setting it does not set;
+        with ``endpoint_fallback=False`` (a scalar reward model: no chat judge can stand in) its base URL,
+        model and key are its own alone."""
         prefixes = [prefix] if prefix == JUDGE_ENV else [prefix, JUDGE_ENV]
 
         def var(suffix: str, *legacy: str, default: str | None = None) -> str | None:
+            if not endpoint_fallback and suffix in ("BASE_URL", "MODEL", "API_KEY", "API_TYPE"):
+                return _env(f"{prefix}_{suffix}", default=default)
             return _env(*(f"{p}_{suffix}" for p in prefixes), *legacy, default=default)
 
         api_type = (var("API_TYPE", "API_TYPE", default="openai") or "openai").lower()
@@ -125,7 +131,7 @@ class JudgeConfig:
 
     def public(self) -> dict:
         """Settings safe to log (no key)."""
-        return {"base_url": self.base_url, "model": self.model, "api_type": self.api_type, "concurrency": self.concurrency, "temperature": self.temperature}
+        return {"base_url": self.base_url, "model": self.model, "api_type": self.api_type, "concurrency": self.concurrency, "temperature": self.temperature, "api": self.api}
 
 
 @dataclass

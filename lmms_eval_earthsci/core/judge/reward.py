@@ -84,9 +84,10 @@ def _cost(outcomes: Sequence[Outcome]) -> dict:
             "tokens": {k: sum(int(o.usage.get(k, 0)) for o in outcomes if not o.cached) for k in ("prompt_tokens", "completion_tokens")}}
 
 
-def reward_items(spec: JudgeSpec, doc: Mapping[str, Any], q: Question, correct: Callable[[int], bool], names: scaling.CurveNames) -> dict:
-    """A question's ``bon@N`` and ``tournament@N`` values (None above T, or without a reward model) and its
-    ``rm_failed`` value. ``correct(i)`` is the verdict on raw candidate ``i``."""
+def reward_items(spec: JudgeSpec, doc: Mapping[str, Any], q: Question, correct: Callable[[int], bool], names: scaling.CurveNames, scalar: JudgeSpec | None = None) -> dict:
+    """A question's ``bon@N`` and ``tournament@N`` values, with ``scalar`` its scalar reward model's
+    ``bon_scalar@N`` (each None above T, or without its reward model), and its ``rm_failed`` value.
+    ``correct(i)`` is the verdict on raw candidate ``i``."""
     out: dict[str, Any] = {name: None for name in names.reward_model()}
     used: list[Outcome] = []
     for n, prompt in _bon_prompts(q, names).items():
@@ -124,6 +125,8 @@ def reward_items(spec: JudgeSpec, doc: Mapping[str, Any], q: Question, correct: 
             else:
                 record.update(score=100.0 if correct(bracket.winner) else 0.0)
             out[names.tournament.format(n)] = record
+    if scalar is not None and names.bon_scalar:
+        used += _scalar_items(scalar, doc, q, correct, names, out)
     used = list({id(o): o for o in used}.values())  # a match two brackets share is one request
     out[names.rm_failed] = rm_failed_item([o.failed_item() or {} for o in used]) if used else None
     return out
@@ -139,3 +142,41 @@ def rm_failed_item(items: Sequence[Mapping[str, Any]]) -> dict:
         cached=all(i.get("cached") for i in items), requests=len(items), failed_requests=len(failed), model_tokens=None,
     )
     return out
+
+
+# ---------------------------------------------------------------------------- a scalar reward model
+
+
+def scalar_text(response: Any) -> str:
+    """A candidate as the scalar reward model's assistant turn: ``"no reponse"`` (sic, the authors') when missing."""
+    return response if isinstance(response, str) and response else "no reponse"
+
+
+def scalar_requests(q: Question) -> list[str]:
+    """One request per distinct candidate text (every N's subset reads the same scores)."""
+    return list(dict.fromkeys(scalar_text(r) for r in q.responses))
+
+
+def _scalar_items(spec: JudgeSpec, doc: Mapping[str, Any], q: Question, correct: Callable[[int], bool], names: scaling.CurveNames, out: dict) -> list[Outcome]:
+    """``bon_scalar@N``: each candidate scored once; the subset's scores in subset order, the maximum, the
+    authors' seeded pick among ties (:func:`core.scoring.scaling.select_best_scalar`)."""
+    outcomes = [outcome_for(spec, doc, scalar_text(r)) for r in q.responses]
+    if all(o.status == UNAVAILABLE for o in outcomes):
+        return []
+    for n in names.bon_sizes:
+        if n > q.total:
+            continue
+        sub = scaling.subset(q.total, n)
+        shown = [outcomes[i] for i in sub.nums]
+        record: dict[str, Any] = {"n": n, "t": q.total, "shown": sub.nums, "cost": _cost(list({id(o): o for o in shown}.values())),
+                                  "judge": {"status": next((o.status for o in shown if not o.ok), shown[0].status), "cause": next((o.cause for o in shown if not o.ok), None)}}
+        failed = [o for o in shown if not o.ok]
+        if failed:
+            record.update(score=0.0, pick=None, why=f"the scalar reward model's request failed: {failed[0].cause}")
+        else:
+            values = [float(o.verdict) for o in shown]
+            pick = scaling.select_best_scalar(values, sub)
+            record.update(score=100.0 if pick.index is not None and correct(pick.index) else 0.0, pick=pick.index, tied=pick.tied,
+                          scores={str(i): v for i, v in zip(sub.nums, values)})
+        out[names.bon_scalar.format(n)] = record
+    return [o for o in outcomes if o.status != UNAVAILABLE]

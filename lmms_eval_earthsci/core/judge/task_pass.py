@@ -82,6 +82,9 @@ class JudgeSpec:
     (``max_tokens``) used where no such variable sets them. ``per_question`` makes the requests of one
     question from all its responses (``--repeats``: a reward model shown N candidates at once): each
     returned text is a "response" to ``build`` and to :func:`outcome_for`; None: one request per response.
+    ``api`` ``pooling``: a scalar reward model's vLLM ``/pooling`` endpoint (the reply is its score as text);
+    ``endpoint_fallback`` False: its base URL, model and key are its own (no chat judge stands in);
+    ``optional``: a metric a user opts into, not said missing at the run's end when unset.
     The pass calls it again after judging what it returned, until it returns nothing new (a tournament's
     next round reads the last one's outcomes with :func:`stored_outcome`)."""
     name: str
@@ -93,23 +96,37 @@ class JudgeSpec:
     env_prefix: str = "EARTHSCI_JUDGE"
     defaults: Mapping[str, Any] = field(default_factory=dict)
     per_question: Callable[[Mapping[str, Any], list[str]], list[str]] | None = None
+    api: str = "chat"
+    endpoint_fallback: bool = True
+    optional: bool = False
 
     def overrides(self, given: Mapping[str, Any] | None) -> dict | None:
-        """The task's judge overrides, plus each of ``defaults`` that no ``<env_prefix>_*`` variable set."""
-        if not self.defaults:
+        """The task's judge overrides, plus each of ``defaults`` that no ``<env_prefix>_*`` variable set, and
+        the endpoint's API when it is not chat completions."""
+        if not self.defaults and self.api == "chat":
             return dict(given) if given else None
-        cfg = JudgeConfig.from_env(None, prefix=self.env_prefix)
-        return {**{k: v for k, v in self.defaults.items() if getattr(cfg, k, None) is None}, **(given or {})}
+        cfg = JudgeConfig.from_env(None, prefix=self.env_prefix, endpoint_fallback=self.endpoint_fallback)
+        api = {"api": self.api} if self.api != "chat" else {}
+        return {**{k: v for k, v in self.defaults.items() if getattr(cfg, k, None) is None}, **api, **(given or {})}
+
+    def client(self, given: Mapping[str, Any] | None, purpose: str) -> JudgeClient | None:
+        """The client of this spec's endpoint (None: not configured; one warning naming the settings)."""
+        return get_judge(self.overrides(given), purpose=purpose, prefix=self.env_prefix, endpoint_fallback=self.endpoint_fallback)
+
+    def config(self, given: Mapping[str, Any] | None) -> JudgeConfig:
+        return JudgeConfig.from_env(given, prefix=self.env_prefix, endpoint_fallback=self.endpoint_fallback)
 
     def text_of(self, response: Any) -> str:
         text = response if isinstance(response, str) else ("" if response is None else str(response))
         return self.judged_text(text) if self.judged_text is not None else text
 
 
-def judged(spec: JudgeSpec) -> Callable[[Any], Any]:
-    """Decorator: mark a ``process_results`` function as judged by ``spec`` (the hook finds it)."""
+def judged(*specs: JudgeSpec) -> Callable[[Any], Any]:
+    """Decorator: mark a ``process_results`` function as judged by ``specs`` (the hook runs a pass of each,
+    in order)."""
     def deco(fn: Any) -> Any:
-        fn.judge_spec = spec
+        fn.judge_spec = specs[0]
+        fn.judge_specs = specs
         return fn
 
     return deco
@@ -312,7 +329,7 @@ def outcome_for(spec: JudgeSpec, doc: Mapping[str, Any], response: str, override
         pass_error = v.errors.get(spec.name)
     if hit is not None:
         return hit
-    client = get_judge(spec.overrides(overrides if overrides is not None else used_overrides), purpose=f"{spec.name} metrics", prefix=spec.env_prefix)
+    client = spec.client(overrides if overrides is not None else used_overrides, purpose=f"{spec.name} metrics")
     if client is None:
         return Outcome(UNAVAILABLE)
     noted: dict = {}

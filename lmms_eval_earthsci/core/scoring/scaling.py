@@ -287,6 +287,7 @@ class CurveNames:
     bon: str = ""
     rm_failed: str = ""
     tournament: str = ""
+    bon_scalar: str = ""
     sizes: tuple[int, ...] = SIZES
     bon_sizes: tuple[int, ...] = (2, 4, 8, 16)
 
@@ -295,8 +296,8 @@ class CurveNames:
         return [f.format(n) for f in (self.maj, self.pass_, self.pass_unbiased) for n in self.sizes]
 
     def reward_model(self) -> list[str]:
-        """The curves a reward model gives (Best-of-N, and the tournament where named)."""
-        return [f.format(n) for f in (self.bon, self.tournament) if f for n in self.bon_sizes]
+        """The curves a reward model gives (Best-of-N, the tournament and a scalar reward model's Best-of-N where named)."""
+        return [f.format(n) for f in (self.bon, self.tournament, self.bon_scalar) if f for n in self.bon_sizes]
 
     def all(self) -> list[str]:
         """Every curve metric, in the order a task's ``metric_list`` declares them."""

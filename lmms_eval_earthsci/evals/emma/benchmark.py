@@ -5,6 +5,7 @@ import os
 
 from lmms_eval_earthsci.core.benchmark import Benchmark
 from lmms_eval_earthsci.core.scoring.scaling import CurveNames
+from lmms_eval_earthsci.core.settings import judge_family
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 # the Hub repos (names importable without the task module, which installs the run hooks)
@@ -40,7 +41,8 @@ LENIENT = "emma_acc_lenient"
 MAJ, PASS = "emma_maj@k", "emma_pass@k"
 # test-time scaling (paper §4.3, Tables 3 and 7): one metric per method and N (evals/emma/scaling.py)
 # (N = 1, 2, 4, 8, 16; Best-of-N from N = 2: one candidate needs no reward model, and Table 3 has no such cell)
-CURVES = CurveNames(maj="emma_maj@{}", pass_="emma_pass@{}", pass_unbiased="emma_pass_unbiased@{}", bon="emma_bon@{}", tournament="emma_tournament@{}", rm_failed="emma_rm_failed")
+CURVES = CurveNames(maj="emma_maj@{}", pass_="emma_pass@{}", pass_unbiased="emma_pass_unbiased@{}", bon="emma_bon@{}", tournament="emma_tournament@{}",
+                    bon_scalar="emma_bon_scalar@{}", rm_failed="emma_rm_failed")
 MAJ_NORMALIZED = "emma_maj_normalized@k"
 JUDGE_METRIC, JUDGE_FAILED = "emma_judge_acc", "emma_judge_failed"
 # breakdown metrics: emma_<field>_<label> = emma_acc over that slice (see core.scoring.metrics)
@@ -68,6 +70,8 @@ BENCHMARK = Benchmark(
     yaml_files="lmms_eval_earthsci.evals.emma.yamls:emma_files",
     datasets=(DATASET_MINI, DATASET_FULL),
     fixtures={repo: "lmms_eval_earthsci.evals.emma.fixtures:write_emma" for repo in (DATASET_MINI, DATASET_FULL)},
+    # Table 7's scalar reward model (Qwen2.5-Math-RM) behind vLLM's /pooling: its own endpoint, no fallback to the judge's
+    settings=judge_family("EARTHSCI_SCALAR_RM", frozenset({"run"})),
     importers={"emma-release": "lmms_eval_earthsci.evals.emma.tasks:release_plan", "emma-tts-release": "lmms_eval_earthsci.evals.emma.tts_release:rescore_files"},
     suite=("emma_mini",),
     suite_nojudge=("emma_mini",),

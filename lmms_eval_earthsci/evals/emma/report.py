@@ -143,7 +143,10 @@ class EmmaReport(ReportSpec):
         """Table 3's shape: EMMA-mini's test-time scaling (the sampling task, else a CoT run with --repeats)."""
         with open(self.benchmark.paper_numbers, encoding="utf-8") as f:
             paper = json.load(f).get("test_time_scaling") or {}
-        methods = (("majority vote", CURVES.maj, None), ("best-of-N", CURVES.bon, "the run's (EARTHSCI_RM_MODEL)"), ("tournament (ours)", CURVES.tournament, "the run's (EARTHSCI_RM_MODEL)"),
+        with open(self.benchmark.paper_numbers, encoding="utf-8") as f:
+            math = json.load(f).get("test_time_scaling_math") or {}
+        generative, scalar = ("best-of-N", CURVES.bon, "the run's (EARTHSCI_RM_MODEL)"), ("best-of-N", CURVES.bon_scalar, "the run's scalar (EARTHSCI_SCALAR_RM_MODEL)")
+        methods = (("majority vote", CURVES.maj, None), generative, scalar, ("tournament (ours)", CURVES.tournament, "the run's (EARTHSCI_RM_MODEL)"),
                    ("pass@N (subset)", CURVES.pass_, None), ("pass@N (unbiased, ours)", CURVES.pass_unbiased, None))
         notes = (
             "Candidates scored with the authors' development-repository rules; subsets, vote and reward-model pick as they ran them. "
@@ -156,5 +159,7 @@ class EmmaReport(ReportSpec):
         return [
             ScalingTable("emma_test_time_scaling", "EMMA-mini: test-time scaling (Table 3)", tasks("emma_mini_tts", "emma_mini", "emma_mini_direct", "emma_mini_judge"), CURVES, methods,
                          tuple(paper.get("rows") or ()), str(paper.get("source") or ""), notes),
+            ScalingTable("emma_test_time_scaling_math", "EMMA-mini Math: Best-of-N by reward model (Table 7)", ("emma_mini_tts_math", "emma_mini_math"), CURVES, (generative, scalar),
+                         tuple(math.get("rows") or ()), str(math.get("source") or ""), notes),
             ScalingTable("emma_full_test_time_scaling", "EMMA: test-time scaling", tasks("emma_full", "emma_full_direct", "emma_full_judge"), CURVES, methods, (), "", notes),
         ]

@@ -450,14 +450,30 @@ REWARD_MODEL = JudgeSpec(
 )
 
 
+# Table 7's scalar reward model (spec §6): each candidate once, as a chat of the authors' system turn, the CoT
+# query (its <image_k> placeholders as text: no image, no caption) and the candidate; the score at its last token
+SCALAR_SYSTEM = "You are a math expert"
+SCALAR_REWARD_MODEL = JudgeSpec(
+    name="emma_scalar_rm",
+    build=lambda doc, text, images: [{"role": "system", "content": SCALAR_SYSTEM}, {"role": "user", "content": build_query(doc, "CoT")}, {"role": "assistant", "content": text}],
+    parse=float,
+    env_prefix="EARTHSCI_SCALAR_RM",
+    api="pooling",
+    endpoint_fallback=False,
+    optional=True,
+    per_question=lambda doc, responses: reward.scalar_requests(reward_question(doc, responses)),
+)
+
+
 @record_check(check_record)
-@judged(REWARD_MODEL)
+@judged(REWARD_MODEL, SCALAR_REWARD_MODEL)
 def process_results_tts(doc, results):
     """The test-time-scaling tasks: everything :func:`process_results_full` gives, ``emma_bon@N`` (Best-of-N
-    by the generative reward model, ``EARTHSCI_RM_*``), ``emma_tournament@N`` (ours) and ``emma_rm_failed``."""
+    by the generative reward model, ``EARTHSCI_RM_*``), ``emma_tournament@N`` (ours), ``emma_bon_scalar@N``
+    (a scalar reward model, ``EARTHSCI_SCALAR_RM_*``, when set) and ``emma_rm_failed``."""
     out = process_results_full(doc, results)
     q = reward_question(doc, scaling.samples_of(results))
-    out.update(reward.reward_items(REWARD_MODEL, doc, q, lambda i: candidate_correct(doc, q.responses[i]), CURVES))
+    out.update(reward.reward_items(REWARD_MODEL, doc, q, lambda i: candidate_correct(doc, q.responses[i]), CURVES, scalar=SCALAR_REWARD_MODEL))
     return out
 
 

@@ -18,6 +18,7 @@ from lmms_eval_earthsci.testing.openai_server import FakeOpenAIServer, Fault, te
 pytestmark = pytest.mark.e2e
 
 RM_MODEL = "rm-m"
+SCALAR_MODEL = "srm-m"
 # the i-th sample of a question (the server counts them): A, B, B with words before it, no answer
 CYCLE = ["\\boxed{A}", "\\boxed{B}", "Rotating gives a triangle, so \\boxed{B}", "I am not sure."]
 
@@ -27,9 +28,13 @@ class ModelAndRewardModel:
         self.calls = defaultdict(int)
         self.fail_on = fail_on
         self.rm_bodies = []
+        self.scalar_bodies = []
 
     def __call__(self, body):
         text = text_of(body)
+        if body.get("model") == SCALAR_MODEL:  # /pooling: a scalar reward model that likes \boxed{B}
+            self.scalar_bodies.append(body)
+            return 0.9 if "boxed{B}" in body["messages"][-1]["content"] else 0.1
         if body.get("model") != RM_MODEL:
             i = self.calls[text]
             self.calls[text] += 1
@@ -44,7 +49,8 @@ class ModelAndRewardModel:
 
 
 def _run(mirror, hf_home, tmp_path, srv, out, **env):
-    env = cli_env(mirror, hf_home, EARTHSCI_RM_BASE_URL=srv.base_url, EARTHSCI_RM_MODEL=RM_MODEL, EARTHSCI_RM_CACHE=str(tmp_path / "cache"), EARTHSCI_RM_MAX_RETRIES="0", **env)
+    env = cli_env(mirror, hf_home, EARTHSCI_RM_BASE_URL=srv.base_url, EARTHSCI_RM_MODEL=RM_MODEL, EARTHSCI_RM_CACHE=str(tmp_path / "cache"), EARTHSCI_RM_MAX_RETRIES="0",
+                  EARTHSCI_SCALAR_RM_BASE_URL=srv.base_url, EARTHSCI_SCALAR_RM_MODEL=SCALAR_MODEL, EARTHSCI_SCALAR_RM_CACHE=str(tmp_path / "cache"), **env)
     run_cli(["--model", "openai", "--model_args", openai_args(srv.base_url, num_concurrent=1), "--tasks", "emma_mini_tts_math", "--output_path", str(out), "--log_samples"], env, str(tmp_path))
     return read_outputs(str(out))
 
@@ -82,10 +88,20 @@ def test_curves_and_best_of_n_through_the_cli(mirror, hf_home, tmp_path):
     assert all(math1[f"emma_bon@{n}"]["score"] == 0.0 and "--max-model-len" in math1[f"emma_bon@{n}"]["why"] for n in (8, 16))
     assert all(math1[f"emma_bon@{n}"]["judge"]["status"] == "judged" for n in (2, 4))
     assert all(math1[f"emma_tournament@{n}"]["judge"]["status"] == "judged" for n in (2, 4, 8, 16))
-    assert math1["emma_rm_failed"]["failed_requests"] == 2 and math1["emma_rm_failed"]["requests"] == 18
+    assert math1["emma_rm_failed"]["failed_requests"] == 2 and math1["emma_rm_failed"]["requests"] == 18 + 4  # + the scalar reward model's 4
     assert r["emma_rm_failed,none"] == 1
     assert r["emma_bon@8,none"] == pytest.approx(100 / 3) and r["emma_bon@2,none"] == 0.0 and r["emma_tournament@8,none"] == pytest.approx(100 / 3)
     assert r["emma_maj@16,none"] == pytest.approx(sum(s["emma_maj@16"]["score"] for s in by_pid.values()) / 3)
+    # the scalar reward model (Table 7): each distinct candidate once per question (4 texts), on /pooling; the
+    # subset's scores in subset order, the authors' seeded pick among ties (N = 8: positions 5, 6, 7 tie -> 7, raw 1)
+    assert len(handler.scalar_bodies) == 3 * 4
+    sb = next(b for b in handler.scalar_bodies if "rotating the figure" in b["messages"][1]["content"])
+    assert [m["role"] for m in sb["messages"]] == ["system", "user", "assistant"] and sb["messages"][0]["content"] == "You are a math expert"
+    assert "<image_1>" in sb["messages"][1]["content"] and "temperature" not in sb and sb["messages"][1]["content"].endswith("Please solve the problem step by step.")
+    for n, pick, right in ((2, 0, False), (4, 0, False), (8, 1, True), (16, None, True)):
+        item = math2[f"emma_bon_scalar@{n}"]
+        assert (item["score"] == 100.0) is right and (pick is None or item["pick"] == pick), n
+    assert math2["emma_bon_scalar@8"]["tied"] == [13, 2, 1] and r["emma_bon_scalar@8,none"] == pytest.approx(100 / 3)
     # the request: the authors' prompt (CoT query, "ke" blocks by raw index, instructions), the image in place,
     # temperature 0 and 2048 tokens, one user turn
     body = next(b for b in handler.rm_bodies if "rotating the figure" in text_of(b) and "Response{13}" in text_of(b))
@@ -100,22 +116,23 @@ def test_curves_and_best_of_n_through_the_cli(mirror, hf_home, tmp_path):
     with FakeOpenAIServer(responder=ModelAndRewardModel()) as srv2:
         res2, _ = _run(mirror, hf_home, tmp_path, srv2, tmp_path / "out2")
         again = srv2.responder
-    assert len(again.rm_bodies) == 2  # only Math_1's two refused, asked again (failures are never cached)
+    assert len(again.rm_bodies) == 2 and not again.scalar_bodies  # only Math_1's two refused, asked again (failures are never cached)
     r2 = res2["results"]["emma_mini_tts_math"]
     assert r2["emma_rm_failed,none"] == 0 and r2["emma_bon@8,none"] >= r["emma_bon@8,none"]
 
     # generate on one node, rank later: rescore replays the 16 candidates (no model call) and asks a reward
     # model of its own for what its cache does not hold
     with FakeOpenAIServer(responder=ModelAndRewardModel()) as srv3:
-        env = cli_env(mirror, hf_home, EARTHSCI_RM_BASE_URL=srv3.base_url, EARTHSCI_RM_MODEL=RM_MODEL, EARTHSCI_RM_CACHE=str(tmp_path / "cache3"))
+        env = cli_env(mirror, hf_home, EARTHSCI_RM_BASE_URL=srv3.base_url, EARTHSCI_RM_MODEL=RM_MODEL, EARTHSCI_RM_CACHE=str(tmp_path / "cache3"),
+                      EARTHSCI_SCALAR_RM_BASE_URL=srv3.base_url, EARTHSCI_SCALAR_RM_MODEL=SCALAR_MODEL, EARTHSCI_SCALAR_RM_CACHE=str(tmp_path / "cache3"))
         proc = run_rescore([str(tmp_path / "out"), "--out", str(tmp_path / "rescored")], env, str(tmp_path))
         assert proc.returncode == 0, proc.stderr[-5000:]
         ranker = srv3.responder
-    assert not ranker.calls and len(ranker.rm_bodies) == 3 * 18  # the reward model only
+    assert not ranker.calls and len(ranker.rm_bodies) == 3 * 18 and len(ranker.scalar_bodies) == 12  # the reward models only
     res3, samples3 = read_outputs(str(tmp_path / "rescored"))
     r3 = res3["results"]["emma_mini_tts_math"]
     assert r3["emma_rm_failed,none"] == 0 and r3["emma_bon@8,none"] == pytest.approx(r2["emma_bon@8,none"])
-    for key in ("emma_maj@16,none", "emma_pass@4,none", "emma_pass_unbiased@2,none", "emma_acc,none", "emma_tournament@8,none"):
+    for key in ("emma_maj@16,none", "emma_pass@4,none", "emma_pass_unbiased@2,none", "emma_acc,none", "emma_tournament@8,none", "emma_bon_scalar@8,none"):
         assert r3[key] == pytest.approx(r2[key]), key
 
 
@@ -126,7 +143,7 @@ def test_without_a_reward_model_best_of_n_is_null_and_the_rest_is_scored(mirror,
                  "--output_path", str(tmp_path / "out"), "--log_samples"], env, str(tmp_path))
     res, samples = read_outputs(str(tmp_path / "out"))
     r = res["results"]["emma_mini_tts_math"]
-    assert r["emma_bon@2,none"] is None and r["emma_tournament@2,none"] is None and r["emma_rm_failed,none"] is None
+    assert r["emma_bon@2,none"] is None and r["emma_tournament@2,none"] is None and r["emma_bon_scalar@2,none"] is None and r["emma_rm_failed,none"] is None
     assert r["emma_maj@4,none"] is not None and r["emma_maj@8,none"] is None  # --repeats 4: N = 8 has no value
     assert len(samples["emma_mini_tts_math"][0]["emma_maj@k"]["candidates"]) == 4
 
@@ -139,8 +156,13 @@ def test_report_table_3_shape_from_a_run(mirror, hf_home, tmp_path):
     lines = [line for line in section.splitlines() if line.startswith("| ")]
     assert lines[0] == "| model (N=1) | method | reward model | N=2 | N=4 | N=8 | N=16 |"
     ours = [line for line in lines if "emma_mini_tts_math" in line and "(T = 16" in line]
-    assert [line.split(" | ")[1] for line in ours] == ["majority vote", "best-of-N", "tournament (ours)", "pass@N (subset)", "pass@N (unbiased, ours)"]
+    assert [line.split(" | ")[1] for line in ours[:6]] == ["majority vote", "best-of-N", "best-of-N", "tournament (ours)", "pass@N (subset)", "pass@N (unbiased, ours)"]
     assert ours[1].endswith("| 0.00 | 0.00 | 33.33 | 33.33 |")  # Best-of-N: B is shown from N = 8 (Math_2 of 3)
+    assert "scalar (EARTHSCI_SCALAR_RM_MODEL) | 0.00 | 0.00 | 33.33 | 33.33 |" in ours[2]
+    # Table 7 (Math): the run's two Best-of-N rows beside the paper's six
+    table7 = text[text.index("### EMMA-mini Math: Best-of-N by reward model (Table 7)") :].split("\n\n")[1].splitlines()
+    assert len([line for line in table7 if "(T = 16" in line]) == 2
+    assert "| GPT-4o (N=1 Table 2, T=0: 27.00) | best-of-N | Qwen2.5-Math-RM-72B | 26.00 | 24.00 | 25.00 | 29.00 |" in table7
     assert "| GPT-4o (N=1 Table 2, T=0: 36.00) | majority vote | — | – | 37.25 | 36.25 | 38.25 |" in lines
     # the breakdown table leaves the curves to this table; the cost per method and N; the CSV and the chart
     assert "math · emma_maj@16" not in text
@@ -149,7 +171,7 @@ def test_report_table_3_shape_from_a_run(mirror, hf_home, tmp_path):
     with open(tmp_path / "rep" / "emma_test_time_scaling.csv") as f:
         rows = list(csv.DictReader(f))
     run_rows = [r for r in rows if r["source"] == "run"]
-    assert len(run_rows) == 5 and run_rows[0]["candidates_T"] == "16" and float(run_rows[0]["n16"]) == pytest.approx(100 / 3)
+    assert len(run_rows) == 6 and run_rows[0]["candidates_T"] == "16" and float(run_rows[0]["n16"]) == pytest.approx(100 / 3)
     assert len([r for r in rows if r["source"] == "paper"]) == 13
     assert (tmp_path / "rep" / "emma_test_time_scaling.png").stat().st_size > 10_000
 
