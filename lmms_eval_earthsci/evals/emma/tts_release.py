@@ -5,8 +5,11 @@ majority vote, subsets, reward-model prompt, parser and selection rule, into the
 
 Each file is one JSON object keyed by pid. Its layout is read from its fields:
 
-- raw (``response_0`` ... ``response_{T-1}``, T from the count): every curve point N <= T (``maj@N``,
-  ``pass@N``, ``pass_unbiased@N``) with the authors' seeded subsets;
+- raw (``response_0`` ... ``response_{T-1}``, T from the file name's ``_<T>``): every curve point N <= T
+  (``maj@N``, ``pass@N``, ``pass_unbiased@N``) with the authors' seeded subsets;
+- pass@1 (one candidate, renumbered ``response_0``): ``pass@1``;
+- Qwen2.5-Math-RM (``score_list`` of floats): raw (all T by raw index: ``bon_scalar@N`` for every N <= T) or
+  a chosen file (``..._<N>.json``: the N chosen renumbered, their scores in subset order, drawn from T = 16);
 - majority vote (``extraction_list``): the N candidates it holds, voted in file order (no second draw);
 - Best-of-N (``scoring_query`` / ``scoring_response``; T from the file name's ``_<T>``, N from the folder
   ``*-best-of-<N>`` or the prompt's labels): our rebuilt reward-model prompt must equal the one they sent,
@@ -22,6 +25,7 @@ Their InternVL reward-model files (``internvl-best-of-<N>/``) were made by an ol
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import re
@@ -66,8 +70,10 @@ def layout_of(path: str, data: Mapping[str, Mapping[str, Any]]) -> str:
         return "best-of-n"
     if "extraction_list" in first:
         return "majority-vote"
-    if "score_list" in first:
-        raise RescoreError(f"{path}: a Qwen reward-model scoring file; not read here (its layout: spec §6)")
+    if "score_list" in first:  # Qwen2.5-Math-RM's scores (spec §6): all T by raw index, or the N chosen renumbered
+        return "scalar-raw" if "best_response" not in first else "scalar-chosen"
+    if all(len(_responses(r)) == 1 for r in data.values()):  # pass@1/: the subset's first candidate, as response_0
+        return "single"
     return "raw"
 
 
@@ -105,7 +111,15 @@ def score_file(path: str) -> dict[str, dict[str, dict]]:
             vote = scaling.majority_vote([extract_answer_dev(cands[i]) for i in range(n)])
             out.setdefault(f"maj@{n}", {})[pid] = {"correct": correct(rec, vote.pick), "pick": vote.pick, "votes": [extract_answer_dev(cands[i]) for i in range(n) if cands[i]]}
         return out
+    if layout == "single":
+        for pid, rec in data.items():
+            (response,) = _responses(rec).values()
+            ext = extract_answer_dev(response)
+            out.setdefault("pass@1", {})[pid] = {"correct": correct(rec, ext), "pick": ext}
+        return out
     total = _name_number(path, r"_(\d+)(?:_raw)?\.json(?:\.gz)?$")
+    if layout.startswith("scalar"):
+        return _scalar_file(path, data, layout, total)
     if layout == "raw":
         for pid, rec in data.items():
             cands = _responses(rec)
@@ -138,6 +152,43 @@ def score_file(path: str) -> dict[str, dict[str, dict]]:
             why = f"the pick, response_{pick.index}, is not in the file (their run: KeyError)"
         ok = pick.index is not None and correct(rec, extract_answer_dev(cands.get(pick.index)))
         out.setdefault(f"bon@{n}", {})[pid] = {"correct": ok, "pick": pick.index, "tied": pick.tied, "why": why, **({"selection": LEGACY} if legacy else {})}
+    return out
+
+
+# the Qwen reward-model runs drew their subsets from the 16 Math candidates (spec §6); a scored file's name gives N
+SCALAR_T = 16
+
+
+def _scores(rec: Mapping[str, Any], pid: str, path: str) -> list[float]:
+    raw = rec.get("score_list")
+    values = ast.literal_eval(raw) if isinstance(raw, str) else raw
+    if not isinstance(values, list) or not all(isinstance(v, (int, float)) for v in values):
+        raise RescoreError(f"{path}, question {pid}: score_list is not a list of numbers ({str(raw)[:60]!r})")
+    return [float(v) for v in values]
+
+
+def _scalar_file(path: str, data: Mapping[str, Mapping[str, Any]], layout: str, number: int | None) -> dict[str, dict[str, dict]]:
+    """Qwen2.5-Math-RM files: raw (the T scores by raw index: every Best-of-N point N <= T, the authors'
+    subsets and pick) or chosen (``..._<N>.json``: the N chosen candidates renumbered, their scores in subset
+    order; the pick among them as the authors' rule makes it)."""
+    out: dict[str, dict[str, dict]] = {}
+    for pid, rec in data.items():
+        cands = _responses(rec)
+        values = _scores(rec, pid, path)
+        if layout == "scalar-raw":
+            t = number or len(cands)
+            for n in scaling.SIZES:
+                if n <= t:
+                    sub = scaling.subset(t, n)
+                    pick = scaling.select_best_scalar([values[i] for i in sub.nums], sub)
+                    out.setdefault(f"bon_scalar@{n}", {})[pid] = {"correct": correct(rec, extract_answer_dev(cands.get(pick.index))), "pick": pick.index, "tied": pick.tied}
+            continue
+        n = number or len(cands)
+        sub = scaling.subset(SCALAR_T, n)
+        pick = scaling.select_best_scalar(values, sub)
+        position = sub.nums.index(pick.index) if pick.index is not None else None
+        chosen = cands.get(position) if position is not None else None
+        out.setdefault(f"bon_scalar@{n}", {})[pid] = {"correct": correct(rec, extract_answer_dev(chosen)), "pick": pick.index, "position": position, "tied": pick.tied}
     return out
 
 

@@ -175,3 +175,49 @@ def test_the_files_questions_against_emma_mini_in_a_mirror(tmp_path, monkeypatch
     assert "97 of 100 Chemistry questions are not in EMMA-mini" in capsys.readouterr().out
     monkeypatch.delenv("EARTHSCI_DATA_MIRROR")
     assert tts_release.check_against_task(data) == ["EARTHSCI_DATA_MIRROR is not set: the file's questions were not checked against EMMA-mini's"]
+
+
+def test_pass_at_1_and_qwen_reward_model_layouts(tmp_path):
+    """pass@1/ (the subset's first candidate renumbered response_0) and Qwen2.5-Math-RM files (spec §6), laid out
+    from the shared raw file as the authors' scripts lay them out: a raw file with all T scores and the chosen
+    files of each N give the same picks."""
+    import random
+
+    raw = tts_release.read_release(_file("raw_results"))
+    (tmp_path / "pass@1").mkdir()
+    first = {pid: {**{k: v for k, v in r.items() if not k.startswith("response_")}, "response_0": r["response_1"]} for pid, r in raw.items()}  # nums[0] = 1 for T = 8
+    (tmp_path / "pass@1" / (NAME + ".json")).write_text(json.dumps(first))
+    scored = tts_release.score_file(str(tmp_path / "pass@1" / (NAME + ".json")))
+    assert list(scored) == ["pass@1"] and sum(v["correct"] for v in scored["pass@1"].values()) == 35  # as the raw file's pass@1
+    # a Qwen-RM raw file of 16 candidates (the 8 twice) with seeded float scores, ties included, and its chosen files
+    rng = random.Random(7)
+    qraw = {}
+    for pid, r in raw.items():
+        rec = {k: v for k, v in r.items() if not k.startswith("response_")}
+        for i in range(16):
+            rec[f"response_{i}"] = r[f"response_{i % 8}"]
+        rec["score_list"] = str([rng.choice([0.5, 1.25, -2.0, 3.0, 3.0]) for _ in range(16)])
+        qraw[pid] = rec
+    (tmp_path / "qwen-rm-scoring" / "scored_results").mkdir(parents=True)
+    raw_path = tmp_path / "qwen-rm-scoring" / "chatgpt-4o-latest_Chemistry_16_raw.json"
+    raw_path.write_text(json.dumps(qraw))
+    from_raw = tts_release.score_file(str(raw_path))
+    assert sorted(from_raw) == [f"bon_scalar@{n}" for n in (1, 16, 2, 4, 8)]
+    for n in (2, 4, 8, 16):
+        nums = scaling.subset(16, n).nums
+        chosen = {}
+        for pid, rec in qraw.items():
+            scores = json.loads(rec["score_list"])
+            out = {k: v for k, v in rec.items() if not k.startswith("response_") and k != "score_list"}
+            out.update({f"response_{j}": rec[f"response_{i}"] for j, i in enumerate(nums)}, score_list=[scores[i] for i in nums], best_response="")
+            chosen[pid] = out
+        path = tmp_path / "qwen-rm-scoring" / "scored_results" / f"chatgpt-4o-latest_Chemistry_{n}.json"
+        path.write_text(json.dumps(chosen))
+        got = tts_release.score_file(str(path))[f"bon_scalar@{n}"]
+        want = from_raw[f"bon_scalar@{n}"]
+        assert {p: (v["pick"], v["correct"]) for p, v in got.items()} == {p: (v["pick"], v["correct"]) for p, v in want.items()}, n
+        ties = [v for v in want.values() if len(v["tied"]) > 1]
+        assert ties and all(v["pick"] in v["tied"] for v in ties)
+        for pid, v in want.items():  # the pick has the top score among the shown
+            scores = json.loads(qraw[pid]["score_list"])
+            assert scores[v["pick"]] == max(scores[i] for i in nums)
