@@ -125,6 +125,10 @@ def section(bench: Benchmark, runs: list[Run], out_dir: str, view: RunView, tabl
             failed = _value(run, task, table.curves.rm_failed) if task and table.curves.rm_failed else None
             if failed:
                 notes.append(f"{run.column}: the reward model failed on {failed:.0f} question(s) (scored wrong; causes in each sample's `{table.curves.bon.format('N')}` record).")
+            unread = _value(run, task, table.curves.rm_replies) if task and table.curves.rm_replies else None
+            if unread:
+                notes.append(f"{run.column}: {unread:.0f} Best-of-N repl(ies) did not score every shown candidate (no failure: the authors' rule still picks; "
+                             f"how, in each sample's `{table.curves.bon.format('N')}` record, `reply`).")
         if unsampled:
             notes.append(f"n/a: N above the run's T candidates ({', '.join(dict.fromkeys(unsampled))}); run with `--repeats 16` for every column.")
         if table.paper_source:

@@ -14,12 +14,16 @@ judged metric's are.
 
 from __future__ import annotations
 
+import json
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from lmms_eval_earthsci.core.judge.task_pass import UNAVAILABLE, JudgeSpec, Outcome, outcome_for, stored_outcome
 from lmms_eval_earthsci.core.scoring import scaling
+
+logger = logging.getLogger("lmms_eval_earthsci")
 
 
 def parse_reply(reply: str) -> dict:
@@ -102,9 +106,10 @@ def reward_items(spec: JudgeSpec, doc: Mapping[str, Any], q: Question, correct: 
         else:
             scores = scaling.Scores(**o.verdict)
             pick = scaling.select_best(scores, sub)
+            unscored = [i for i in sub.nums if i not in scores.scored]
             record.update(
                 score=100.0 if pick.index is not None and correct(pick.index) else 0.0, pick=pick.index, tied=pick.tied, presented=pick.presented, why=pick.why,
-                scores={str(i): s for i, s in enumerate(scores.slots) if s or i in sub.nums}, unscored=[i for i in sub.nums if i not in scores.scored],
+                scores={str(i): s for i, s in enumerate(scores.slots) if s or i in sub.nums}, unscored=unscored, reply=reply_kind(scores, unscored, len(sub.nums)),
             )
         out[names.bon.format(n)] = record
     if names.tournament:
@@ -127,9 +132,51 @@ def reward_items(spec: JudgeSpec, doc: Mapping[str, Any], q: Question, correct: 
             out[names.tournament.format(n)] = record
     if scalar is not None and names.bon_scalar:
         used += _scalar_items(scalar, doc, q, correct, names, out)
+    if names.rm_replies:
+        out[names.rm_replies] = replies_item(out, names)
     used = list({id(o): o for o in used}.values())  # a match two brackets share is one request
     out[names.rm_failed] = rm_failed_item([o.failed_item() or {} for o in used]) if used else None
     return out
+
+
+# how a reward model's Best-of-N reply was read (not failures: the authors' rule picks in every case)
+SCORED_ALL = "scored every shown candidate"
+REPLY_KINDS = ("a label past the score slots (no pick)", "scored none of the shown (a pick among all T)", "scored some of the shown")
+
+
+def reply_kind(scores: scaling.Scores, unscored: Sequence[int], shown: int) -> str:
+    if scores.error:
+        return REPLY_KINDS[0]
+    if len(unscored) == shown:
+        return REPLY_KINDS[1]
+    return REPLY_KINDS[2] if unscored else SCORED_ALL
+
+
+def replies_item(out: Mapping[str, Any], names: scaling.CurveNames) -> dict | None:
+    """A question's value of ``<benchmark>_rm_replies``: its Best-of-N replies that did not score every shown
+    candidate, by how (None without a reward model)."""
+    recs = [out.get(names.bon.format(n)) for n in names.bon_sizes]
+    kinds = [r["reply"] for r in recs if isinstance(r, dict) and r.get("reply")]
+    if not kinds:
+        return None
+    causes = {k: kinds.count(k) for k in REPLY_KINDS if k in kinds}
+    return {"score": sum(causes.values()), "replies": len(kinds), "causes": causes}
+
+
+def reply_causes(items: Sequence[Any]) -> int | None:
+    """Aggregation of ``<benchmark>_rm_replies``: the Best-of-N replies that did not score every shown candidate
+    (each read as the authors' rule reads it, never a failure), logged by cause; None without a reward model."""
+    present = [i for i in items if isinstance(i, Mapping)]
+    if not present:
+        return None
+    causes: dict[str, int] = {}
+    for i in present:
+        for k, n in (i.get("causes") or {}).items():
+            causes[k] = causes.get(k, 0) + int(n)
+    total = sum(causes.values())
+    if total:
+        logger.info("lmms_eval_earthsci reward-model replies: %d of %d did not score every shown candidate: %s", total, sum(int(i.get("replies") or 0) for i in present), json.dumps(causes))
+    return total
 
 
 def rm_failed_item(items: Sequence[Mapping[str, Any]]) -> dict:

@@ -288,6 +288,7 @@ class CurveNames:
     rm_failed: str = ""
     tournament: str = ""
     bon_scalar: str = ""
+    rm_replies: str = ""  # the Best-of-N replies that did not score every shown candidate, by how
     sizes: tuple[int, ...] = SIZES
     bon_sizes: tuple[int, ...] = (2, 4, 8, 16)
 

@@ -42,7 +42,7 @@ MAJ, PASS = "emma_maj@k", "emma_pass@k"
 # test-time scaling (paper §4.3, Tables 3 and 7): one metric per method and N (evals/emma/scaling.py)
 # (N = 1, 2, 4, 8, 16; Best-of-N from N = 2: one candidate needs no reward model, and Table 3 has no such cell)
 CURVES = CurveNames(maj="emma_maj@{}", pass_="emma_pass@{}", pass_unbiased="emma_pass_unbiased@{}", bon="emma_bon@{}", tournament="emma_tournament@{}",
-                    bon_scalar="emma_bon_scalar@{}", rm_failed="emma_rm_failed")
+                    bon_scalar="emma_bon_scalar@{}", rm_failed="emma_rm_failed", rm_replies="emma_rm_replies")
 MAJ_NORMALIZED = "emma_maj_normalized@k"
 JUDGE_METRIC, JUDGE_FAILED = "emma_judge_acc", "emma_judge_failed"
 # breakdown metrics: emma_<field>_<label> = emma_acc over that slice (see core.scoring.metrics)

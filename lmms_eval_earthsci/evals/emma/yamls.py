@@ -18,13 +18,16 @@ TTS_SETTINGS = (
 )
 
 
+REPLY_CAUSES = "!function lmms_eval_earthsci.core.judge.reward.reply_causes"
+
+
 def emma_files() -> dict[str, str]:
     failed = ("emma_judge_failed", JUDGE_FAILED, False)
     curves = emma.CURVES
     # the curves at every N (lmms-eval drops a metric its YAML does not declare); None above the run's T
     voting = [(name, MEAN_PRESENT, True) for name in curves.voting()]
     scaling = [(emma.MAJ, MEAN_PRESENT, True), (emma.PASS, MEAN_PRESENT, True), (emma.MAJ_NORMALIZED, MEAN_PRESENT, True), *voting]
-    best_of_n = [(name, JUDGED_MEAN, True) for name in curves.reward_model()] + [(curves.rm_failed, JUDGE_FAILED, False)]
+    best_of_n = [(name, JUDGED_MEAN, True) for name in curves.reward_model()] + [(curves.rm_replies, REPLY_CAUSES, False), (curves.rm_failed, JUDGE_FAILED, False)]
     files: dict[str, str] = {}
     sets = {"mini": (DATASET_MINI, emma.REVISION_MINI), "full": (DATASET_FULL, emma.REVISION_FULL)}
     variants = (("CoT", "", "CoT"), ("Direct", "_direct", "Direct"), ("CoT", "_judge", "CoT, LLM judge"))
@@ -60,7 +63,7 @@ def emma_files() -> dict[str, str]:
             # metrics by substring): each pooled the same way, size-weighted
             group_metrics = [emma.METRIC, emma.MAJ, emma.PASS, emma.MAJ_NORMALIZED, *(name for name, _, _ in voting)] + ([emma.JUDGE_METRIC] if judge else [])
             if suffix == "_tts":
-                group_metrics += [name for name, _, _ in best_of_n[:-1]]
+                group_metrics += [name for name, _, _ in best_of_n[:-2]]
             files[f"{group}.yaml"] = group_yaml(group, tasks, group_metrics, alias=f"EMMA-{size} ({label})")
         # circular variants of the CoT tasks: the multiple-choice questions, once per rotation
         ctasks = [f"emma_{size}_{subject.lower()}_circular" for subject in emma.SUBJECTS]

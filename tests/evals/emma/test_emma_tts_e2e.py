@@ -43,6 +43,8 @@ class ModelAndRewardModel:
         if self.fail_on and self.fail_on in text and text.count("\nResponse{") >= 8:
             # a question whose 8 or 16 candidates do not fit: vLLM's refusal
             return Fault("status", status=400, error={"message": "This model's maximum context length is 4096 tokens. However, you requested 9000 tokens.", "type": "BadRequestError"})
+        if "Subtract all small balls" in text and text.count("\nResponse{") == 2:
+            return "They all look fine to me."  # Math_3's Best-of-2 (and first match): no \finalscore at all
         # a reward model that likes \boxed{B}: 5 for those, 1 for the others (both forms of \finalscore)
         labels = re.findall(r"\nResponse\{(\d+)\}:\nke(.*?)(?=\nResponse\{|\nYou are a fair)", text, re.S)
         return "\n".join(f"\\finalscore{{{i}}}{{reason}}{{{5 if 'boxed{B}' in r else 1}}}" for i, r in labels)
@@ -88,6 +90,13 @@ def test_curves_and_best_of_n_through_the_cli(mirror, hf_home, tmp_path):
     assert all(math1[f"emma_bon@{n}"]["score"] == 0.0 and "--max-model-len" in math1[f"emma_bon@{n}"]["why"] for n in (8, 16))
     assert all(math1[f"emma_bon@{n}"]["judge"]["status"] == "judged" for n in (2, 4))
     assert all(math1[f"emma_tournament@{n}"]["judge"]["status"] == "judged" for n in (2, 4, 8, 16))
+    # a reply without \finalscore is no failure: all scores 0, the authors' rule picks among all 16; counted by how
+    math3 = by_pid["Math_3"]
+    assert math3["emma_bon@2"]["reply"] == "scored none of the shown (a pick among all T)" and math3["emma_bon@2"]["tied"] == list(range(16))
+    assert math3["emma_bon@2"]["judge"]["status"] == "judged" and math3["emma_rm_failed"]["score"] == 0
+    assert math3["emma_rm_replies"] == {"score": 1, "replies": 4, "causes": {"scored none of the shown (a pick among all T)": 1}}
+    assert r["emma_rm_replies,none"] == 1 and math2["emma_rm_replies"]["score"] == 0
+    assert math3["emma_tournament@2"]["matches"] == [[3, 0, 3]]  # the same request as a match: a tie, to the earlier
     assert math1["emma_rm_failed"]["failed_requests"] == 2 and math1["emma_rm_failed"]["requests"] == 18 + 4  # + the scalar reward model's 4
     assert r["emma_rm_failed,none"] == 1
     assert r["emma_bon@8,none"] == pytest.approx(100 / 3) and r["emma_bon@2,none"] == 0.0 and r["emma_tournament@8,none"] == pytest.approx(100 / 3)
@@ -164,6 +173,7 @@ def test_report_table_3_shape_from_a_run(mirror, hf_home, tmp_path):
     assert len([line for line in table7 if "(T = 16" in line]) == 2
     assert "| GPT-4o (N=1 Table 2, T=0: 27.00) | best-of-N | Qwen2.5-Math-RM-72B | 26.00 | 24.00 | 25.00 | 29.00 |" in table7
     assert "| GPT-4o (N=1 Table 2, T=0: 36.00) | majority vote | — | – | 37.25 | 36.25 | 38.25 |" in lines
+    assert "fake (out): 1 Best-of-N repl(ies) did not score every shown candidate" in section
     # the breakdown table leaves the curves to this table; the cost per method and N; the CSV and the chart
     assert "math · emma_maj@16" not in text
     tournament_cost = next(line for line in lines if line.startswith("| fake (out) · emma_mini_tts_math | tournament (ours) | 3 (3 sent)"))
