@@ -52,21 +52,20 @@ def _candidates(run: Run, task: str, table: ScalingTable) -> int | None:
     return None
 
 
-def cost(run: Run, task: str, metric: str) -> dict[str, int] | None:
-    """The reward model's requests and tokens behind one method and N in this run (its samples' records;
-    each request counted in every N that used it), or None when no record has a cost."""
+def cost(samples: list[dict], metric: str) -> dict[str, int] | None:
+    """The reward model's requests and tokens behind one method and N in a task's samples (each request
+    counted in every N that used it), or None when no record has a cost."""
     total: dict[str, int] = {"requests": 0, "cached": 0, "prompt_tokens": 0, "completion_tokens": 0}
     seen = False
-    for leaf in _leaves(run, task):
-        for s in run.full_samples(leaf):
-            rec = s.get(metric)
-            c = rec.get("cost") if isinstance(rec, dict) else None
-            if isinstance(c, dict):
-                seen = True
-                total["requests"] += int(c.get("requests") or 0)
-                total["cached"] += int(c.get("cached") or 0)
-                for k in ("prompt_tokens", "completion_tokens"):
-                    total[k] += int((c.get("tokens") or {}).get(k) or 0)
+    for s in samples:
+        rec = s.get(metric)
+        c = rec.get("cost") if isinstance(rec, dict) else None
+        if isinstance(c, dict):
+            seen = True
+            total["requests"] += int(c.get("requests") or 0)
+            total["cached"] += int(c.get("cached") or 0)
+            for k in ("prompt_tokens", "completion_tokens"):
+                total[k] += int((c.get("tokens") or {}).get(k) or 0)
     return total if seen else None
 
 
@@ -79,14 +78,17 @@ def rows(table: ScalingTable, runs: Iterable[Run]) -> list[dict[str, Any]]:
             continue
         t = _candidates(run, task, table)
         n1 = _value(run, task, table.curves.maj.format(1))
+        samples: list[dict] | None = None  # the task's leaves' samples, read once per run
         for label, metric, rm in table.methods:
             values = {n: _value(run, task, metric.format(n)) for n in COLUMNS}
             if all(v is None for v in values.values()):
                 continue
             who = run.column if task == table.tasks[0] else f"{run.column} · {task}"
             own1 = _value(run, task, metric.format(1))  # pass@1, pass_unbiased@1 of its own; a reward model's N=1 is the vote's
+            if rm and samples is None:
+                samples = [s for leaf in _leaves(run, task) for s in run.full_samples(leaf)]
             out.append({"who": who, "source": "run", "task": task, "t": t, "n1": n1, "v1": n1 if own1 is None else own1, "method": label, "reward_model": rm or "", "values": values,
-                        "cost": {n: cost(run, task, metric.format(n)) for n in COLUMNS} if rm else {}})
+                        "cost": {n: cost(samples or [], metric.format(n)) for n in COLUMNS} if rm else {}})
     for p in table.paper_rows:
         out.append({"who": str(p["model"]), "source": "paper", "task": "", "t": None, "n1": p.get("n1"), "method": str(p["method"]), "reward_model": p.get("reward_model") or "",
                     "values": {n: (p.get("values") or {}).get(str(n)) for n in COLUMNS}, "cost": {}})

@@ -21,6 +21,7 @@ from lmms_eval_earthsci.core.judge.client import JudgeClient
 from lmms_eval_earthsci.core.judge.config import JudgeResult
 from lmms_eval_earthsci.core.judge.failures import note_endpoint, note_no_judge
 from lmms_eval_earthsci.core.judge.task_pass import Outcome, PassItem, _sum_tokens, begin_pass, forget, logger, pass_failed, run_pass, summarize, world
+from lmms_eval_earthsci.core.scoring.extraction import as_text
 from lmms_eval_earthsci.core.settings import cli_value
 
 # lmms-eval strips reasoning blocks (and surrounding whitespace) from each response after the filters
@@ -112,7 +113,8 @@ def _rank_items(task: Any, media: bool, tags: Any = None, per_question: Callable
         doc = docs[inst.doc_id]
         usage = token_counts_of(inst)
         for resp in inst.filtered_resps.values():
-            texts = [normalize_response(r if isinstance(r, str) else str(r), tags) for r in (resp if isinstance(resp, list) else [resp])]
+            # a non-string response as process_results reads it (as_text: None -> ""); lmms-eval strips strings only
+            texts = [normalize_response(r, tags) if isinstance(r, str) else as_text(r) for r in (resp if isinstance(resp, list) else [resp])]
             if per_question is not None:  # the question's requests, from all its responses
                 texts = per_question(doc, texts)
             for text in texts:
@@ -136,7 +138,12 @@ def run_task_pass(task: Any) -> list[Outcome] | None:
             logger.exception("lmms_eval_earthsci: batch preparation failed; scoring one doc at a time")
     outcomes: list[Outcome] = []
     for spec in specs:
-        outcomes += _spec_pass(task, spec, tags) or []
+        try:
+            outcomes += _spec_pass(task, spec, tags) or []
+        except Exception:  # one spec's pass failing leaves the next spec's pass to run; process_results falls back per doc
+            if len(specs) == 1:
+                raise
+            logger.exception("lmms_eval_earthsci: the %s pass failed; its requests fall back to one doc at a time", spec.name)
     return outcomes if specs else None
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -51,8 +52,16 @@ class Question:
         return scaling.reward_prompt(self.query, self.candidates(), nums, self.instructions)
 
 
+def generative_ok(q: Question) -> bool:
+    """The authors' reply format labels candidates in 16 score slots: a run of more candidates gets no
+    generative reward-model curves (their N = 16 subset of T = 20 would show labels past the slots)."""
+    return q.total <= scaling.SCORE_SLOTS
+
+
 def _bon_prompts(q: Question, names: scaling.CurveNames) -> dict[int, str]:
-    return {n: q.prompt(scaling.subset(q.total, n).nums) for n in names.bon_sizes if n <= q.total} if names.bon else {}
+    if not names.bon or not generative_ok(q):
+        return {}
+    return {n: q.prompt(scaling.subset(q.total, n).nums) for n in names.bon_sizes if n <= q.total}
 
 
 def _bracket(q: Question, n: int, lookup: Callable[[str], Outcome | None]) -> tuple[scaling.Bracket, list[Outcome]]:
@@ -75,7 +84,7 @@ def requests_for(spec: JudgeSpec, doc: Mapping[str, Any], q: Question, names: sc
     """The pass's requests for one question: every Best-of-N prompt, and every tournament match whose
     players the matches already judged on this rank decide (the pass asks again until none is left)."""
     out = list(_bon_prompts(q, names).values())
-    if names.tournament:
+    if names.tournament and generative_ok(q):
         for n in names.bon_sizes:
             if n <= q.total:
                 bracket, _ = _bracket(q, n, lambda text: stored_outcome(spec, doc, text))
@@ -112,7 +121,7 @@ def reward_items(spec: JudgeSpec, doc: Mapping[str, Any], q: Question, correct: 
                 scores={str(i): s for i, s in enumerate(scores.slots) if s or i in sub.nums}, unscored=unscored, reply=reply_kind(scores, unscored, len(sub.nums)),
             )
         out[names.bon.format(n)] = record
-    if names.tournament:
+    if names.tournament and generative_ok(q):
         for n in names.bon_sizes:
             if n > q.total:
                 continue
@@ -192,6 +201,14 @@ def rm_failed_item(items: Sequence[Mapping[str, Any]]) -> dict:
 
 
 # ---------------------------------------------------------------------------- a scalar reward model
+
+
+def scalar_score(reply: str) -> float:
+    """A scalar reward model's score; a non-finite one (NaN, inf) is a reply that cannot be read."""
+    value = float(reply)
+    if not math.isfinite(value):
+        raise ValueError(f"the score {reply!r} is not a finite number")
+    return value
 
 
 def scalar_text(response: Any) -> str:

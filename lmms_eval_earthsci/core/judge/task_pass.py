@@ -124,6 +124,9 @@ class JudgeSpec:
 def judged(*specs: JudgeSpec) -> Callable[[Any], Any]:
     """Decorator: mark a ``process_results`` function as judged by ``specs`` (the hook runs a pass of each,
     in order)."""
+    if not specs:
+        raise TypeError("judged() needs at least one JudgeSpec")
+
     def deco(fn: Any) -> Any:
         fn.judge_spec = specs[0]
         fn.judge_specs = specs

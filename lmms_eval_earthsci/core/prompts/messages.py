@@ -24,19 +24,22 @@ from typing import Any
 from lmms_eval_earthsci.core.data.loading import doc_key
 
 PLACEHOLDER_RE = re.compile(r"<image_(\d+)>|<image>")
+# numbered placeholders only: a prompt holding free text (a reward model's candidates) where "<image>" is text
+NUMBERED_RE = re.compile(r"<image_(\d+)>")
 
 Resolver = Callable[[int], Any]
 """Maps a placeholder's key to an image: ``<image_k>`` -> ``resolve(k)``; the i-th ``<image>`` ->
 ``resolve(i)`` (1-based)."""
 
 
-def split_placeholders(text: str) -> list[tuple[str, Any]]:
+def split_placeholders(text: str, numbered_only: bool = False) -> list[tuple[str, Any]]:
     """``[("text", str) | ("image", k)]`` in order of occurrence. Text fragments are kept verbatim
-    (not stripped); whitespace-only fragments are dropped, as the official EMMA interleaving does."""
+    (not stripped); whitespace-only fragments are dropped, as the official EMMA interleaving does.
+    ``numbered_only``: a bare ``<image>`` is text."""
     parts: list[tuple[str, Any]] = []
     pos = 0
     bare = 0
-    for m in PLACEHOLDER_RE.finditer(text):
+    for m in (NUMBERED_RE if numbered_only else PLACEHOLDER_RE).finditer(text):
         if text[pos : m.start()].strip():
             parts.append(("text", text[pos : m.start()]))
         if m.group(1) is not None:
@@ -68,12 +71,12 @@ def once(resolve: Resolver) -> Resolver:
     return resolve_once
 
 
-def content_parts(text: str, resolve: Resolver, images_first: bool = True, extra_images: Sequence[Any] = ()) -> list[dict]:
+def content_parts(text: str, resolve: Resolver, images_first: bool = True, extra_images: Sequence[Any] = (), numbered_only: bool = False) -> list[dict]:
     """lmms-eval chat ``content`` for one turn. ``extra_images`` are images not referenced in the text,
     placed before (``images_first``) or after it."""
     content: list[dict] = []
     resolve = once(resolve)  # a repeated placeholder is the same image, decoded once
-    for kind, value in split_placeholders(text):
+    for kind, value in split_placeholders(text, numbered_only):
         if kind == "text":
             content.append({"type": "text", "text": value})
         else:

@@ -260,7 +260,8 @@ def tournament(nums: Sequence[int], decide: Any) -> Bracket:
 def match_winner(scores: Scores, a: int, b: int) -> int:
     """A match's winner from the reward model's scores of its two candidates: the higher ``\finalscore``;
     a tie (an unreadable reply included) goes to ``a``, the earlier in subset order."""
-    return b if scores.slots[b] > scores.slots[a] else a
+    slots = scores.slots
+    return b if (slots[b] if b < len(slots) else 0) > (slots[a] if a < len(slots) else 0) else a
 
 
 def reward_prompt(query: str, candidates: Mapping[int, str | None], nums: Sequence[int], instructions: str) -> str:

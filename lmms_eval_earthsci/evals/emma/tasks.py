@@ -435,7 +435,8 @@ def _rm_messages(doc, prompt: str, images) -> list:
             raise RecordError(_dataset(doc), _pid(doc), field, "the reward model's prompt names this image; the doc has none")
         return media[field]
 
-    return msg.chat_messages(prompt, resolve)
+    # the authors split at <image_k> only: a candidate's "<image>" stays text
+    return [{"role": "user", "content": msg.content_parts(prompt, resolve, numbered_only=True)}]
 
 
 REWARD_MODEL = JudgeSpec(
@@ -456,7 +457,7 @@ SCALAR_SYSTEM = "You are a math expert"
 SCALAR_REWARD_MODEL = JudgeSpec(
     name="emma_scalar_rm",
     build=lambda doc, text, images: [{"role": "system", "content": SCALAR_SYSTEM}, {"role": "user", "content": build_query(doc, "CoT")}, {"role": "assistant", "content": text}],
-    parse=float,
+    parse=reward.scalar_score,
     env_prefix="EARTHSCI_SCALAR_RM",
     api="pooling",
     endpoint_fallback=False,

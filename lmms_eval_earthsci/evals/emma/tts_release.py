@@ -100,7 +100,15 @@ def _first_difference(a: str, b: str) -> str:
 
 def score_file(path: str) -> dict[str, dict[str, dict]]:
     """``{method: {pid: {"correct": bool, ...}}}`` for one file (method: ``maj@N``, ``pass@N``,
-    ``pass_unbiased@N``, ``bon@N``)."""
+    ``pass_unbiased@N``, ``bon@N``, ``bon_scalar@N``, ``pass@1``); a file that does not fit its layout
+    (an N above its T, scores that do not match its candidates) is an error naming it."""
+    try:
+        return _score_file(path)
+    except (ValueError, TypeError) as exc:
+        raise RescoreError(f"{path}: does not fit its layout ({exc})") from exc
+
+
+def _score_file(path: str) -> dict[str, dict[str, dict]]:
     data = read_release(path)
     layout = layout_of(path, data)
     out: dict[str, dict[str, dict]] = {}

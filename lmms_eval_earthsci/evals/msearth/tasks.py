@@ -451,10 +451,14 @@ _PREPARED_LOCK = threading.Lock()
 def prepare_mcq(pairs) -> None:
     """Batch step run by the hook before ``process_results`` (one rank's docs): every answer that
     needs the similarity fallback is encoded in one batch."""
-    keyed = []
+    keyed, seen = [], set()
     for doc, response in pairs:
+        key = doc_key(doc)
+        if key in seen:  # --repeats: process_results scores the first candidate (the hook gives them in order)
+            continue
+        seen.add(key)
         answer, _ = generated_answer(response)
-        keyed.append(((doc_key(doc), response), doc, answer))
+        keyed.append(((key, response), doc, answer))
     verdicts = paper_verdicts([(doc, answer) for _, doc, answer in keyed])
     with _PREPARED_LOCK:
         for (key, _, _), v in zip(keyed, verdicts):

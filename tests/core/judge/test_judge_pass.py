@@ -210,3 +210,23 @@ def test_spec_defaults_apply_where_no_variable_sets_them(monkeypatch):
     monkeypatch.setenv("EARTHSCI_RM_MAX_TOKENS", "4096")
     assert spec.overrides({"max_tokens": 100}) == {"max_tokens": 100}  # a task's own override wins over everything
     assert JudgeSpec(name="j", build=lambda d, r, i: [], parse=str).overrides(None) is None
+
+
+def test_the_pass_reads_a_non_string_response_as_process_results_does():
+    """A backend's None response is "" in the pass, as process_results' as_text reads it (a reward model's
+    prompt built from "None" would never be looked up)."""
+    from lmms_eval_earthsci.core.adapter import judge_hook
+
+    class Inst:
+        doc_id, metadata, token_counts = 0, {}, []
+        filtered_resps = {"none": ["an answer", None, 3]}
+
+    class Task:
+        eval_docs_no_media = [{"pid": "x"}]
+        instances = [Inst()]
+
+    items = judge_hook._rank_items(Task(), media=False, tags=None)
+    assert [it.response for it in items] == ["an answer", "", "3"]
+    seen = []
+    judge_hook._rank_items(Task(), media=False, tags=None, per_question=lambda doc, texts: seen.append(texts) or texts[:1])
+    assert seen == [["an answer", "", "3"]]

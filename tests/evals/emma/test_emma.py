@@ -292,3 +292,24 @@ def test_words_only_fast_path_agrees_with_latex2sympy():
             if s and len(s) <= 200 and emma._certainly_not_numeric(s):
                 skipped.add(s)
     assert all(parsed(s) is None for s in skipped), [s for s in skipped if parsed(s) is not None]
+
+
+def test_reward_model_requests_hold_to_the_authors_limits():
+    """The reward model's prompt splits at <image_k> only (a candidate's "<image>" is text); more than 16
+    candidates give no generative reward-model request (the reply's 16 score slots); a non-finite scalar
+    score cannot be read."""
+    from lmms_eval_earthsci.core.judge import reward
+    from lmms_eval_earthsci.evals.emma.fixtures import emma_rows
+
+    doc = emma_rows()["Math"][1]  # one image, referenced once
+    prompt = emma.reward_question(doc, ["In <image> the shape turns, so \\boxed{B}", "\\boxed{A}"]).prompt([1, 0])
+    media = {"image_1": doc["image_1"]}
+    parts = emma._rm_messages(doc, prompt, lambda: media)[0]["content"]
+    assert sum(p["type"] == "image" for p in parts) == 1 and any("In <image> the shape turns" in p.get("text", "") for p in parts)
+    q = emma.reward_question(doc, [f"\\boxed{{{i}}}" for i in range(20)])
+    assert reward.requests_for(emma.REWARD_MODEL, doc, q, emma.CURVES) == [] and len(reward.scalar_requests(q)) == 20
+    assert emma.scaling.match_winner(emma.scaling.Scores([0] * 16, []), 3, 17) == 3
+    for bad in ("nan", "inf"):
+        with pytest.raises(ValueError, match="not a finite number"):
+            reward.scalar_score(bad)
+    assert reward.scalar_score("1.25") == 1.25

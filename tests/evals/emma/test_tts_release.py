@@ -221,3 +221,15 @@ def test_pass_at_1_and_qwen_reward_model_layouts(tmp_path):
         for pid, v in want.items():  # the pick has the top score among the shown
             scores = json.loads(qraw[pid]["score_list"])
             assert scores[v["pick"]] == max(scores[i] for i in nums)
+
+
+def test_a_file_that_does_not_fit_its_layout_is_named(tmp_path, capsys):
+    """A Best-of-16 folder over a file of T = 8: the error names the file, no traceback."""
+    (tmp_path / "gpt-best-of-16").mkdir()
+    path = tmp_path / "gpt-best-of-16" / (NAME + ".json")
+    with gzip.open(_file("gpt-best-of-4"), "rt") as f:
+        path.write_text(f.read())
+    with pytest.raises(RescoreError, match=r"does not fit its layout \(cannot choose 16 of 8 candidates\)"):
+        tts_release.score_file(str(path))
+    assert rescore.main(["--from", "emma-tts-release", str(path), "--out", str(tmp_path / "out")]) == 2
+    assert "does not fit its layout" in capsys.readouterr().err

@@ -211,3 +211,16 @@ def test_cot_votes_and_curves():
     # one response (no --repeats): the curves at N = 1 only, msearth_acc as the plain task's
     one = msearth_tasks.process_results_mcq_cot(doc, ['{"answer": "B. April"}'])
     assert one["msearth_acc"]["score"] == 0.0 and one["msearth_maj@1"]["pick"] == "B" and one["msearth_maj@2"] is None
+
+
+def test_the_batch_step_prepares_the_first_candidate_of_each_doc():
+    """Under --repeats the hook hands every candidate; process_results scores the first: nothing else is kept."""
+    docs = msearth_rows("mcq")[:2]
+    pairs = [(docs[0], '{"answer": "July"}'), (docs[0], '{"answer": "A"}'), (docs[1], '{"answer": "Pumping"}'), (docs[1], '{"answer": "B"}')]
+    before = set(msearth_tasks._PREPARED)
+    msearth_tasks.prepare_mcq(pairs)
+    added = set(msearth_tasks._PREPARED) - before
+    assert {r for _, r in added} == {'{"answer": "July"}', '{"answer": "Pumping"}'}
+    for doc, response in (pairs[0], pairs[2]):
+        msearth_tasks.process_results_mcq(doc, [response])
+    assert set(msearth_tasks._PREPARED) == before
