@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from lmms_eval_earthsci.commands.report.charts import _save
+from lmms_eval_earthsci.commands.report.intervals import leaves
 from lmms_eval_earthsci.commands.report.runs import MISSING, UNAVAILABLE, Run
 from lmms_eval_earthsci.core.benchmark import Benchmark, RunView, ScalingTable
 
@@ -28,11 +29,6 @@ def sampled_task(table: ScalingTable, run: Run) -> str | None:
     return None
 
 
-def _leaves(run: Run, task: str) -> list[str]:
-    subtasks = run.subtasks.get(task)
-    return [leaf for t in subtasks for leaf in _leaves(run, t)] if subtasks else [task]
-
-
 def _value(run: Run, task: str, metric: str) -> float | None:
     present, v = run.value(task, metric)
     return float(v) if present and isinstance(v, (int, float)) else None
@@ -44,7 +40,7 @@ def _fmt(v: Any) -> str:
 
 def _candidates(run: Run, task: str, table: ScalingTable) -> int | None:
     """T: the candidates per question (a logged sample's N = 1 record), or None without samples."""
-    for leaf in _leaves(run, task):
+    for leaf in leaves(run, task):
         for s in run.full_samples(leaf)[:1]:
             rec = s.get(table.curves.maj.format(1))
             if isinstance(rec, dict) and rec.get("t"):
@@ -86,7 +82,7 @@ def rows(table: ScalingTable, runs: Iterable[Run]) -> list[dict[str, Any]]:
             who = run.column if task == table.tasks[0] else f"{run.column} · {task}"
             own1 = _value(run, task, metric.format(1))  # pass@1, pass_unbiased@1 of its own; a reward model's N=1 is the vote's
             if rm and samples is None:
-                samples = [s for leaf in _leaves(run, task) for s in run.full_samples(leaf)]
+                samples = [s for leaf in leaves(run, task) for s in run.full_samples(leaf)]
             out.append({"who": who, "source": "run", "task": task, "t": t, "n1": n1, "v1": n1 if own1 is None else own1, "method": label, "reward_model": rm or "", "values": values,
                         "cost": {n: cost(samples or [], metric.format(n)) for n in COLUMNS} if rm else {}})
     for p in table.paper_rows:

@@ -161,22 +161,21 @@ def _spec_pass(task: Any, spec: Any, tags: Any) -> list[Outcome] | None:
         note_endpoint(str(name), f"{spec.env_prefix}_BASE_URL", client.config.base_url)
         rank, size = world()
         conc = max(1, math.ceil(client.config.concurrency / size))
-        if spec.per_question is not None:
-            per_question = spec.per_question
-            outcomes, asked = [], set()
-            for round_ in range(MAX_ROUNDS):  # the question's next requests may depend on this round's outcomes
-                items = [it for it in _rank_items(task, media=spec.uses_images, tags=tags, per_question=lambda doc, texts: per_question(doc, [spec.text_of(t) for t in texts]))
-                         if (it.key, it.response) not in asked]
-                if not items:
-                    break
-                asked |= {(it.key, it.response) for it in items}
-                desc = f"judging {name}" + (f" (round {round_ + 1})" if round_ else "")
-                outcomes += run_pass(spec, items, client, concurrency=conc, progress=rank == 0, desc=desc, task=name, on_results=_log_lmms_usage)
-        else:
-            items = _rank_items(task, media=spec.uses_images, tags=tags)
-            for it in items:
-                it.response = spec.text_of(it.response)
-            outcomes = run_pass(spec, items, client, concurrency=conc, progress=rank == 0, desc=f"judging {name}", task=name, on_results=_log_lmms_usage)
+        per_question = spec.per_question
+
+        def requests(doc: Any, texts: list[str]) -> list[str]:
+            texts = [spec.text_of(t) for t in texts]
+            return texts if per_question is None else per_question(doc, texts)
+
+        outcomes, asked = [], set()
+        # one round; a spec making a question's requests may ask again: its next requests may read this round's outcomes
+        for round_ in range(1 if per_question is None else MAX_ROUNDS):
+            items = [it for it in _rank_items(task, media=spec.uses_images, tags=tags, per_question=requests) if (it.key, it.response) not in asked]
+            if not items:
+                break
+            asked |= {(it.key, it.response) for it in items}
+            desc = f"judging {name}" + (f" (round {round_ + 1})" if round_ else "")
+            outcomes += run_pass(spec, items, client, concurrency=conc, progress=rank == 0, desc=desc, task=name, on_results=_log_lmms_usage)
     except Exception as exc:
         pass_failed(spec.name, exc)
         raise

@@ -324,11 +324,11 @@ class JudgeClient:
         if cfg.api_type == "azure":
             url = f"{base}/openai/deployments/{cfg.model}/chat/completions?api-version={cfg.api_version}"
             headers = {"api-key": cfg.api_key or ""}
-        elif cfg.api == "pooling":  # vLLM serves /pooling beside /v1, not under it
-            url = f"{base[: -len('/v1')] if base.endswith('/v1') else base}/pooling"
-            headers = {"Authorization": f"Bearer {cfg.api_key or 'EMPTY'}"}
         else:
-            url = base if base.endswith("/chat/completions") else f"{base}/chat/completions"
+            if cfg.api == "pooling":  # vLLM serves /pooling beside /v1, not under it
+                url = f"{base[: -len('/v1')] if base.endswith('/v1') else base}/pooling"
+            else:
+                url = base if base.endswith("/chat/completions") else f"{base}/chat/completions"
             headers = {"Authorization": f"Bearer {cfg.api_key or 'EMPTY'}"}
         return url, {**headers, "Content-Type": "application/json"}
 

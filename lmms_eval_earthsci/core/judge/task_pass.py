@@ -105,7 +105,7 @@ class JudgeSpec:
         the endpoint's API when it is not chat completions."""
         if not self.defaults and self.api == "chat":
             return dict(given) if given else None
-        cfg = JudgeConfig.from_env(None, prefix=self.env_prefix, endpoint_fallback=self.endpoint_fallback)
+        cfg = self.config(None)
         api = {"api": self.api} if self.api != "chat" else {}
         return {**{k: v for k, v in self.defaults.items() if getattr(cfg, k, None) is None}, **api, **(given or {})}
 

@@ -71,6 +71,12 @@ class Subset:
     nums: list[int]
     rng: random.Random
 
+    def choice(self, seq: Sequence[Any]) -> Any:
+        """``random.choice(seq)`` on the state the draw left (a copy: the same subset may choose again)."""
+        rng = random.Random()
+        rng.setstate(self.rng.getstate())
+        return rng.choice(seq)
+
 
 def subset(total: int, n: int) -> Subset:
     """``random.seed(42); nums = random.sample(range(T), N)``: the same subset for every question; N = T
@@ -180,8 +186,7 @@ class Pick:
 def select_best(scores: Scores, sub: Subset, below_t: bool = True) -> Pick:
     """The authors' selection (their current code): the maximum over every slot; the tied slots below T,
     ascending; ``choice`` on the state the subset's draw left. A reply that scored nothing selects among all
-    T candidates, and a label the subset did not show can win: both as they ran it. ``sub.rng`` is used
-    once (a copy: the same subset may select again). ``below_t=False``: their code before commit ``aa44bc9``
+    T candidates, and a label the subset did not show can win: both as they ran it. ``below_t=False``: their code before commit ``aa44bc9``
     (every tied slot, so a pick may be a raw index >= T), which made their InternVL reward-model files."""
     if scores.error:
         return Pick(None, [], False, scores.error)
@@ -189,9 +194,7 @@ def select_best(scores: Scores, sub: Subset, below_t: bool = True) -> Pick:
     tied = [i for i, s in enumerate(scores.slots) if s == top and (i < sub.total or not below_t)]
     if not tied:
         return Pick(None, [], False, f"the top score {top} is on a label >= T = {sub.total}")
-    rng = random.Random()
-    rng.setstate(sub.rng.getstate())
-    i = rng.choice(tied)
+    i = sub.choice(tied)
     return Pick(i, tied, i in sub.nums)
 
 
@@ -202,9 +205,7 @@ def select_best_scalar(values: Sequence[float], sub: Subset) -> Pick:
         raise ValueError(f"{len(values)} scores for {len(sub.nums)} candidates")
     top = max(values)
     tied_pos = [p for p, v in enumerate(values) if v == top]
-    rng = random.Random()
-    rng.setstate(sub.rng.getstate())
-    pos = rng.choice(tied_pos)
+    pos = sub.choice(tied_pos)
     return Pick(sub.nums[pos], [sub.nums[p] for p in tied_pos], True)
 
 

@@ -40,6 +40,8 @@ from lmms_eval_earthsci.evals.emma.scaling import SCORING_PROMPT, extract_answer
 from lmms_eval_earthsci.evals.emma.tasks import build_query, is_equal
 
 _RESPONSE = re.compile(r"^response_(\d+)$")
+# the methods of a raw file, named as in the output's file names
+METHODS = scaling.CurveNames(maj="maj@{}", pass_="pass@{}", pass_unbiased="pass_unbiased@{}")
 _LABEL = re.compile(r"\nResponse\{(\d+)\}:\nke")
 
 
@@ -133,8 +135,7 @@ def _score_file(path: str) -> dict[str, dict[str, dict]]:
             cands = _responses(rec)
             t = total or len(cands)
             responses = [cands.get(i) for i in range(t)]
-            names = scaling.CurveNames(maj="maj@{}", pass_="pass@{}", pass_unbiased="pass_unbiased@{}", bon="bon@{}", rm_failed="")
-            items = scaling.curve_items(responses, extract_answer_dev, lambda e, rec=rec: correct(rec, e), names)
+            items = scaling.curve_items(responses, extract_answer_dev, lambda e, rec=rec: correct(rec, e), METHODS)
             for method, item in items.items():
                 if method != "candidates" and item is not None:
                     # pass_unbiased@N's value is the estimate (0-1), the others' 0 or 1

@@ -388,6 +388,14 @@ def strict_verdict(doc, answer: Any) -> dict:
 _ARTICLE_RE = re.compile(r"^\s*a\s+[A-Za-z]{2,}")
 
 
+def paper_option(answer: str) -> tuple[str | None, str | None]:
+    """:func:`parse_option` as the paper method reads it: a lower-case article "a ..." is text, not option A."""
+    option, content = parse_option(answer)
+    if option and option.islower() and _ARTICLE_RE.match(answer):
+        return None, answer.strip()  # "a decrease in salinity": an article, not option A
+    return option, content
+
+
 def paper_verdicts(docs_answers: list[tuple[Mapping, Any]]) -> list[dict]:
     """``msearth_acc`` for a batch: letters case-insensitive (a lower-case article "a ..." is not a
     letter); when no letter was extracted and the content does not match exactly, the answer goes to
@@ -400,9 +408,7 @@ def paper_verdicts(docs_answers: list[tuple[Mapping, Any]]) -> list[dict]:
         if not isinstance(answer, str):
             out.append({"correct": False, "rule": "no-answer"})
             continue
-        option, content = parse_option(answer)
-        if option and option.islower() and _ARTICLE_RE.match(answer):
-            option, content = None, answer.strip()  # "a decrease in salinity": an article, not option A
+        option, content = paper_option(answer)
         lines = [] if option or (content and content == real_content) else option_lines(doc)
         if option:
             out.append({"correct": option.upper() == real_option.upper(), "rule": "letter", "option": option.upper()})
@@ -512,10 +518,8 @@ def vote_of(response: Any) -> str | None:
     answer, _ = generated_answer(response)
     if not isinstance(answer, str) or not answer.strip():
         return None
-    option, content = parse_option(answer)
-    if option and not (option.islower() and _ARTICLE_RE.match(answer)):
-        return option.upper()
-    return answer.strip() if option else content
+    option, content = paper_option(answer)
+    return option.upper() if option else content
 
 
 def vote_correct(doc, vote: str) -> bool:
