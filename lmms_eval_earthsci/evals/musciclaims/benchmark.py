@@ -14,10 +14,13 @@ DOMAINS = ("biology", "chemistry", "physics")
 TASKS_MODULE = "lmms_eval_earthsci.evals.musciclaims.tasks"
 METRIC = "musciclaims_macro_f1"
 METRIC_AGGREGATION = "macro_f1"
+CLASSES = ("support", "neutral", "contradict")
+# what a slice of the docs (a domain) reports besides its macro F1: Table 1's other cells
+SLICE_KEYS = ("macro_precision", "macro_recall", *(f"{m}_{c}" for c in CLASSES for m in ("precision", "recall", "f1")))
 CLASSIFICATION_AGGREGATIONS = {
     "musciclaims_macro_precision": "macro_precision",
     "musciclaims_macro_recall": "macro_recall",
-    **{f"musciclaims_{m}_{c}": f"{m}_{c}" for c in ("support", "neutral", "contradict") for m in ("precision", "recall", "f1")},
+    **{f"musciclaims_{m}_{c}": f"{m}_{c}" for c in CLASSES for m in ("precision", "recall", "f1")},
     "musciclaims_invalid_rate": "invalid_rate",
     "musciclaims_2class_weighted_precision": "two_class_weighted_precision",
     "musciclaims_2class_weighted_recall": "two_class_weighted_recall",
@@ -27,6 +30,8 @@ CLASSIFICATION_AGGREGATIONS = {
     "musciclaims_flip_rate": "flip_rate",
     "musciclaims_correct_flip_rate": "correct_flip_rate",
     **{f"musciclaims_macro_f1_{d}": f"macro_f1_{d}" for d in DOMAINS},
+    # Table 1 cell by cell on each domain slice (the paper's v1 is biology only)
+    **{f"musciclaims_{k}_{d}": f"{k}_{d}" for d in DOMAINS for k in SLICE_KEYS},
 }
 PANEL_AGGREGATIONS = {
     "musciclaims_panel_precision": "panel_precision",
@@ -40,7 +45,8 @@ BENCHMARK = Benchmark(
     title="MuSciClaims",
     folder=HERE,
     report="lmms_eval_earthsci.evals.musciclaims.report:MuSciClaimsReport",
-    version=1.0,
+    # 1.1: per-class and macro P/R on each domain slice (the official metrics unchanged)
+    version=1.1,
     yaml_files="lmms_eval_earthsci.evals.musciclaims.yamls:musciclaims_files",
     datasets=(DATASET,),
     # the figures the rows name (associated_figure_filepath: paper_figures/<file>)

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from lmms_eval_earthsci.core.scoring.stats import mean_stat
+from lmms_eval_earthsci.evals.musciclaims.benchmark import DOMAINS, SLICE_KEYS
 from lmms_eval_earthsci.evals.musciclaims.tasks import record_rows
 
 _MC_LABELS = ("SUPPORT", "NEUTRAL", "CONTRADICT")
@@ -106,6 +107,7 @@ def kernels() -> dict:
     out = {_PREFIX + "flip_rate": (_flip_encode(False), mean_stat), _PREFIX + "correct_flip_rate": (_flip_encode(True), mean_stat)}
     for key in ("macro_f1", "macro_precision", "macro_recall") + tuple(f"{k}_{c.lower()}" for k in ("precision", "recall", "f1") for c in _MC_LABELS):
         out[_PREFIX + key] = (_classes_encode(), _classes_stat(key))
-    for dom in ("biology", "chemistry", "physics"):
-        out[_PREFIX + f"macro_f1_{dom}"] = (_classes_encode(dom), _classes_stat("macro_f1"))
+    for dom in DOMAINS:
+        for key in ("macro_f1", *SLICE_KEYS):
+            out[_PREFIX + f"{key}_{dom}"] = (_classes_encode(dom), _classes_stat(key))
     return out

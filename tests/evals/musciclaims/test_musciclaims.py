@@ -249,6 +249,33 @@ def _records():
     return recs
 
 
+# Table 1 on each domain, by hand. Biology (b1, b2): golds S,C,N,S,C,N; preds S,S,N,S,C,S. Chemistry (b3):
+# golds S,C,N; preds INVALID,C,C. Physics: no docs, every metric None (n/a), never 0.
+DOMAIN_SLICES = {
+    "musciclaims_precision_support_biology": 50.0, "musciclaims_recall_support_biology": 100.0, "musciclaims_f1_support_biology": 200 / 3,
+    "musciclaims_precision_contradict_biology": 100.0, "musciclaims_recall_contradict_biology": 50.0, "musciclaims_f1_contradict_biology": 200 / 3,
+    "musciclaims_precision_neutral_biology": 100.0, "musciclaims_recall_neutral_biology": 50.0, "musciclaims_f1_neutral_biology": 200 / 3,
+    "musciclaims_macro_precision_biology": 250 / 3, "musciclaims_macro_recall_biology": 200 / 3,
+    "musciclaims_precision_support_chemistry": 0.0, "musciclaims_recall_support_chemistry": 0.0, "musciclaims_f1_support_chemistry": 0.0,
+    "musciclaims_precision_contradict_chemistry": 50.0, "musciclaims_recall_contradict_chemistry": 100.0, "musciclaims_f1_contradict_chemistry": 200 / 3,
+    "musciclaims_precision_neutral_chemistry": 0.0, "musciclaims_recall_neutral_chemistry": 0.0, "musciclaims_f1_neutral_chemistry": 0.0,
+    "musciclaims_macro_precision_chemistry": 50 / 3, "musciclaims_macro_recall_chemistry": 100 / 3,
+    **{f"musciclaims_{k}_physics": None for k in ("macro_precision", "macro_recall", *(f"{m}_{c}" for c in ("support", "neutral", "contradict") for m in ("precision", "recall", "f1")))},
+}
+
+
+def test_domain_slices_have_every_table_1_cell():
+    names = set(musciclaims_tasks.CLASSIFICATION_METRICS)
+    assert set(DOMAIN_SLICES) <= names and len(DOMAIN_SLICES) == 33
+    compact = [musciclaims_tasks._compact(r) for r in _records()]
+    for name, want in DOMAIN_SLICES.items():
+        assert musciclaims_tasks.CLASSIFICATION_METRICS[name](compact) == (pytest.approx(want) if want is not None else None), name
+    # the slice's macro F1 is the mean of its per-class F1 (the paper's "Overall")
+    per_class = [musciclaims_tasks.CLASSIFICATION_METRICS[f"musciclaims_f1_{c}_chemistry"](compact) for c in ("support", "neutral", "contradict")]
+    assert musciclaims_tasks.macro_f1_chemistry(compact) == pytest.approx(sum(per_class) / 3)
+    assert musciclaims_tasks.precision_support_biology([]) is None
+
+
 def test_every_corpus_metric_by_hand():
     recs = _records()
     compact = [musciclaims_tasks._compact(r) for r in recs]
@@ -264,6 +291,7 @@ def test_every_corpus_metric_by_hand():
         "musciclaims_2class_weighted_precision": (50 * 3 + 100 * 6) / 9, "musciclaims_2class_weighted_recall": 200 / 3,
         "musciclaims_2class_weighted_f1": (400 / 7 * 3 + 80 * 6) / 9,
         "musciclaims_macro_f1_biology": 200 / 3, "musciclaims_macro_f1_chemistry": None, "musciclaims_macro_f1_physics": None,
+        **DOMAIN_SLICES,
     }
     for name, fn in musciclaims_tasks.CLASSIFICATION_METRICS.items():
         if name == "musciclaims_macro_f1_chemistry":

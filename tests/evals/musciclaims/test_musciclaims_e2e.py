@@ -49,6 +49,11 @@ HAND = {
     "musciclaims_flip_rate,none": 200 / 3, "musciclaims_correct_flip_rate,none": 200 / 3,
     "musciclaims_macro_f1_biology,none": (100 + 100 + 200 / 3) / 3, "musciclaims_macro_f1_chemistry,none": (200 / 3 + 0 + 100) / 3,
     "musciclaims_macro_f1_physics,none": None,
+    # Table 1 on the biology slice (b1, b2: golds S,C,N x2, preds S,C,N,S,C,INVALID); physics has no docs
+    **{f"musciclaims_{m}_{c}_biology,none": 100.0 for m in ("precision", "recall", "f1") for c in ("support", "contradict")},
+    "musciclaims_precision_neutral_biology,none": 100.0, "musciclaims_recall_neutral_biology,none": 50.0, "musciclaims_f1_neutral_biology,none": 200 / 3,
+    "musciclaims_macro_precision_biology,none": 100.0, "musciclaims_macro_recall_biology,none": 250 / 3,
+    "musciclaims_recall_contradict_chemistry,none": 0.0, "musciclaims_macro_precision_physics,none": None, "musciclaims_f1_support_physics,none": None,
 }
 
 
