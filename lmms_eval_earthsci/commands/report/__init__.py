@@ -8,8 +8,9 @@ metric(s) with intervals, one column per run (runs as rows and a trend chart pas
 one paper model's published number (the *reference model*: ``--paper-model``, default GPT-4o). Then, per benchmark, as its report spec lays it
 out (``evals/<benchmark>/report.py``): the breakdowns (one row per label, one column per run), PNG
 charts with the reference model's values marked, and the counts that matter (docs scored, answers not
-extracted, low-confidence picks, judge failures by cause, judge cache hits). Last, every paper model's
-numbers for the headline metrics (each benchmark's ``paper_numbers.json``, naming its source table).
+extracted, low-confidence picks, judge failures by cause, judge cache hits). Then the papers' own tables
+with each run as a row of its own (:mod:`.paper_tables`, one CSV each under ``paper_tables/``). Last, every
+paper model's numbers for the headline metrics (each benchmark's ``paper_numbers.json``, naming its source table).
 
 One module a concern: :mod:`.runs` (reading results files), :mod:`.sweep` (runs of a sweep),
 :mod:`.papers` (paper numbers, model names, formatting), :mod:`.intervals` (intervals),
@@ -44,6 +45,7 @@ import re
 from collections.abc import Sequence
 
 from lmms_eval_earthsci import registry
+from lmms_eval_earthsci.commands.report import paper_tables
 from lmms_eval_earthsci.commands.report.comparisons import compare
 from lmms_eval_earthsci.commands.report.html import write_html
 from lmms_eval_earthsci.commands.report.intervals import configure
@@ -120,6 +122,8 @@ def write_report(
     md.append(paired_section(comparisons, runs, base))
     md += [benchmark_section(b, runs, out_dir, ref, base) for b in benches]
     md.append(position_section(benches, runs, out_dir, ref))
+    shaped, cell_notes = paper_tables.section(benches, runs, out_dir)
+    md.append(shaped)
     papers = [paper_table(b, runs) for b in benches]
     if any(papers):
         md += ["## Paper reference", "", "Every paper model's published number for the headline metrics of the tasks run (one row per model, names normalised across the papers).", ""] + papers
@@ -129,7 +133,7 @@ def write_report(
         f.write(text)
     write_summary(runs, base, comparisons, {(t, m) for _, t, m in keys}, out_dir)
     if html:
-        _, size = write_html(runs, benches, out_dir, text, images=images, base=base, figure_budget_mb=figure_budget_mb)
+        _, size = write_html(runs, benches, out_dir, text, images=images, base=base, figure_budget_mb=figure_budget_mb, cell_notes=cell_notes)
         if notes is not None:
             notes.append(size)
     return path, text

@@ -69,9 +69,10 @@ def doc_items(run: Run, task: str, metric: str) -> dict[tuple[str, Any], Any] | 
     return {(t, s.get("doc_id", i)): s.get(metric) for t in ls for i, s in enumerate(run.samples[t])}
 
 
-def interval(run: Run, task: str, metric: str, bootstrap: bool = True) -> Interval | None:
+def interval(run: Run, task: str, metric: str, bootstrap: bool = True, keep: bool = True) -> Interval | None:
     """The metric's 95 % interval in this run (cached), or None; ``bootstrap=False``: only a closed-form
-    one (a metric that would need the bootstrap gets none, unless it was computed already)."""
+    one (a metric that would need the bootstrap gets none, unless it was computed already). ``keep=False``:
+    an interval not cached yet is not cached (the summary's intervals do not depend on which tables asked)."""
     if BOOTSTRAP["resamples"] <= 0:
         return None
     cache = run.intervals  # on the run: its intervals live as long as it does
@@ -85,7 +86,10 @@ def interval(run: Run, task: str, metric: str, bootstrap: bool = True) -> Interv
         items = doc_items(run, task, metric)
         present, value = run.value(task, metric)
         ok = items is not None and present and value is not None and any(v is not None for v in items.values())
-        cache[key] = stats.interval(list(cast(dict, items).values()), aggregation(run, task, metric), BOOTSTRAP["resamples"], BOOTSTRAP["seed"]) if ok else None
+        found = stats.interval(list(cast(dict, items).values()), aggregation(run, task, metric), BOOTSTRAP["resamples"], BOOTSTRAP["seed"]) if ok else None
+        if not keep:
+            return found
+        cache[key] = found
     return cache[key]
 
 

@@ -35,6 +35,7 @@ from lmms_eval_earthsci.commands.report.html.images import DEFAULT_FIGURE_BUDGET
 from lmms_eval_earthsci.commands.report.html.markdown import to_html
 from lmms_eval_earthsci.commands.report.html.samples import NOT_RIGHT, leaf_tasks, task_docs, view
 from lmms_eval_earthsci.commands.report.layout_marks import LOST, NOT_OBSERVED, SERVER, UNOBSERVED, task_layout
+from lmms_eval_earthsci.commands.report.paper_tables import SECTION as PAPER_TABLES
 from lmms_eval_earthsci.commands.report.runs import Run
 from lmms_eval_earthsci.core.adapter.harness import group_leaves
 from lmms_eval_earthsci.core.benchmark import Benchmark
@@ -122,10 +123,12 @@ def _mib(n: int) -> str:
 
 def write_html(
     runs: Sequence[Run], benches: Sequence[Benchmark], out_dir: str, markdown: str, images: bool = True, base: Run | None = None, figure_budget_mb: float | None = None,
+    cell_notes: Mapping[tuple[tuple[str, ...], int], str] | None = None,
 ) -> tuple[str, str]:
     """Write ``report.html`` and ``browser/`` into ``out_dir`` (beside report.md); returns (the page's
     path, a line on the folder's size). ``figure_budget_mb``: the large copies' budget
-    (default :data:`.images.DEFAULT_FIGURE_BUDGET_MB`; 0: none)."""
+    (default :data:`.images.DEFAULT_FIGURE_BUDGET_MB`; 0: none). ``cell_notes``: text shown after a cell of
+    the "Paper tables" section, keyed by (the row's Markdown cells, the column's index): a run's 95% interval."""
     browser = os.path.join(out_dir, "browser")
     data_dir = os.path.join(browser, "data")
     for sub in ("data", "large"):  # a task or figure no longer in the report leaves no file behind
@@ -202,7 +205,14 @@ def write_html(
         if images else f"browser/: {_mib(sizes['data'])} of data (no figures: --no-images)"
     )
 
-    body = to_html(markdown, cell=_paired_links(runs, base), reserved=PAGE_IDS)
+    links = _paired_links(runs, base)
+    notes = dict(cell_notes or {})
+
+    def cell(section: str, row: list[str], index: int, content: str) -> str:
+        extra = notes.get((tuple(row), index)) if section == PAPER_TABLES else None
+        return f'{content} <span class="ci">{html.escape(extra)}</span>' if extra else links(section, row, index, content)
+
+    body = to_html(markdown, cell=cell, reserved=PAGE_IDS)
     page = f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy" content="{CSP}">
