@@ -17,6 +17,8 @@ METRIC_AGGREGATION = "macro_f1"
 CLASSES = ("support", "neutral", "contradict")
 # what a slice of the docs (a domain) reports besides its macro F1: Table 1's other cells
 SLICE_KEYS = ("macro_precision", "macro_recall", *(f"{m}_{c}" for c in CLASSES for m in ("precision", "recall", "f1")))
+PANEL_SLICE_KEYS = ("macro_precision", "macro_recall", "macro_f1")
+PANEL_SLICE_DOMAINS = ("biology",)
 CLASSIFICATION_AGGREGATIONS = {
     "musciclaims_macro_precision": "macro_precision",
     "musciclaims_macro_recall": "macro_recall",
@@ -32,6 +34,9 @@ CLASSIFICATION_AGGREGATIONS = {
     **{f"musciclaims_macro_f1_{d}": f"macro_f1_{d}" for d in DOMAINS},
     # Table 1 cell by cell on each domain slice (the paper's v1 is biology only)
     **{f"musciclaims_{k}_{d}": f"{k}_{d}" for d in DOMAINS for k in SLICE_KEYS},
+    # Table 7: single- vs multi-panel figures (our proxy from the gold panels), on every domain and on
+    # biology alone (the paper's v1 data)
+    **{f"musciclaims_{k}_{p}_panel{s}": f"{k}_{p}_panel{s}" for p in ("single", "multi") for s in ("", *(f"_{d}" for d in PANEL_SLICE_DOMAINS)) for k in PANEL_SLICE_KEYS},
 }
 PANEL_AGGREGATIONS = {
     "musciclaims_panel_precision": "panel_precision",
@@ -45,8 +50,9 @@ BENCHMARK = Benchmark(
     title="MuSciClaims",
     folder=HERE,
     report="lmms_eval_earthsci.evals.musciclaims.report:MuSciClaimsReport",
-    # 1.1: per-class and macro P/R on each domain slice (the official metrics unchanged)
-    version=1.1,
+    # 1.1: per-class and macro P/R on each domain slice; 1.2: macro P/R/F1 on single- and multi-panel
+    # figures (the official metrics unchanged)
+    version=1.2,
     yaml_files="lmms_eval_earthsci.evals.musciclaims.yamls:musciclaims_files",
     datasets=(DATASET,),
     # the figures the rows name (associated_figure_filepath: paper_figures/<file>)

@@ -11,14 +11,14 @@ from typing import Any
 import numpy as np
 
 from lmms_eval_earthsci.core.scoring.stats import mean_stat
-from lmms_eval_earthsci.evals.musciclaims.benchmark import DOMAINS, SLICE_KEYS
-from lmms_eval_earthsci.evals.musciclaims.tasks import record_rows
+from lmms_eval_earthsci.evals.musciclaims.benchmark import DOMAINS, PANEL_SLICE_DOMAINS, PANEL_SLICE_KEYS, SLICE_KEYS
+from lmms_eval_earthsci.evals.musciclaims.tasks import panel_classes, record_rows
 
 _MC_LABELS = ("SUPPORT", "NEUTRAL", "CONTRADICT")
 
 
 def _mc_rows(items: Sequence[Any]) -> list[tuple]:
-    return [(record_rows([i]) or [(None,) * 5])[0] for i in items]
+    return [(record_rows([i]) or [(None,) * 6])[0] for i in items]
 
 
 def _clusters(rows: Sequence[tuple]) -> tuple[np.ndarray, int]:
@@ -30,7 +30,7 @@ def _clusters(rows: Sequence[tuple]) -> tuple[np.ndarray, int]:
     return np.array(units, dtype=int), len(index)
 
 
-def _classes_encode(domain: str | None = None):
+def _classes_encode(domain: str | None = None, panels: str | None = None):
     def encode(items):
         """Per base claim (the bootstrap's unit) and class: gold, predicted and both counts of its docs.
         Counts add up, so the statistic over resampled claims is the aggregation over their docs."""
@@ -38,7 +38,8 @@ def _classes_encode(domain: str | None = None):
         index = {lab: k for k, lab in enumerate(_MC_LABELS)}
         gold = np.array([index.get(r[0], -1) for r in rows])
         pred = np.array([index.get(r[1], -1) for r in rows])
-        keep = np.array([r[0] is not None and (domain is None or r[4] == domain) for r in rows], dtype=float)
+        classes = panel_classes(rows) if panels is not None else [None] * len(rows)
+        keep = np.array([r[0] is not None and (domain is None or r[4] == domain) and (panels is None or c == panels) for r, c in zip(rows, classes)], dtype=float)
         units, n = _clusters(rows)
         out = []
         for col in ([gold == k for k in range(3)], [pred == k for k in range(3)], [(gold == k) & (pred == k) for k in range(3)]):
@@ -82,7 +83,7 @@ def _flip_encode(correct_only: bool):
         """Units are base claims (the pairs flip rates are defined on): value 1 if the pair flips (to
         SUPPORT->CONTRADICT for the correct flip rate), NaN for a claim whose pair is incomplete."""
         pairs: dict[str, dict] = {}
-        for _gold, pred, base, variant, _ in _mc_rows(items):
+        for _gold, pred, base, variant, *_ in _mc_rows(items):
             if variant in ("support", "contra"):
                 pairs.setdefault(str(base), {})[variant] = pred
         vals = []
@@ -110,4 +111,8 @@ def kernels() -> dict:
     for dom in DOMAINS:
         for key in ("macro_f1", *SLICE_KEYS):
             out[_PREFIX + f"{key}_{dom}"] = (_classes_encode(dom), _classes_stat(key))
+    for panels in ("single", "multi"):
+        for dom in (None, *PANEL_SLICE_DOMAINS):
+            for key in PANEL_SLICE_KEYS:
+                out[_PREFIX + f"{key}_{panels}_panel" + (f"_{dom}" if dom else "")] = (_classes_encode(dom, panels), _classes_stat(key))
     return out

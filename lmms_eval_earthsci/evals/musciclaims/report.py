@@ -1,5 +1,5 @@
-"""MuSciClaims' section of ``report``: one table of flip rates, invalid answers, macro F1 by domain and
-panel localization; a chart per task of F1 by class; the paper's (v1) numbers beside ours."""
+"""MuSciClaims' section of ``report``: one table of flip rates, invalid answers, macro F1 by domain and by
+single- / multi-panel figure, panel localization; a chart per task of F1 by class; the paper's (v1) numbers beside ours."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ CHART = (("support", "musciclaims_f1_support"), ("neutral", "musciclaims_f1_neut
 TABLE = (
     "musciclaims_flip_rate", "musciclaims_correct_flip_rate", "musciclaims_invalid_rate",
     "musciclaims_macro_f1_biology", "musciclaims_macro_f1_chemistry", "musciclaims_macro_f1_physics",
+    "musciclaims_macro_f1_single_panel", "musciclaims_macro_f1_multi_panel",
     "musciclaims_panel_precision", "musciclaims_panel_recall", "musciclaims_panel_f1",
 )
 
@@ -24,7 +25,7 @@ class MuSciClaimsReport(ReportSpec):
     headline_metric = "musciclaims_macro_f1"
     extraction_fields = {"musciclaims_macro_f1": "stage"}
     record_metrics = True  # a record per doc (None: not scored, e.g. a panel)
-    record_fields = ("variant", "domain")
+    record_fields = ("variant", "domain", "panel_class")
     answer_field = "pred"  # the decision (INVALID: none parsed)
     gold_field = "gold"
     counts_note = "for MuSciClaims, no answer extracted is an INVALID decision"

@@ -26,7 +26,7 @@ from lmms_eval_earthsci.core.prompts.messages import fill_fields, note_chat, rou
 from lmms_eval_earthsci.core.scoring.extraction import as_text, extract_json_object, strip_reasoning
 from lmms_eval_earthsci.core.scoring.metrics import precision_recall_f1, set_precision_recall_f1
 from lmms_eval_earthsci.core.settings import read as read_setting
-from lmms_eval_earthsci.evals.musciclaims.benchmark import BENCHMARK, CLASSIFICATION_AGGREGATIONS, DATASET, DOMAINS, LOWER_IS_BETTER, METRIC, PANEL_AGGREGATIONS, SLICE_KEYS  # noqa: F401 - the names it had: still tasks.X
+from lmms_eval_earthsci.evals.musciclaims.benchmark import BENCHMARK, CLASSIFICATION_AGGREGATIONS, DATASET, DOMAINS, LOWER_IS_BETTER, METRIC, PANEL_AGGREGATIONS, PANEL_SLICE_DOMAINS, PANEL_SLICE_KEYS, SLICE_KEYS  # noqa: F401 - the names it had: still tasks.X
 
 # the benchmark's one call: its datasets and settings declared; inside an lmms-eval run, the run's hooks installed
 activate(BENCHMARK)
@@ -444,6 +444,26 @@ def normalize_panels(values: Iterable[Any]) -> tuple[frozenset[str], bool]:
     return frozenset(letters), whole
 
 
+# Table 7's split (the paper does not say how it classed a figure; our proxy, README): gold panels naming a
+# panel letter, or all panels, mean a multi-panel figure; gold values that say the figure has no panels
+# ("No panel markings", "Full Figure", a bare "Figure 3") a single-panel one
+_SINGLE_PANEL_RE = re.compile(r"^\s*(?:no\s+panel\s+markings?|(?:full|whole|entire)\s+figure|single\s+panel|fig(?:ure)?s?\.?\s*\d+)\s*$", re.I)
+_ALL_PANELS_RE = re.compile(r"^\s*all(?:\s+(?:the\s+)?panels?)?\s*$", re.I)
+SINGLE_PANEL, MULTI_PANEL = "single", "multi"
+
+
+def panel_class(values: Iterable[Any] | None) -> str | None:
+    """``single`` / ``multi`` from a row's gold panels (``associated_figure_panels``), None when they do
+    not tell (empty, or values such as "None" that name neither panels nor the whole figure)."""
+    values = [str(v).strip() for v in values or () if str(v).strip()]
+    letters, _ = normalize_panels(values)
+    if letters or any(_ALL_PANELS_RE.match(v) for v in values):
+        return MULTI_PANEL
+    if any(_SINGLE_PANEL_RE.match(v) for v in values):
+        return SINGLE_PANEL
+    return None
+
+
 # ---------------------------------------------------------------------------- records
 
 
@@ -536,8 +556,8 @@ def _panel_score(doc, parsed: Parsed) -> dict | None:
 
 def _compact(rec: Mapping[str, Any]) -> list:
     """What every corpus metric needs of a doc, small (it is logged once per metric): gold, pred, base
-    claim, variant, domain."""
-    return [rec["gold"], rec["pred"], rec["base_claim_id"], rec["variant"], rec["domain"]]
+    claim, variant, domain, panel class."""
+    return [rec["gold"], rec["pred"], rec["base_claim_id"], rec["variant"], rec["domain"], rec["panel_class"]]
 
 
 @record_check(check_record, prepare=prepare, describe=describe)
@@ -559,6 +579,7 @@ def _scored(doc, parsed: Parsed) -> dict:
         "stage": parsed.rule,
         "domain": domain,
         "domain_source": domain_source,
+        "panel_class": panel_class(gold_panels(doc)),
         "route": route_of(doc),
     }
     compact = _compact(rec)
@@ -586,23 +607,39 @@ def process_results_ird(doc, results):
 
 
 def record_rows(items: Iterable[Any]) -> list[tuple]:
-    """(gold, pred, base, variant, domain) from full records or their compact form."""
+    """(gold, pred, base, variant, domain, panel class) from full records or their compact form (a record
+    logged before the panel class was: None, in neither panel slice)."""
     out = []
     for it in items:
         if isinstance(it, Mapping):
-            out.append((it.get("gold"), it.get("pred"), it.get("base_claim_id"), it.get("variant"), it.get("domain")))
+            out.append((it.get("gold"), it.get("pred"), it.get("base_claim_id"), it.get("variant"), it.get("domain"), it.get("panel_class")))
         elif isinstance(it, (list, tuple)) and len(it) >= 5:
-            out.append(tuple(it[:5]))
+            out.append((*it[:5], it[5] if len(it) > 5 else None))
     return out
+
+
+def panel_classes(rows: list[tuple]) -> list[str | None]:
+    """Each row's class for Table 7: its own, except a NEUTRAL row's, which is its base claim's (the class
+    of that claim's SUPPORT row, else its CONTRADICT row, when the run has them; else its own). A NEUTRAL
+    row shows another figure of the paper, of which nothing tells the panels: the split is by claim."""
+    base: dict = {}
+    for r in rows:
+        if r[3] in ("support", "contra") and r[5] is not None and (r[3] == "support" or r[2] not in base):
+            base[r[2]] = r[5]
+    return [base.get(r[2], r[5]) if r[3] == "neutral" else r[5] for r in rows]
 
 
 def _pct(x: float | None) -> float | None:
     return None if x is None else 100.0 * x
 
 
-def classification(items: Iterable[Any], domain: str | None = None) -> dict[str, float]:
-    """Per-class and macro P/R/F1 over the 3 labels (fractions); INVALID is nobody's prediction."""
-    rows = [r for r in record_rows(items) if domain is None or r[4] == domain]
+def classification(items: Iterable[Any], domain: str | None = None, panels: str | None = None) -> dict[str, float]:
+    """Per-class and macro P/R/F1 over the 3 labels (fractions) on the docs of ``domain`` and of the
+    panel class ``panels`` (:func:`panel_classes`), if given; INVALID is nobody's prediction."""
+    rows = record_rows(items)
+    if panels is not None:
+        rows = [r for r, c in zip(rows, panel_classes(rows)) if c == panels]
+    rows = [r for r in rows if domain is None or r[4] == domain]
     return precision_recall_f1([r[0] for r in rows], [r[1] for r in rows], LABELS) if rows else {}
 
 
@@ -619,7 +656,7 @@ def flips(items: Iterable[Any]) -> dict[str, Any]:
     prediction changes (the paper's sensitivity), and how often it is SUPPORT then CONTRADICT. An
     INVALID answer is a prediction like any other (two INVALIDs do not change)."""
     pairs: dict[str, dict[str, str]] = {}
-    for _gold, pred, base, variant, _ in record_rows(items):
+    for _gold, pred, base, variant, *_ in record_rows(items):
         if variant in ("support", "contra"):
             pairs.setdefault(str(base), {})[variant] = pred
     complete = [p for p in pairs.values() if len(p) == 2]
@@ -705,6 +742,23 @@ for _domain in DOMAINS:
         globals()[f"{_key}_{_domain}"] = _domain_metric(_domain, _key)
 
 
+def _panel_metric(panels: str, key: str, domain: str | None = None):
+    """Table 7's macro P/R/F1 on the single- or multi-panel docs (of one domain, if given)."""
+
+    def agg(items):
+        return _pct(classification(items, domain, panels).get(key))
+
+    agg.__name__ = f"musciclaims_{key}_{panels}_panel" + (f"_{domain}" if domain else "")
+    return agg
+
+
+# ``macro_f1_single_panel``, ``macro_recall_multi_panel_biology`` ...: the names benchmark.py declares
+for _panels in (SINGLE_PANEL, MULTI_PANEL):
+    for _key in PANEL_SLICE_KEYS:
+        for _domain in (None, *PANEL_SLICE_DOMAINS):
+            globals()[f"{_key}_{_panels}_panel" + (f"_{_domain}" if _domain else "")] = _panel_metric(_panels, _key, _domain)
+
+
 def panels(items: Iterable[Any]) -> dict[str, Any]:
     """Panel localization over the scored docs: per-example P/R/F1 averaged (the headline), and the
     micro-averaged P/R/F1 (logged)."""
@@ -749,9 +803,12 @@ def _log_summary(items: list) -> None:
     stages = Counter(r.get("stage") for r in recs)
     fallback = sum(1 for r in recs if r.get("domain_source") == "id")
     fl = flips(recs)
+    panels = Counter(panel_classes(record_rows(recs)))
     logger.info(
-        "lmms_eval_earthsci: MuSciClaims: %d docs; parse stages %s; INVALID %d; domain from the id prefix for %d; %d support/contra pairs (%d unpaired)",
+        "lmms_eval_earthsci: MuSciClaims: %d docs; parse stages %s; INVALID %d; domain from the id prefix for %d; %d support/contra pairs (%d unpaired); "
+        "single-panel %d, multi-panel %d, in neither (gold panels tell nothing) %d",
         len(recs), dict(stages), sum(1 for r in recs if r.get("pred") == INVALID), fallback, fl["pairs"], fl["unpaired"],
+        panels[SINGLE_PANEL], panels[MULTI_PANEL], panels[None],
     )
 
 

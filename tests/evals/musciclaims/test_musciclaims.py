@@ -239,13 +239,16 @@ def test_schema_errors_name_the_field(mirror, monkeypatch):
 
 # base claim -> (domain, pred on support, pred on contra, pred on neutral)
 HAND = {"b1": ("biology", S, S, N), "b2": ("biology", S, C, S), "b3": ("chemistry", INV, C, C)}
+# each row's own panel class: b1 multi, b2 and b3 single; the NEUTRAL rows' own differ (None, multi,
+# single): they are classed by their claim's SUPPORT row
+PANEL_CLASS = {"b1": ("multi", "multi", None), "b2": ("single", "single", "multi"), "b3": ("single", "single", "single")}
 
 
 def _records():
     recs = []
     for base, (domain, *preds) in HAND.items():
-        for (variant, gold), pred in zip((("support", S), ("contra", C), ("neutral", N)), preds):
-            recs.append({"claim_id": f"{base}_{variant}", "base_claim_id": base, "variant": variant, "gold": gold, "pred": pred, "stage": "json", "domain": domain, "domain_source": "field"})
+        for (variant, gold), pred, panels in zip((("support", S), ("contra", C), ("neutral", N)), preds, PANEL_CLASS[base]):
+            recs.append({"claim_id": f"{base}_{variant}", "base_claim_id": base, "variant": variant, "gold": gold, "pred": pred, "stage": "json", "domain": domain, "domain_source": "field", "panel_class": panels})
     return recs
 
 
@@ -276,6 +279,44 @@ def test_domain_slices_have_every_table_1_cell():
     assert musciclaims_tasks.precision_support_biology([]) is None
 
 
+# Table 7 by hand. Single (b2, b3): golds S,C,N,S,C,N; preds S,C,S,INVALID,C,C: S P 1/2 R 1/2; C P 2/3 R 1;
+# N 0. Multi (b1): golds S,C,N; preds S,S,N: S P 1/2 R 1; C 0; N 1. Biology single is b2 alone: golds
+# S,C,N; preds S,C,S: S P 1/2 R 1; C 1; N 0.
+PANEL_SLICES = {
+    "musciclaims_macro_precision_single_panel": 700 / 18, "musciclaims_macro_recall_single_panel": 50.0, "musciclaims_macro_f1_single_panel": 130 / 3,
+    "musciclaims_macro_precision_multi_panel": 50.0, "musciclaims_macro_recall_multi_panel": 200 / 3, "musciclaims_macro_f1_multi_panel": 500 / 9,
+    "musciclaims_macro_precision_single_panel_biology": 50.0, "musciclaims_macro_recall_single_panel_biology": 200 / 3, "musciclaims_macro_f1_single_panel_biology": 500 / 9,
+    "musciclaims_macro_precision_multi_panel_biology": 50.0, "musciclaims_macro_recall_multi_panel_biology": 200 / 3, "musciclaims_macro_f1_multi_panel_biology": 500 / 9,
+}
+
+
+@pytest.mark.parametrize(
+    "values, want",
+    [
+        (["Panel A", "Panel C"], "multi"), (["(b)", "(c)"], "multi"), (["Figure 2C"], "multi"), (["panel A"], "multi"), (["Panel I"], "multi"),
+        (["ALL Panels"], "multi"), (["Full Figure", "Panel B"], "multi"), (["A-C"], "multi"),
+        (["No panel markings"], "single"), (["Full Figure"], "single"), (["full figure"], "single"), (["Figure 3"], "single"), (["Whole figure"], "single"),
+        ([], None), (None, None), ([""], None), (["None"], None), (["n/a"], None), (["inset"], None),
+    ],
+)
+def test_panel_class_proxy(values, want):
+    assert musciclaims_tasks.panel_class(values) == want
+
+
+def test_single_and_multi_panel_slices_by_hand():
+    recs = _records()
+    compact = [musciclaims_tasks._compact(r) for r in recs]
+    assert musciclaims_tasks.panel_classes(musciclaims_tasks.record_rows(compact)) == ["multi"] * 3 + ["single"] * 6
+    for name, want in PANEL_SLICES.items():
+        assert musciclaims_tasks.CLASSIFICATION_METRICS[name](compact) == pytest.approx(want), name
+    # a NEUTRAL row whose claim's SUPPORT / CONTRADICT rows are not in the run keeps its own class
+    assert musciclaims_tasks.panel_classes(musciclaims_tasks.record_rows([compact[2], compact[5]])) == [None, "multi"]
+    # records logged before the panel class (five fields) are in neither slice: n/a, never 0
+    old = [c[:5] for c in compact]
+    assert musciclaims_tasks.macro_f1_single_panel(old) is None and musciclaims_tasks.macro_f1_multi_panel_biology(old) is None
+    assert musciclaims_tasks.macro_f1_biology(old) == pytest.approx(200 / 3)
+
+
 def test_every_corpus_metric_by_hand():
     recs = _records()
     compact = [musciclaims_tasks._compact(r) for r in recs]
@@ -292,6 +333,7 @@ def test_every_corpus_metric_by_hand():
         "musciclaims_2class_weighted_f1": (400 / 7 * 3 + 80 * 6) / 9,
         "musciclaims_macro_f1_biology": 200 / 3, "musciclaims_macro_f1_chemistry": None, "musciclaims_macro_f1_physics": None,
         **DOMAIN_SLICES,
+        **PANEL_SLICES,
     }
     for name, fn in musciclaims_tasks.CLASSIFICATION_METRICS.items():
         if name == "musciclaims_macro_f1_chemistry":
@@ -374,3 +416,33 @@ def test_process_results_records_every_doc(mirror, monkeypatch):
     assert set(out) == {musciclaims_tasks.METRIC, *musciclaims_tasks.CLASSIFICATION_METRICS, *musciclaims_tasks.PANEL_METRICS}
     plain = musciclaims_tasks.process_results(rows[1], [None])
     assert plain[musciclaims_tasks.METRIC]["pred"] == "INVALID" and set(plain) == {musciclaims_tasks.METRIC, *musciclaims_tasks.CLASSIFICATION_METRICS}
+
+
+def test_slice_kernels_equal_their_aggregations_on_resampled_claims():
+    """The report's cluster bootstrap of the domain and panel slices: each kernel gives what its aggregation
+    gives, on all docs and on resampled base claims (a NEUTRAL row classed by its claim's SUPPORT row)."""
+    import random
+
+    import numpy as np
+
+    from lmms_eval_earthsci.core.scoring.stats import resolve
+    from lmms_eval_earthsci.evals.musciclaims.kernels import kernels
+
+    rng = random.Random(3)
+    items, units = [], []
+    for b in range(40):
+        own = rng.choice(["single", "multi", None])
+        units.append(list(range(len(items), len(items) + 3)))
+        for variant, gold in (("support", S), ("contra", C), ("neutral", N)):
+            panels = rng.choice(["single", "multi", None]) if variant == "neutral" else own
+            items.append([gold, rng.choice([S, C, N, INV]), f"b{b}", variant, rng.choice(["biology", "chemistry"]), panels])
+    table = {k: v for k, v in kernels().items() if k.endswith(("_panel", "_panel_biology", "_support_biology", "_recall_chemistry", "_physics"))}
+    assert len(table) == 12 + 3 + 2 + 11
+    np_rng = np.random.default_rng(0)
+    for dotted, (encode, stat) in table.items():
+        agg = resolve(dotted)
+        arrays = encode(items)
+        for idx in [np.arange(len(units))] + [np_rng.integers(0, len(units), len(units)) for _ in range(5)]:
+            got = stat(*(a[idx] for a in arrays))
+            want = agg([items[j] for u in idx for j in units[u]])
+            assert (want is None and np.isnan(got)) or got == pytest.approx(want, abs=1e-9), dotted

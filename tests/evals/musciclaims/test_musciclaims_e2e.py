@@ -54,6 +54,12 @@ HAND = {
     "musciclaims_precision_neutral_biology,none": 100.0, "musciclaims_recall_neutral_biology,none": 50.0, "musciclaims_f1_neutral_biology,none": 200 / 3,
     "musciclaims_macro_precision_biology,none": 100.0, "musciclaims_macro_recall_biology,none": 250 / 3,
     "musciclaims_recall_contradict_chemistry,none": 0.0, "musciclaims_macro_precision_physics,none": None, "musciclaims_f1_support_physics,none": None,
+    # Table 7: b2 ("Full Figure") is single-panel, b1 ("Panel A", "Panel C") and b3 ("(b)", "(c)") multi-panel,
+    # each claim's NEUTRAL row with it. Single: preds S,C,INVALID (N: 0). Multi: golds S,C,N x2, preds
+    # S,C,N,S,S,N (S: P 2/3 R 1; C: P 1 R 1/2; N: 1)
+    "musciclaims_macro_precision_single_panel,none": 200 / 3, "musciclaims_macro_recall_single_panel,none": 200 / 3, "musciclaims_macro_f1_single_panel,none": 200 / 3,
+    "musciclaims_macro_precision_multi_panel,none": 800 / 9, "musciclaims_macro_recall_multi_panel,none": 250 / 3, "musciclaims_macro_f1_multi_panel,none": (80 + 200 / 3 + 100) / 3,
+    "musciclaims_macro_f1_single_panel_biology,none": 200 / 3, "musciclaims_macro_f1_multi_panel_biology,none": 100.0,
 }
 
 
@@ -128,6 +134,7 @@ def test_backends_send_the_figure_then_the_exact_prompt_and_score_by_hand(route,
     assert r["musciclaims_ird"]["musciclaims_panel_recall,none"] == pytest.approx(100 * (0.5 + 0 + 0.5 + 0) / 4)
     ird = {s["musciclaims_macro_f1"]["claim_id"]: s["musciclaims_macro_f1"] for s in samples["musciclaims_ird"]}
     assert ird["PIIS0092867400000001_2_support"]["panel_scored"] is False and ird["PIIS0092867400000001_1_neutral"]["panel_scored"] is False
+    assert [ird[f"PIIS0092867400000001_{n}_{v}"]["panel_class"] for n in (1, 2) for v in ("support", "neutral")] == ["multi", "multi", "single", "single"]
     stages = {s["musciclaims_macro_f1"]["claim_id"]: s["musciclaims_macro_f1"]["stage"] for s in samples["musciclaims_rd_kv"]}
     assert stages["PIIS0092867400000001_1_contra"] == "kv" and stages["PIIS0092867400000001_2_neutral"] == "none"
 
