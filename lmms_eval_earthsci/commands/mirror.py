@@ -15,6 +15,15 @@ reads), with ``huggingface_hub.snapshot_download``:
   only what is missing or changed, and an interrupted one leaves a partial file only under
   ``.cache/huggingface/download/*.incomplete``, never at its name.
 
+Then the steps that make what some tasks read but no repo holds: a task names its step in its
+``lmms_eval_specific_kwargs`` (``earthsci_mirror_step: "module:function"``; MAC's text-free tasks name the
+OCR pass that paints their covers, :mod:`..evals.mac.textfree`). Each step runs once for the selected
+tasks that name it, after their repos are fetched: ``function(root, tasks, configs)`` returns ``{"ok",
+"line", "manifest"}`` (what it made, recorded under ``steps`` in ``DIR/earthsci_mirror.json``) and
+``"missing"`` when what it needs is not installed here. A step with something missing is a failure when
+``--tasks`` named its tasks; otherwise one line says so and its tasks are left out of the check. A step
+caches what it made: a second call redoes only what is missing or changed.
+
 A repo the Hub refuses is one line naming the repo, the file, the revision and the fix; the other repos
 are still fetched. At the end it runs ``check-mirror`` on the result and prints the one line to use on the
 compute nodes: ``export EARTHSCI_DATA_MIRROR=DIR``. Exit status 0 when every repo is there and valid, 1
@@ -33,9 +42,12 @@ from dataclasses import dataclass, field
 from lmms_eval_earthsci import registry
 from lmms_eval_earthsci.commands.check_mirror import check_mirror, group_members, task_configs
 from lmms_eval_earthsci.core import data
+from lmms_eval_earthsci.core.benchmark import resolve_ref
 from lmms_eval_earthsci.core.data import hub
 
 MANIFEST = "earthsci_mirror.json"
+# a task's lmms_eval_specific_kwargs key naming the step ("module:function") that makes what it reads
+STEP_KWARG = "earthsci_mirror_step"
 
 
 class MirrorUsageError(ValueError):
@@ -89,9 +101,9 @@ def select_tasks(configs: dict[str, dict], tasks: list[str] | None, benchmarks: 
     return [t for t in configs if getattr(registry.benchmark_of(t), "name", None) in chosen]
 
 
-def plan(tasks: list[str] | None = None, benchmarks: list[str] | None = None) -> list[RepoPlan]:
+def plan(tasks: list[str] | None = None, benchmarks: list[str] | None = None, configs: dict[str, dict] | None = None) -> list[RepoPlan]:
     """One :class:`RepoPlan` per Hub repo the selected tasks read."""
-    configs = task_configs()
+    configs = task_configs() if configs is None else configs
     by_repo: dict[str, list[str]] = {}
     for t in select_tasks(configs, tasks, benchmarks):
         by_repo.setdefault(str(configs[t]["dataset_path"]), []).append(t)
@@ -136,9 +148,39 @@ def fetch(p: RepoPlan, root: str) -> tuple[bool, str | None, str]:
     return True, commit, f"{p.repo} {at}: {fp['files']} files, {fp['bytes'] / 1e6:.1f} MB ({what}; {fp['files'] - before['files']:+d} files) in {time.time() - t0:.1f} s"
 
 
+def mirror_steps(configs: dict[str, dict], tasks: list[str]) -> dict[str, list[str]]:
+    """``{step ("module:function"): the tasks of ``tasks`` that name it}``, in task order."""
+    out: dict[str, list[str]] = {}
+    for t in tasks:
+        ref = ((configs[t].get("lmms_eval_specific_kwargs") or {}).get("default") or {}).get(STEP_KWARG)
+        if ref:
+            out.setdefault(str(ref), []).append(t)
+    return out
+
+
+def run_steps(root: str, configs: dict[str, dict], tasks: list[str], manifest: dict, required: bool, out=None) -> tuple[list[str], list[str]]:
+    """Run the steps ``tasks`` name; returns (the failed steps, the tasks a step left unready)."""
+    out = out or sys.stdout
+    failed, unready = [], []
+    for ref, step_tasks in mirror_steps(configs, tasks).items():
+        result = resolve_ref(ref)(root, step_tasks, configs)
+        if result.get("ok"):
+            manifest.setdefault("steps", {})[ref] = result.get("manifest")
+            print(f"  {result['line']}", file=out, flush=True)
+            continue
+        unready += step_tasks
+        if result.get("missing") and not required:
+            print(f"  {result['line']} (left out of the check; with --tasks naming them this is a failure)", file=out, flush=True)
+        else:
+            failed.append(ref)
+            print(f"lmms-eval-earthsci mirror: {result['line']}", file=sys.stderr, flush=True)
+    return failed, unready
+
+
 def make_mirror(root: str, tasks: list[str] | None = None, benchmarks: list[str] | None = None, out=sys.stdout) -> int:
-    """Fetch, record, check; returns the exit status (module docstring)."""
-    plans = plan(tasks, benchmarks)
+    """Fetch, run the steps, record, check; returns the exit status (module docstring)."""
+    configs = task_configs()
+    plans = plan(tasks, benchmarks, configs)
     state, seen = hub.state()
     if state != "up":
         why = "HF_HUB_OFFLINE is set" if state == "offline" else f"the Hugging Face Hub is {state} ({seen})"
@@ -163,16 +205,20 @@ def make_mirror(root: str, tasks: list[str] | None = None, benchmarks: list[str]
             continue
         manifest["repos"][p.repo] = {"pin": p.revision, "commit": commit, "patterns": p.patterns, "tasks": p.tasks, "fetched": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
         print(f"  {line}", file=out, flush=True)
+    fetched = [t for p in plans if p not in failed for t in p.tasks]
+    failed_steps, unready = run_steps(root, configs, fetched, manifest, required=bool(tasks), out=out)
     with open(manifest_path, "w") as f:
         json.dump(manifest, f, indent=1, sort_keys=True)
-    checked = [t for p in plans if p not in failed for t in p.tasks]
-    status = 1 if failed else 0
+    checked = [t for t in fetched if t not in unready]
+    status = 1 if failed or failed_steps else 0
     if checked:
         check_status, text = check_mirror(root, checked)
         status = max(status, 1 if check_status else 0)
         print(text.splitlines()[0] if check_status == 0 else text, file=out, flush=True)
     if failed:
         print(f"{len(failed)} repo(s) not fetched: {', '.join(p.repo for p in failed)} (see above); call again to resume", file=sys.stderr)
+    if failed_steps:
+        print(f"{len(failed_steps)} step(s) failed: {', '.join(failed_steps)} (see above); call again to resume", file=sys.stderr)
     if status == 0:
         print(f"on the compute nodes:\nexport EARTHSCI_DATA_MIRROR={root}", file=out, flush=True)
     return status

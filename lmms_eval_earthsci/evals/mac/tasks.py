@@ -21,7 +21,7 @@ from lmms_eval_earthsci.core.data.repo_files import DecodedCache, fetch_columns,
 from lmms_eval_earthsci.core.prompts.messages import Messages, fill_fields, note_chat, route_of
 from lmms_eval_earthsci.core.scoring.metrics import breakdown_scores, percent, with_paired_score
 from lmms_eval_earthsci.core.settings import read as read_setting
-from lmms_eval_earthsci.evals.mac import scoring
+from lmms_eval_earthsci.evals.mac import scoring, textfree
 from lmms_eval_earthsci.evals.mac.benchmark import BENCHMARK, BREAKDOWN_PREFIX, CSV, DATASET, DEFAULT_IMAGE_MAX_SIDE, IMAGE_MAX_SIDE_ENV, LENIENT, METRIC, PUBLISHERS
 
 # the benchmark's one call: its datasets and settings declared; inside an lmms-eval run, the run's hooks installed
@@ -37,6 +37,8 @@ LETTERS = scoring.LETTERS
 OPTION_COLUMNS = tuple(f"option_{x}" for x in LETTERS)
 REQUIRED = ("journal", "id", "question", "cover_image", "answer", *OPTION_COLUMNS)
 PATH_PREFIXES = ("MAC_Bench/",)
+# `covers: text_free` (the mac2025_*_textfree tasks): every cover a request shows is its painted copy
+COVERS_ORIGINAL, COVERS_TEXT_FREE = "original", "text_free"
 # the metrics computed from the per-doc record (``mac_acc``'s value is the record itself)
 RECORD_METRICS = (METRIC, "mac_ece", "mac_nll", "mac_rms", "mac_unparsable")
 
@@ -80,6 +82,9 @@ def _task_kwargs(kwargs) -> dict:
     # a snapshot built by `lmms-eval-earthsci mac build`: its folder (the task folder's snapshot.ROOT)
     root = kw.get("snapshot_root")
     kw["snapshot_root"] = os.path.abspath(root) if isinstance(root, str) and root else None
+    kw.setdefault("covers", COVERS_ORIGINAL)
+    if kw["covers"] not in (COVERS_ORIGINAL, COVERS_TEXT_FREE):
+        raise ValueError(f"MAC covers must be {COVERS_ORIGINAL} or {COVERS_TEXT_FREE}, got {kw['covers']!r}")
     return kw
 
 
@@ -130,12 +135,34 @@ def _dataset(kw=None) -> str:
 _DECODED = DecodedCache(maxsize=16)
 
 
+def _shown(doc, column: str, kw=None) -> dict:
+    """``doc`` with ``column`` naming the cover a request shows: as the row names it, or (text-free tasks)
+    its painted copy, which must be in the repo as given (never found by basename: that could be the
+    original); missing, one error naming the row, the column and the step that paints it."""
+    if (kw or {}).get("covers") != COVERS_TEXT_FREE:
+        return doc
+    rel = doc.get(column)
+    if not isinstance(rel, str) or not rel.strip():
+        raise RecordError(DATASET, _rid(doc), column, f"expected a cover path in the dataset repo, got {rel!r:.60}")
+    try:
+        painted = textfree.text_free_path(rel)
+    except ValueError as exc:
+        raise RecordError(DATASET, _rid(doc), column, str(exc)) from exc
+    store = _store(kw)
+    if painted not in store.listing().files:
+        raise RecordError(DATASET, _rid(doc), column, textfree.missing_message(painted, store.root))
+    return {**doc, column: painted}
+
+
 def image_path(doc, column: str, kw=None) -> str:
-    return record_path(_store(kw), doc, column, dataset=_dataset(kw), record_id=_rid(doc), what="image")
+    return record_path(_store(kw), _shown(doc, column, kw), column, dataset=_dataset(kw), record_id=_rid(doc), what="image")
 
 
 def images(doc, kw) -> list:
-    return [record_image(_store(kw), _DECODED, doc, column, dataset=_dataset(kw), record_id=_rid(doc), what="image", max_side=kw["image_max_side"]) for column in image_columns(kw)]
+    return [
+        record_image(_store(kw), _DECODED, _shown(doc, column, kw), column, dataset=_dataset(kw), record_id=_rid(doc), what="image", max_side=kw["image_max_side"])
+        for column in image_columns(kw)
+    ]
 
 
 def direction_of(doc) -> str:
@@ -218,7 +245,20 @@ def prepare(dataset, kwargs) -> None:
     """Before the rows are checked: the columns, and every image the split names fetched at once."""
     kw = _task_kwargs(kwargs)
     check_columns(dataset)
-    fetch_columns(_store(kw), dataset, image_columns(kw))
+    store = _store(kw)
+    if kw["covers"] == COVERS_TEXT_FREE:  # the painted copies there are; a missing one is its row's error (check_record)
+        table = hasattr(dataset, "column_names")
+        paths = [p for c in image_columns(kw) for p in (dataset[c] if table else [r.get(c) for r in dataset])]
+        store.fetch(p for p in map(_text_free_or_none, paths) if p in store.listing().files)
+        return
+    fetch_columns(store, dataset, image_columns(kw))
+
+
+def _text_free_or_none(path) -> str | None:
+    try:
+        return textfree.text_free_path(path) if isinstance(path, str) else None
+    except ValueError:
+        return None
 
 
 def describe(kwargs=None) -> dict:

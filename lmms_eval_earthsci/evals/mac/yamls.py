@@ -16,9 +16,10 @@ def _mac_extra_metrics() -> list[tuple[str, str, bool]]:
     return [("mac_ece", MAC_FN + "mac_ece", False), ("mac_nll", MAC_FN + "mac_nll", False), ("mac_rms", MAC_FN + "mac_rms", False), ("mac_unparsable", MAC_FN + "mac_unparsable", False), (mac.LENIENT, MEAN_PRESENT, True)]
 
 
-def mac_task_yaml(task: str, alias: str, csv: str, direction: str, domain: str, header: str = HEADER, snapshot: bool = False) -> str:
+def mac_task_yaml(task: str, alias: str, csv: str, direction: str, domain: str, header: str = HEADER, snapshot: bool = False, text_free: bool = False) -> str:
     """One MAC task over ``csv`` (the MAC-2025 variants; and the tasks of a snapshot built by
-    ``lmms-eval-earthsci mac build``, whose folder ``snapshot.ROOT`` gives as rows and covers root)."""
+    ``lmms-eval-earthsci mac build``, whose folder ``snapshot.ROOT`` gives as rows and covers root);
+    ``text_free``: every cover shown is its painted copy, made by `mirror`'s step named in the YAML."""
     extra = _mac_extra_metrics()
     return (
         header
@@ -30,6 +31,11 @@ def mac_task_yaml(task: str, alias: str, csv: str, direction: str, domain: str, 
         + f"    direction: {direction}\n    domain: {domain}\n"
         + f"    image_max_side: {mac.DEFAULT_IMAGE_MAX_SIDE}  # the authors' detail: low; null = full size (or {mac.IMAGE_MAX_SIDE_ENV})\n"
         + ("    snapshot_root: !function snapshot.ROOT  # this snapshot's folder, wherever it is moved\n" if snapshot else "")
+        + (
+            "    covers: text_free  # each cover's copy with its text painted out (OCRed_Cover/)\n"
+            "    earthsci_mirror_step: lmms_eval_earthsci.evals.mac.textfree:mirror_step  # what paints them: a step of `lmms-eval-earthsci mirror`\n"
+            if text_free else ""
+        )
         + metric_list(mac.METRIC, mac.BREAKDOWN_PREFIX, {"publisher": PUBLISHERS}, extra, main_agg=MAC_FN + "mac_acc")
     )
 
@@ -65,5 +71,11 @@ def mac_files() -> dict[str, str]:
         task = f"mac2025_{direction}_{domain}"
         files[f"{task}_circular.yaml"] = circular.task_yaml(official=task, task=f"{task}_circular", alias=f"MAC-2025 {MAC_DIRECTIONS[direction]}, {domain} domain (circular)",
                                                             module="lmms_eval_earthsci.evals.mac.circular", ece=True, header=HEADER)
+    # Table 6's text-free covers: the four variants, each cover shown (I2T's question cover, T2I's four
+    # options) without its printed text
+    for (direction, domain), csv in mac.CSV.items():
+        task = f"mac2025_{direction}_{domain}_textfree"
+        files[f"{task}.yaml"] = mac_task_yaml(task, f"MAC-2025 {MAC_DIRECTIONS[direction]}, {domain} domain, text-free covers", csv, direction, domain, text_free=True)
+    files["mac2025_textfree.yaml"] = group_yaml("mac2025_textfree", [f"mac2025_{d}_{m}_textfree" for d, m in mac.CSV], alias="MAC-2025, text-free covers (each task reports its own numbers)")
     files["mac2025_circular.yaml"] = group_yaml("mac2025_circular", [f"{t}_circular" for t in tasks], alias="MAC-2025 (circular; each task reports its own numbers)")
     return files

@@ -81,3 +81,51 @@ def test_build_with_open_clip_and_text_free_covers(tiny_open_clip, tmp_path, mon
         assert all(r[f"option_{x}"].split("/")[2] == "OCRed_Cover" for r in csv.DictReader(f) for x in "ABCD")
     tasks = sorted(os.listdir(out / "tasks"))
     assert "mac_custom_ocr.yaml" in tasks and "mac_custom_ocr_t2i_option.yaml" in tasks
+
+
+def test_mirror_paints_the_sample_mirrors_covers_with_easyocr(tmp_path, monkeypatch):
+    """`lmms-eval-earthsci mirror DIR --tasks mac2025_textfree` (a fake Hub serving the sample mirror's MAC
+    repo) runs the OCR step with the real EasyOCR, offline: every cover the CSVs name gets a text-free copy
+    at <Publisher>/OCRed_Cover/<Journal>/, with its title painted white; the manifest records the step;
+    check-mirror finds the text-free tasks valid; a second call paints nothing."""
+    import subprocess
+    import sys
+
+    from PIL import Image
+
+    from lmms_eval_earthsci.evals.mac import textfree
+    from lmms_eval_earthsci.evals.mac.benchmark import DATASET, HERE
+    from lmms_eval_earthsci.testing.hub_server import FakeHubServer
+
+    sample = os.path.join(HERE, "sample_mirror", *DATASET.split("/"))
+    root = tmp_path / "m"
+    cmd = [sys.executable, "-m", "lmms_eval_earthsci.cli", "mirror", str(root), "--tasks", "mac2025_textfree"]
+    with FakeHubServer({DATASET: sample}) as hub:
+        env = hub.client_env(hf_home=tmp_path / "hf")
+        env.pop("EARTHSCI_DATA_MIRROR", None)
+        env["EASYOCR_MODULE_PATH"] = str(tmp_path / "easyocr_home")  # nothing to find there: the offline weights only
+        first = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1800)
+        second = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "mac2025-textfree-covers: painting: 100%" in first.stderr  # the progress bar
+    line = next(x for x in first.stdout.splitlines() if "mac2025-textfree-covers:" in x)
+    assert "20 covers text-free in mhjiang0408/MAC_Bench/<Publisher>/OCRed_Cover/ (20 painted now, 0 cached;" in line, line
+    assert f"mirror {root}: OK" in first.stdout  # check-mirror's verdict, the text-free tasks included
+    from lmms_eval_earthsci.commands.check_mirror import check_mirror
+
+    status, text = check_mirror(str(root), ["mac2025_i2t_info_textfree", "mac2025_t2i_option_textfree"])
+    assert status == 0 and "mac2025_i2t_info_textfree: 8 records, all valid" in text and "mac2025_t2i_option_textfree: 8 records, all valid" in text
+    step = json.loads((root / "earthsci_mirror.json").read_text())["steps"]["lmms_eval_earthsci.evals.mac.textfree:mirror_step"]
+    assert step["covers"] == 20 and step["boxes"] >= 20 and step["setting"] == "easyocr Reader(['en']), prob > 0.25 painted white"
+    repo = root / "mhjiang0408" / "MAC_Bench"
+    covers = textfree.cover_paths(str(repo), ["image2text_info.csv", "text2image_option.csv"])
+    assert len(covers) == 20
+    for rel in covers:
+        orig = np.asarray(Image.open(repo / rel).convert("RGB"))
+        text_free = np.asarray(Image.open(repo / textfree.text_free_path(rel)).convert("RGB"))
+        assert text_free.shape == orig.shape
+        # the title (black text in the top band, where draw_cover writes it) is gone: painted white
+        assert (orig[:24] < 30).all(axis=2).sum() > 0 and (text_free[:24] < 30).all(axis=2).sum() == 0, rel
+        assert (text_free == 255).all(axis=2).sum() > (orig == 255).all(axis=2).sum(), rel
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert "20 covers text-free in mhjiang0408/MAC_Bench/<Publisher>/OCRed_Cover/ (0 painted now, 20 cached; " in second.stdout
