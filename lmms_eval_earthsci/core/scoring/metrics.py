@@ -135,6 +135,21 @@ def breakdown_scores(prefix: str, score: Any, doc_labels: Mapping[str, Iterable[
     return out, unknown
 
 
+def range_labels(edges: Sequence[int]) -> list[str]:
+    """The labels of the bins that integer ``edges`` open (each edge a bin's first value, the last bin
+    open-ended): ``(1, 6, 11)`` -> ``["1_5", "6_10", "11_plus"]``, one breakdown field's labels."""
+    return [f"{lo}_{hi - 1}" for lo, hi in zip(edges, edges[1:])] + [f"{edges[-1]}_plus"]
+
+
+def range_label(value: float | None, edges: Sequence[int]) -> str | None:
+    """The label (:func:`range_labels`) of the bin ``value`` falls in; None for no value or one below the
+    first edge (in no bin)."""
+    if value is None or math.isnan(value) or value < edges[0]:
+        return None
+    labels = range_labels(edges)
+    return next(label for label, hi in zip(labels, [*edges[1:], math.inf]) if value < hi)
+
+
 # --------------------------------------------------------------------------- classification
 
 

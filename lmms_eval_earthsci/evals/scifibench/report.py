@@ -13,7 +13,7 @@ JUDGE_METRIC = "scifibench_acc_judge"
 class SciFIBenchReport(ReportSpec):
     judged_metrics = (JUDGE_METRIC,)
     extraction_fields = {"scifibench_acc": "stage"}
-    breakdown_fields = ("category",)
+    breakdown_fields = ("category", "length", "size")  # Fig. 8: caption length (F->C), mean figure size (C->F)
     record_fields = ("split", "category")
     answer_field = "parsed"
     gold_field = "gold"

@@ -10,22 +10,27 @@ LLM extractor, available here as the optional judge), and the alignment variants
 from __future__ import annotations
 
 import difflib
+import math
 import random
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from lmms_eval_earthsci.core.activation import activate
 from lmms_eval_earthsci.core.data import RecordError, check_image, load_image, record_check
+from lmms_eval_earthsci.core.data.loading import record_rows, sizes_only
 from lmms_eval_earthsci.core.judge.task_pass import UNAVAILABLE, JudgeSpec, judged, judged_fields, outcome_for
 from lmms_eval_earthsci.core.prompts.messages import interleaved_messages, note_chat, route_of
 from lmms_eval_earthsci.core.scoring.extraction import Extracted, as_text, extract_boxed_answer, extract_option_letter
-from lmms_eval_earthsci.core.scoring.metrics import breakdown_scores, percent, with_paired_score
-from lmms_eval_earthsci.evals.scifibench.benchmark import BENCHMARK, BREAKDOWN_PREFIX, CATEGORIES, JUDGE_METRIC, METRIC, NO_ANSWER
+from lmms_eval_earthsci.core.scoring.metrics import breakdown_scores, percent, range_label, with_paired_score
+from lmms_eval_earthsci.evals.scifibench.benchmark import BENCHMARK, BREAKDOWN_PREFIX, JUDGE_METRIC, LENGTH_EDGES, METRIC, NO_ANSWER, SIZE_EDGES, known_breakdowns
 
 # the benchmark's one call: its datasets and settings declared; inside an lmms-eval run, the run's hooks installed
 activate(BENCHMARK)
 
 LETTERS = "ABCDE"
+# the column process_docs adds to C->F docs: the option figures' mean size in px (Fig. 8)
+SIZE_FIELD = "_figure_size"
 
 # ---------------------------------------------------------------------------- prompts (spec §3)
 _THINK = " Let's think step by step."
@@ -154,12 +159,16 @@ def doc_to_target(doc, model_specific_target_kwargs=None):
 
 
 def process_docs_for(split: str):
-    """``process_docs`` that tags each doc with its split (IDs repeat across splits)."""
+    """``process_docs`` that tags each doc with its split (IDs repeat across splits) and, C->F, with its
+    option figures' mean size (:data:`SIZE_FIELD`): ``process_results`` gets lmms-eval's copy of a doc
+    without its images."""
+    c2f = "Caption2Figure" in split
 
     def process(dataset):
-        if hasattr(dataset, "add_column"):  # a column, not a map: no image is decoded
-            return dataset.add_column("_split", [split] * len(dataset))
-        return [{**d, "_split": split} for d in dataset]
+        if hasattr(dataset, "add_column"):  # columns, not a map: no image is decoded
+            out = dataset.add_column("_split", [split] * len(dataset))
+            return out.add_column(SIZE_FIELD, [mean_figure_size(row.get("Images")) for row in record_rows(dataset)]) if c2f else out
+        return [{**d, "_split": split, **({SIZE_FIELD: mean_figure_size(d.get("Images"))} if c2f else {})} for d in dataset]
 
     return process
 
@@ -285,10 +294,50 @@ def _similar_caption(text: str, options: list[str]) -> int | None:
 # ---------------------------------------------------------------------------- scoring
 
 
-def _breakdown(doc, score) -> dict:
+def caption_words(caption: str) -> int:
+    """A caption's length in words: its whitespace tokens holding a letter or digit (SciCap's captions
+    space their punctuation out: " , " and " ." are no words)."""
+    return sum(1 for token in caption.split() if any(ch.isalnum() for ch in token))
+
+
+def figure_size(image: Any) -> float:
+    """A figure's size in px: sqrt(width x height), the side of a square of its area."""
+    w, h = image.size
+    return math.sqrt(w * h)
+
+
+def mean_figure_size(cells: Any) -> float | None:
+    """The mean :func:`figure_size` of a C->F question's option figures (its ``Images`` cells), to 0.1 px,
+    read from their headers (no pixel is decoded); None for no figures or one that cannot be read (the
+    record check names it)."""
+    if not isinstance(cells, (list, tuple)) or not cells:
+        return None
+    try:
+        with sizes_only():
+            sizes = [figure_size(load_image(v, dataset="SciFIBench", record_id="?", field=f"Images[{i}]")) for i, v in enumerate(cells)]
+    except RecordError:
+        return None
+    return round(sum(sizes) / len(sizes), 1)
+
+
+def figure8_facts(doc, direction: str, gold: str) -> dict[str, Any]:
+    """What Fig. 8 bins a question by: F->C the correct caption's length in words (``caption_words``),
+    C->F the options' mean figure size (``figure_size``, px: from :data:`SIZE_FIELD`, else the doc's
+    figures when it was not tagged)."""
+    if direction == "f2c":
+        return {"caption_words": caption_words(caption_text(options_of(doc)[LETTERS.index(gold)]))}
+    return {"figure_size": doc[SIZE_FIELD] if SIZE_FIELD in doc else mean_figure_size(doc.get("Images"))}
+
+
+def _breakdown(doc, score, direction: str, facts: Mapping[str, Any]) -> dict:
     subset = "cs" if str(doc.get("_split", "")).startswith("CS") else "general"
     cat = str(doc.get("Category", "")).strip()
-    out, _ = breakdown_scores(BREAKDOWN_PREFIX, score, {"category": [cat] if cat else []}, {"category": CATEGORIES[subset]})
+    if direction == "f2c":
+        fig8 = {"length": range_label(facts["caption_words"], LENGTH_EDGES)}
+    else:
+        fig8 = {"size": range_label(facts["figure_size"], SIZE_EDGES)}
+    labels = {"category": [cat] if cat else [], **{k: [v] if v else [] for k, v in fig8.items()}}
+    out, _ = breakdown_scores(BREAKDOWN_PREFIX, score, labels, known_breakdowns(subset, direction))
     return out
 
 
@@ -315,16 +364,17 @@ def check_record(doc, kwargs=None) -> None:
 
 @record_check(check_record)
 def process_results(doc, results):
-    """``scifibench_acc`` (staged extractor), the no-answer rate and per-category accuracy. Every doc
-    counts: no extracted letter is wrong."""
+    """``scifibench_acc`` (staged extractor), the no-answer rate, accuracy per category and per Fig. 8 bin
+    (caption length for F->C, mean figure size for C->F). Every doc counts: no extracted letter is wrong."""
     response = results[0] if results else ""
     gold = gold_letter(doc)
     direction = "c2f" if "Caption2Figure" in str(doc.get("_split", "")) else "f2c"
     got = extract(response, options_of(doc) if direction == "f2c" else None)
     correct = got.value == gold
     score = percent(correct)
-    out = _breakdown(doc, score)
-    out[METRIC] = {"score": score, "id": _rid(doc), "split": doc.get("_split"), "category": doc.get("Category"), "gold": gold, "parsed": got.value or None, "stage": got.rule, "route": route_of(doc)}
+    facts = figure8_facts(doc, direction, gold)
+    out = _breakdown(doc, score, direction, facts)
+    out[METRIC] = {"score": score, "id": _rid(doc), "split": doc.get("_split"), "category": doc.get("Category"), "gold": gold, "parsed": got.value or None, "stage": got.rule, **facts, "route": route_of(doc)}
     out[NO_ANSWER] = percent(not got.value)
     return with_paired_score(out, score)
 

@@ -17,7 +17,7 @@ def scifibench_files() -> dict[str, str]:
     names = {"f2c": "Figure->Caption", "c2f": "Caption->Figure"}
 
     def task_yaml(task, alias, subset, direction, split, extra_kwargs="", judge=False):
-        known = {"category": scifibench.CATEGORIES[subset]}
+        known = scifibench.known_breakdowns(subset, direction)
         more = [no_answer] + ([(scifibench.JUDGE_METRIC, JUDGED_MEAN, True), failed] if judge else [])
         return (
             HEADER

@@ -51,3 +51,10 @@ def test_calibration_known_values():
     assert perfect["ece"] == pytest.approx(0.0) and perfect["nll"] < 1e-9
     with pytest.raises(ValueError):
         core_metrics.calibration([1.5], [True])
+
+
+def test_range_bins_cover_every_value_from_the_first_edge():
+    edges = (1, 6, 11, 21)
+    assert core_metrics.range_labels(edges) == ["1_5", "6_10", "11_20", "21_plus"]
+    got = [core_metrics.range_label(v, edges) for v in (0, 0.5, 1, 5, 5.99, 6, 10, 11, 20.5, 21, 10_000, None, float("nan"))]
+    assert got == [None, None, "1_5", "1_5", "1_5", "6_10", "6_10", "11_20", "11_20", "21_plus", "21_plus", None, None]

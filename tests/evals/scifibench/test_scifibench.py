@@ -220,3 +220,72 @@ def test_boxed_stage_is_logged_in_the_sample():
 )
 def test_parse_judge_letter_table(reply, letter):
     assert scifibench_tasks.parse_judge_letter(reply) == letter
+
+
+# --------------------------------------------------------------------------- Fig. 8: caption length, figure size
+
+
+def test_caption_length_is_counted_in_words_without_spaced_punctuation():
+    assert scifibench_tasks.caption_words("ber vs snr for fft size=2048 using ls , lmmse , lr-lmmse .") == 10
+    assert scifibench_tasks.caption_words("  ") == 0 and scifibench_tasks.caption_words("( a ) and ( b ) .") == 3
+
+
+def _f2c_doc(gold_words: int) -> dict:
+    doc = {**scifibench_rows("CS_Figure2Caption")[0], "_split": "CS_Figure2Caption"}  # answer A
+    opts = list(doc["Options"])
+    opts[0] = "A)  " + " ".join(f"w{i}" for i in range(gold_words)) + " ."
+    return {**doc, "Options": opts}
+
+
+@pytest.mark.parametrize("words, label", [(5, "1_5"), (6, "6_10"), (20, "11_20"), (25, "21_30"), (50, "31_50"), (51, "51_100"), (101, "101_plus"), (0, None)])
+def test_f2c_accuracy_by_the_correct_captions_length(words, label):
+    out = scifibench_tasks.process_results(_f2c_doc(words), ["Answer: A"])
+    bins = {k: v for k, v in out.items() if k.startswith("scifibench_length_")}
+    assert list(bins) == ["scifibench_length_" + b for b in ("1_5", "6_10", "11_20", "21_30", "31_50", "51_100", "101_plus")]
+    assert {k: v for k, v in bins.items() if v is not None} == ({f"scifibench_length_{label}": 100.0} if label else {})
+    assert out["scifibench_acc"]["caption_words"] == words and out["scifibench_category_cs_cv"] == 100.0
+    assert not any(k.startswith(("scifibench_size_", "scifibench_year")) for k in out)  # F->C: no size, and no year anywhere
+
+
+def test_c2f_accuracy_by_the_options_mean_figure_size_read_from_headers_only():
+    from PIL import Image
+
+    from lmms_eval_earthsci.testing.figures import draw_figure, png_bytes
+
+    doc = {**scifibench_rows("General_Caption2Figure")[2], "_split": "General_Caption2Figure"}  # answer A
+    # sqrt(w*h): 300, 200, 600, 500, 200 -> mean 360 px; the bytes are cut short: a full decode would fail
+    sizes = [(300, 300), (400, 100), (600, 600), (1000, 250), (200, 200)]
+    cells = []
+    for k, wh in enumerate(sizes):
+        raw = png_bytes(draw_figure(k, size=wh))
+        cells.append(Image.open(__import__("io").BytesIO(raw[: len(raw) // 2])) if k == 0 else {"bytes": raw[: len(raw) // 2], "path": None})
+    out = scifibench_tasks.process_results({**doc, "Images": cells}, ["A"])
+    assert out["scifibench_acc"]["figure_size"] == 360.0
+    assert {k: v for k, v in out.items() if k.startswith("scifibench_size_") and v is not None} == {"scifibench_size_250_499": 100.0}
+    assert [k for k in out if k.startswith("scifibench_size_")] == ["scifibench_size_" + b for b in ("0_249", "250_499", "500_999", "1000_1499", "1500_1999", "2000_plus")]
+    assert not any(k.startswith("scifibench_length_") for k in out)
+    # the fixture's five figures, (64 + 8k) x 48: mean size 64.0 px, wrong answer scored 0 in its bin
+    plain = scifibench_tasks.process_results({**doc}, ["B"])
+    assert plain["scifibench_acc"]["figure_size"] == pytest.approx(round(sum((64 + 8 * k) ** 0.5 * 48**0.5 for k in range(5)) / 5, 1))
+    assert plain["scifibench_size_0_249"] == 0.0
+    # lmms-eval's copy of a doc without media: no size, in no bin, still scored
+    bare = scifibench_tasks.process_results({k: v for k, v in doc.items() if k != "Images"}, ["A"])
+    assert bare["scifibench_acc"]["figure_size"] is None and bare["scifibench_acc"]["score"] == 100.0
+    assert all(v is None for k, v in bare.items() if k.startswith("scifibench_size_"))
+
+
+def test_c2f_docs_carry_their_mean_figure_size_into_lmms_evals_copy_without_images():
+    """lmms-eval scores a copy of each doc without its image columns: process_docs tags C->F docs with the
+    size (read from headers, on an Arrow dataset and on a list of rows alike), process_results reads it."""
+    from lmms_eval_earthsci.evals.scifibench.fixtures import scifibench_features
+
+    datasets = pytest.importorskip("datasets")
+    rows = scifibench_rows("CS_Caption2Figure")
+    want = [round(sum(((64 + 8 * k) * 48) ** 0.5 for k in range(5)) / 5, 1)] * 3
+    tagged = scifibench_tasks.process_docs_cs_c2f(datasets.Dataset.from_list(rows, features=scifibench_features()))
+    assert tagged["_figure_size"] == want and tagged["_split"] == ["CS_Caption2Figure"] * 3
+    assert [d["_figure_size"] for d in scifibench_tasks.process_docs_cs_c2f(rows)] == want
+    assert "_figure_size" not in scifibench_tasks.process_docs_cs_f2c(datasets.Dataset.from_list(scifibench_rows("CS_Figure2Caption"), features=scifibench_features())).column_names
+    no_media = {k: v for k, v in tagged[0].items() if k != "Images"}
+    out = scifibench_tasks.process_results({**no_media, "_figure_size": 1234.5}, ["A"])  # answer A
+    assert out["scifibench_acc"]["figure_size"] == 1234.5 and out["scifibench_size_1000_1499"] == 100.0

@@ -25,6 +25,13 @@ def test_groups_and_alignment_simple_backend(mirror, hf_home, tmp_path):
     assert r["scifibench"]["scifibench_acc,none"] == pytest.approx(100 / 6)
     assert r["scifibench_cs_f2c"]["scifibench_category_other_cs,none"] == 100.0
     assert r["scifibench_cs_f2c"]["scifibench_no_answer,none"] == 0.0
+    # Fig. 8: the fixture's correct captions are 6-9 words, its figures 55-65 px (sqrt(w*h)): one bin each
+    assert r["scifibench_cs_f2c"]["scifibench_length_6_10,none"] == pytest.approx(100 / 3) and r["scifibench_cs_f2c"]["scifibench_length_11_20,none"] is None
+    assert r["scifibench_cs_c2f"]["scifibench_size_0_249,none"] == pytest.approx(100 / 3) and r["scifibench_general_c2f"]["scifibench_size_0_249,none"] == 0.0
+    assert not any(k.startswith("scifibench_size_") for k in r["scifibench_cs_f2c"]) and not any(k.startswith("scifibench_length_") for k in r["scifibench_cs_c2f"])
+    assert not any("year" in k for task in r.values() for k in task)  # no released row carries a publication year
+    assert r["scifibench_cs_f2c_marked_correct"]["scifibench_length_6_10,none"] == pytest.approx(100 / 3)
+    assert {s["scifibench_acc"]["caption_words"] for s in samples["scifibench_cs_f2c"]} == {9, 7, 6}
     # three docs per split: the legacy v1 file in data/ was not read
     assert len(samples["scifibench_cs_f2c"]) == 3 and {s["scifibench_acc"]["split"] for s in samples["scifibench_cs_f2c"]} == {"CS_Figure2Caption"}
     for task in ("scifibench_cs_f2c_marked_correct", "scifibench_cs_f2c_marked_incorrect_inst"):
@@ -53,6 +60,8 @@ def test_chat_backend_interleaves_and_llm_extractor(mirror, hf_home, tmp_path):
     assert r["scifibench_general_c2f_judge"]["scifibench_acc_judge,none"] == pytest.approx(100 / 3)  # General answers B, D, A
     assert r["scifibench_cs_f2c_judge"]["scifibench_acc,none"] == 0.0 and r["scifibench_cs_f2c_judge"]["scifibench_acc_judge,none"] == 0.0
     assert r["scifibench_cs_f2c_judge"]["scifibench_judge_failed,none"] == 0
+    # Fig. 8's bins on the judge variants follow the rules' verdict, as the category breakdown does
+    assert r["scifibench_general_c2f_judge"]["scifibench_size_0_249,none"] == 0.0 and r["scifibench_cs_f2c_judge"]["scifibench_length_6_10,none"] == 0.0
     logged = samples["scifibench_general_c2f_judge"][0]["scifibench_acc_judge"]["judge"]
     assert "scifibench_judge" not in samples["scifibench_general_c2f_judge"][0]  # no log-only field
     assert not any(isinstance(v, list) for v in r["scifibench_cs_f2c_judge"].values())  # no empty pseudo-metric
