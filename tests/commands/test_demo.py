@@ -99,8 +99,14 @@ def test_demo_subset_writes_report(hf_home, tmp_path):
         assert f"| {task} | {metric} | {value:.2f} | {paper} |" in report
     assert re.search(r"\| emma_mini_math \| tiny-llava \(runs\) \| 3 \| \d+ \| 0 \| – \| – \|", report)
     assert f"| musciclaims_d | musciclaims_macro_f1 | {results['musciclaims_d']['musciclaims_macro_f1,none']:.2f} | 52.00 § |" in report
-    for name in ("EMMA", "MSEarth", "SciFIBench", "MuSciClaims", "Paper reference"):
+    for name in ("EMMA", "MSEarth", "SciFIBench", "MuSciClaims", "Paper tables", "Paper reference"):
         assert f"## {name}" in report
+    # the papers' own tables with the demo's run in them, each number the results JSON's, at the paper's scale
+    mcq = results["msearth_mcq"]
+    assert f"| **run: tiny-llava (runs)** | ✓ | {mcq['msearth_image_single,none']:.2f} |" in report
+    assert "| **run: tiny-llava (runs)** | D | another slice |" not in report  # the run has the biology slice
+    assert f"{results['musciclaims_d']['musciclaims_macro_f1_biology,none'] / 100:.2f} |" in report
+    assert (out / "report" / "paper_tables" / "emma_table_2.csv").exists()
     assert "[]" not in report
     assert (out / "report" / "emma_mini_by_subject.png").stat().st_size > 1000 and (out / "report" / "scifibench_by_split.png").exists()
     assert os.path.exists(tmp_path / "cache" / "tiny-llava" / "model.safetensors")

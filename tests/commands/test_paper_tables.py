@@ -113,7 +113,8 @@ def test_a_run_sits_in_the_papers_tables_at_their_scale(tmp_path):
     _, sf = _row(lines, "| **run: tiny (r)** | 70.0 |")
     assert sf == ["**run: tiny (r)**", "70.0", "no judge", "61.0", "not run", "65.5", "no judge"]
 
-    _, mc = _row(lines, "| **run: tiny (r)** | D |")
+    i_mc, mc = _row(lines, "| **run: tiny (r)** | D |")
+    assert lines[i_mc + 1] == "" and lines[i_mc - 1].startswith("| DeepSeek | RD |")  # model by model in the paper: the runs last
     assert mc[2:] == ["another slice"] + ["n/a"] * 10 + ["0.51"]  # Sup P: all domains only; the rest: none
     assert any(ln.startswith("another slice: the run has musciclaims_") and "_biology" in ln for ln in lines)
 

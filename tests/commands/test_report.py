@@ -643,7 +643,7 @@ def test_mac_paper_numbers_transcription():
         data = json.load(f)
     assert "normalises" in data["note"] and "CC-BY-NC-SA-4.0" in data["note"]
     rows = data["rows"]
-    assert {r["table"] for r in rows} == {"Table 1", "Appendix D", "Table 4", "Table 6", "Table 7", "Table 8"}
+    assert {r["table"] for r in rows} == {"Table 1", "Appendix D", "Table 4", "Table 5", "Table 6", "Table 7", "Table 8"}
     assert all(r["paper"] == "arXiv 2508.15802 (COLM 2025)" for r in rows)
     variants = ("i2t_info", "i2t_option", "t2i_info", "t2i_option")
     t1 = {r["model"]: r for r in rows if r["table"] == "Table 1"}
@@ -666,12 +666,13 @@ def test_mac_paper_numbers_transcription():
     seen = {}
     for e in entries:
         assert seen.setdefault((e.model, e.task, e.metric), e.value) == e.value, e
-    assert {e.task for e in entries} == {f"mac2025_{v}" for v in variants} | {"mac2025_dad_i2t_info", "mac2025_dad_i2t_option"}
-    assert len({(e.model, e.task) for e in entries if e.metric == "mac_acc" and not e.task.startswith("mac2025_dad")}) == 8 * 4  # Table 1 (Tables 4 and 7 repeat it)
+    assert {e.task for e in entries} == {f"mac2025_{v}" for v in variants} | {"mac2025_dad_i2t_info", "mac2025_dad_i2t_option", "mac2025_i2t_info_textfree"}
+    assert len({(e.model, e.task) for e in entries if e.metric == "mac_acc" and not e.task.startswith("mac2025_dad") and not e.task.endswith("_textfree")}) == 8 * 4  # Table 1 (Tables 4 and 7 repeat it)
     assert seen[("Qwen2.5-VL-7B", "mac2025_dad_i2t_info", "mac_acc")] == 65.0 and seen[("Qwen-VL-Max", "mac2025_i2t_info", "mac_rms")] == 0.21
     assert seen[("GPT-4o", "mac2025_dad_i2t_info", "mac_acc")] == 76.3  # QwQ-32B, the default reasoner
     assert seen[("GPT-4o + Deepseek-R1", "mac2025_dad_i2t_option", "mac_nll")] == 0.938
-    assert not any(e.value in (56.6, 43.2, 59.2, 64.8, 58.4, 77.6) for e in entries)  # ICL, text-free, 2025 embeddings, MAC-Old: data only
+    assert not any(e.value in (56.6, 43.2, 59.2, 75.5, 58.4, 77.6) for e in entries)  # ICL, text-free with the text in the prompt, 2025 embeddings, MAC-Old: data only
+    assert (seen[("GPT-4o", "mac2025_i2t_info_textfree", "mac_acc")], seen[("Qwen-VL-Max", "mac2025_i2t_info_textfree", "mac_ece")]) == (64.8, 0.1334)  # Table 6's N/N rows
     by_key = {(e.model, e.task, e.metric): e for e in entries}
     assert by_key[("GPT-4o", "mac2025_i2t_info", "mac_acc")].notes == () and by_key[("GPT-4o", "mac2025_i2t_info", "mac_ece")].notes == ("calibration",)
     assert by_key[("GPT-4o", "mac2025_dad_i2t_info", "mac_ece")].notes == ("calibration", "dad")

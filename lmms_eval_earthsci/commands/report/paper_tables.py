@@ -19,6 +19,9 @@ A table (``tables.<name>``)::
     settings    {setting: printed label}; their order is the order of a run's rows
     labels      [{"field", "printed"}]: the label columns (default: model, and the setting if any)
     tasks       {setting: task} for every column (a column's own "tasks" or "task" overrides)
+    run_tasks   {setting: task} for the runs' rows only, where the paper's rows of that setting repeat
+                another table's numbers at another rounding (the report's paper reference keeps one)
+    run_labels  {setting: {label field: text}}: what a run's row shows in a label column (MAC's Y / N)
     columns     {key: {"printed", "metric" (null: no metric of ours), "tasks" | "task", "decimals", "scale"}}
     decimals, scale   how values are printed (a value times scale, so a 0-100 metric prints 0.77)
     change      {"setting", "against", "columns"}: printed "v (↑d)" with d = v minus the same model's
@@ -85,6 +88,7 @@ class PaperTable:
     slice_suffix: str = ""
     notes: tuple[str, ...] = ()
     spec: str = ""
+    run_labels: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
     @property
     def slug(self) -> str:
@@ -138,7 +142,7 @@ def tables_of(bench: str, data: Mapping[str, Any]) -> list[PaperTable]:
         labels = [(lab["field"], lab["printed"]) for lab in spec.get("labels", [])] or [("model", "Model")] + ([(setting_field, "Setting")] if several else [])
         columns = []
         for key, c in spec["columns"].items():
-            tasks: dict[str | None, str] = dict(spec.get("tasks") or {})
+            tasks: dict[str | None, str] = {**(spec.get("run_tasks") or {}), **(spec.get("tasks") or {})}
             tasks.update(c.get("tasks") or {})
             if c.get("task"):
                 tasks = {None: c["task"]}
@@ -146,7 +150,8 @@ def tables_of(bench: str, data: Mapping[str, Any]) -> list[PaperTable]:
                                   tuple(c.get("mean_of") or ()), c.get("unit", spec.get("unit", "")), bool(c.get("trim", spec.get("trim", False)))))
         notes = [spec[k] for k in ("note",) if spec.get(k)] + ([spec["slice"]["note"]] if spec.get("slice", {}).get("note") else [])
         out.append(PaperTable(bench, name, spec.get("title", name), tuple(columns), tuple(rows), tuple(labels), setting_field if has_settings else None,
-                              dict(spec.get("settings") or {}), dict(spec.get("change") or {}), (spec.get("slice") or {}).get("suffix", ""), tuple(notes), spec.get("spec", "")))
+                              dict(spec.get("settings") or {}), dict(spec.get("change") or {}), (spec.get("slice") or {}).get("suffix", ""), tuple(notes), spec.get("spec", ""),
+                              dict(spec.get("run_labels") or {})))
     return out
 
 
@@ -266,9 +271,10 @@ def run_rows(table: PaperTable, run: Run) -> list[Row]:
         for i, c in enumerate(table.columns):
             if c.mean_of:
                 cells[i] = mean_cell(table, c, [cells[j] for j, o in enumerate(table.columns) if o.key in c.mean_of])
+        fixed = table.run_labels.get(setting or "", {})
         named = next((f for f, _ in table.labels if f != table.setting_field), None)  # the run's name goes in the first label that is not the setting
         name = run.column if len(table.run_settings()) < 2 or any(f == table.setting_field for f, _ in table.labels) else f"{run.column} · {table.setting_label(setting)}"
-        labels = [table.setting_label(setting) if f == table.setting_field else f"**{RUN_PREFIX}{name}**" if f == named else "" for f, _ in table.labels]
+        labels = [table.setting_label(setting) if f == table.setting_field else f"**{RUN_PREFIX}{name}**" if f == named else fixed.get(f, "") for f, _ in table.labels]
         out.append(Row("run", labels, setting, cells, run.column))
     if table.change:
         by = {r.setting: r for r in out}
@@ -279,14 +285,27 @@ def run_rows(table: PaperTable, run: Run) -> list[Row]:
     return out
 
 
+def _blocked(rows: Sequence[Row]) -> bool:
+    """Whether the paper prints its rows in one block per setting (EMMA's ✗ rows, then its ✓ rows), not
+    model by model (MuSciClaims' D, RD per model)."""
+    at: dict[str | None, list[int]] = {}
+    for i, r in enumerate(rows):
+        at.setdefault(r.setting, []).append(i)
+    return len(at) > 1 and all(ix[-1] - ix[0] == len(ix) - 1 for s, ix in at.items() if s is not None)
+
+
 def all_rows(table: PaperTable, runs: Sequence[Run]) -> list[Row]:
-    """The paper's rows in its order, each run's row after the paper's last row of its setting (at the end
-    when the paper has none)."""
+    """The paper's rows in its order, then the runs' rows: where the paper prints one block per setting, each
+    run's row after its setting's block; otherwise at the end, in the order of the settings."""
     rows = paper_rows(table)
-    for run in runs:
-        for r in run_rows(table, run):
-            at = max((i for i, p in enumerate(rows) if p.setting == r.setting and (p.source == "paper" or p.who != r.who)), default=len(rows) - 1) if table.setting_field else len(rows) - 1
-            rows.insert(at + 1, r)
+    blocked = bool(table.setting_field) and _blocked(rows)
+    mine = [r for run in runs for r in run_rows(table, run)]
+    if not blocked:
+        order = {s: i for i, s in enumerate(table.run_settings())}
+        return rows + sorted(mine, key=lambda r: order.get(r.setting, 0))  # stable: the runs' order within a setting
+    for r in mine:
+        at = max((i for i, p in enumerate(rows) if p.setting == r.setting), default=len(rows) - 1)
+        rows.insert(at + 1, r)
     return rows
 
 

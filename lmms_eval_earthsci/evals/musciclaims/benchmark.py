@@ -29,6 +29,8 @@ CLASSIFICATION_AGGREGATIONS = {
     "musciclaims_2class_weighted_f1": "two_class_weighted_f1",
     "musciclaims_2class_f1_support": "two_class_f1_support",
     "musciclaims_2class_f1_nonsupport": "two_class_f1_nonsupport",
+    # Table 6's per-class P and R
+    **{f"musciclaims_2class_{m}_{c}": f"two_class_{m}_{c}" for c in ("support", "nonsupport") for m in ("precision", "recall")},
     "musciclaims_flip_rate": "flip_rate",
     "musciclaims_correct_flip_rate": "correct_flip_rate",
     **{f"musciclaims_macro_f1_{d}": f"macro_f1_{d}" for d in DOMAINS},
@@ -51,8 +53,8 @@ BENCHMARK = Benchmark(
     folder=HERE,
     report="lmms_eval_earthsci.evals.musciclaims.report:MuSciClaimsReport",
     # 1.1: per-class and macro P/R on each domain slice; 1.2: macro P/R/F1 on single- and multi-panel
-    # figures (the official metrics unchanged)
-    version=1.2,
+    # figures; 1.3: the two-class per-class P and R (the official metrics unchanged)
+    version=1.3,
     yaml_files="lmms_eval_earthsci.evals.musciclaims.yamls:musciclaims_files",
     datasets=(DATASET,),
     # the figures the rows name (associated_figure_filepath: paper_figures/<file>)

@@ -713,6 +713,10 @@ two_class_weighted_recall = _two_class_metric("weighted_recall")
 two_class_weighted_f1 = _two_class_metric("weighted_f1")
 two_class_f1_support = _two_class_metric("f1_support")
 two_class_f1_nonsupport = _two_class_metric("f1_nonsupport")
+two_class_precision_support = _two_class_metric("precision_support")
+two_class_recall_support = _two_class_metric("recall_support")
+two_class_precision_nonsupport = _two_class_metric("precision_nonsupport")
+two_class_recall_nonsupport = _two_class_metric("recall_nonsupport")
 
 
 def flip_rate(items):

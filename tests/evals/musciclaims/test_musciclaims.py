@@ -329,6 +329,9 @@ def test_every_corpus_metric_by_hand():
         "musciclaims_invalid_rate": 100 / 9,
         "musciclaims_flip_rate": 200 / 3, "musciclaims_correct_flip_rate": 100 / 3,
         "musciclaims_2class_f1_support": 400 / 7, "musciclaims_2class_f1_nonsupport": 80.0,
+        # 2-class golds S,NS,NS x3; preds S,S,NS / S,NS,S / I,NS,NS: S 2 of 4 predicted, 2 of 3 found; NS 4 of 4, 4 of 6
+        "musciclaims_2class_precision_support": 50.0, "musciclaims_2class_recall_support": 200 / 3,
+        "musciclaims_2class_precision_nonsupport": 100.0, "musciclaims_2class_recall_nonsupport": 200 / 3,
         "musciclaims_2class_weighted_precision": (50 * 3 + 100 * 6) / 9, "musciclaims_2class_weighted_recall": 200 / 3,
         "musciclaims_2class_weighted_f1": (400 / 7 * 3 + 80 * 6) / 9,
         "musciclaims_macro_f1_biology": 200 / 3, "musciclaims_macro_f1_chemistry": None, "musciclaims_macro_f1_physics": None,
