@@ -19,6 +19,13 @@ CSV = {
 DEFAULT_IMAGE_MAX_SIDE = 512
 IMAGE_MAX_SIDE_ENV = "EARTHSCI_MAC_IMAGE_MAX_SIDE"
 
+# the distractors' embedding models as the CSVs name them (option_X_embedding_name, spec §2.3): the image-text
+# models (clip, vith, vitg: names inferred), the text models (allv2, multiBv1, sbert), the average-rank fill
+# (ave_<k>, one slice: ave), the 2025 models (siglip, doubao, qwen); any other name, or none: other
+DISTRACTOR_MODELS = ("clip", "vith", "vitg", "allv2", "multiBv1", "sbert", "ave", "siglip", "doubao", "qwen", "other")
+# the slices of mac_acc (mac_publisher_<p>) and the shares of the distractor picks (mac_distractor_<model>)
+BREAKDOWNS = {"publisher": PUBLISHERS, "distractor": DISTRACTOR_MODELS}
+
 METRIC = "mac_acc"
 LENIENT = "mac_acc_lenient"
 BREAKDOWN_PREFIX = "mac"
@@ -30,9 +37,11 @@ BENCHMARK = Benchmark(
     report="lmms_eval_earthsci.evals.mac.report:MACReport",
     # MAC's tasks are named by their yearly snapshot (mac2025_i2t_info; the group: mac2025)
     task_pattern=r"mac\d{4}(?:_\w+)?",
-    version=1.0,
-    # the circular variants' 1.1: circular_no_answer and flip_rate_answered added (issue 52; every other metric unchanged)
-    task_versions={f"mac2025_{direction}_{domain}_circular": 1.1 for direction in ("i2t", "t2i") for domain in ("info", "option")},
+    # 1.1: mac_distractor_<model> and the record's picked_embedding / distractor (every other metric unchanged)
+    version=1.1,
+    # the circular variants' 1.1: circular_no_answer and flip_rate_answered added (every other metric unchanged);
+    # 1.2: the official record they carry names the picked option's embedding model (each option's CSV fields rotate with it)
+    task_versions={f"mac2025_{direction}_{domain}_circular": 1.2 for direction in ("i2t", "t2i") for domain in ("info", "option")},
     yaml_files="lmms_eval_earthsci.evals.mac.yamls:mac_files",
     datasets=(DATASET,),
     # the covers the CSVs' rows name: <publisher>/Cover/<journal>/<issue>.<ext>

@@ -19,10 +19,18 @@ def gold(doc) -> int:
     return tasks.LETTERS.index(tasks.gold_letter(doc))
 
 
+# what the CSVs say of each option moves with it (the official record names the picked option's embedding model)
+OPTION_FIELDS = ("", "_path", "_embedding_name", "_embedding_id")
+
+
 def rotate(doc, k: int, n: int) -> dict:
     out = dict(doc)
-    for column, value in zip(tasks.OPTION_COLUMNS, circular.shifted([doc.get(c) for c in tasks.OPTION_COLUMNS], k)):
-        out[column] = value
+    for suffix in OPTION_FIELDS:
+        columns = [f"{c}{suffix}" for c in tasks.OPTION_COLUMNS]
+        if suffix and not any(c in doc for c in columns):
+            continue
+        for column, value in zip(columns, circular.shifted([doc.get(c) for c in columns], k)):
+            out[column] = value
     out["answer"] = tasks.LETTERS[(gold(doc) + k) % n]
     return out
 

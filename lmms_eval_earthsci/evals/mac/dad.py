@@ -19,7 +19,7 @@ from lmms_eval_earthsci.core.prompts.messages import fill_fields, note_chat
 from lmms_eval_earthsci.core.scoring.metrics import breakdown_keys
 from lmms_eval_earthsci.evals.mac import scoring
 from lmms_eval_earthsci.evals.mac import tasks as mac_tasks
-from lmms_eval_earthsci.evals.mac.benchmark import PUBLISHERS
+from lmms_eval_earthsci.evals.mac.benchmark import BREAKDOWNS
 
 DAD_I2T_SYSTEM = (
     'I will provide you with a scientific journal cover image. Please explain in detail the visual elements of the image. '
@@ -116,7 +116,7 @@ def process_results(doc, results):
     description = results[0] if results else ""
     outcome = outcome_for(REASONER, doc, description if isinstance(description, str) else str(description))
     if outcome.status == UNAVAILABLE:
-        names = (*mac_tasks.RECORD_METRICS, mac_tasks.LENIENT, *breakdown_keys(mac_tasks.BREAKDOWN_PREFIX, {"publisher": PUBLISHERS}), FAILED)
+        names = (*mac_tasks.RECORD_METRICS, mac_tasks.LENIENT, *breakdown_keys(mac_tasks.BREAKDOWN_PREFIX, BREAKDOWNS), FAILED)
         return {name: None for name in names}
     out = mac_tasks.process_results(doc, [outcome.reply if outcome.ok else None])
     for rec in {id(out[n]): out[n] for n in mac_tasks.RECORD_METRICS}.values():  # mac_acc's copy and the shared record

@@ -8,13 +8,15 @@ import re
 from lmms_eval_earthsci.core.benchmark import PaperValue, ProtocolNote, ReliabilitySpec, ReportSpec, setting_cells
 from lmms_eval_earthsci.core.scoring.papers import canonical_model, model_key
 from lmms_eval_earthsci.evals.mac import scoring
-from lmms_eval_earthsci.evals.mac.benchmark import PUBLISHERS
+from lmms_eval_earthsci.evals.mac.benchmark import DISTRACTOR_MODELS, PUBLISHERS
 
 # the snapshot's four variants, then the DAD variants, in report order; the per-task table
 VARIANTS = ("i2t_info", "i2t_option", "t2i_info", "t2i_option")
 TASKS = tuple(f"mac2025_{v}" for v in VARIANTS) + tuple(f"mac2025_dad_{v}" for v in VARIANTS)
 PUBLISHER_KEYS = tuple(p.lower() for p in PUBLISHERS)  # as the breakdown metrics spell them
-TABLE = ("mac_acc", "mac_acc_lenient", "mac_ece", "mac_nll", "mac_rms", "mac_unparsable") + tuple(f"mac_publisher_{p}" for p in PUBLISHER_KEYS)
+# each embedding model's share of the wrong picks (the paper's Fig. 7), as the breakdown metrics spell them
+DISTRACTOR_METRICS = tuple(f"mac_distractor_{m.lower()}" for m in DISTRACTOR_MODELS)
+TABLE = ("mac_acc", "mac_acc_lenient", "mac_ece", "mac_nll", "mac_rms", "mac_unparsable") + tuple(f"mac_publisher_{p}" for p in PUBLISHER_KEYS) + DISTRACTOR_METRICS
 # printed with three decimals, as the MAC paper prints them (ECE 0.053)
 CALIBRATION_METRICS = ("mac_ece", "mac_nll", "mac_rms")
 # the per-doc record in a MAC samples line (probs, correct, parsed): the reliability diagram's input
@@ -25,8 +27,8 @@ class MACReport(ReportSpec):
     headline_metric = RECORD
     extraction_fields = {RECORD: "path"}
     three_decimals = CALIBRATION_METRICS
-    breakdown_fields = ("publisher",)
-    record_fields = ("journal", "publisher")
+    breakdown_fields = ("publisher", "distractor")
+    record_fields = ("journal", "publisher", "picked_embedding")
     answer_field = "pred"
     gold_field = "gold"
     counts_note = "for MAC, an answer the official probability parser could not read (wrong in `mac_acc`, left out of ECE / NLL / RMS)"
@@ -56,6 +58,10 @@ class MACReport(ReportSpec):
     def table_metrics(self, task, metrics):
         return [m for m in TABLE if m in metrics]
 
+    def skip_row(self, fam, task, metric, view, primary, is_slice):
+        # the models whose distractor no run picked (most are not this task's: I2T option's are the text models')
+        return metric in DISTRACTOR_METRICS and not any(r.value(task, metric)[0] for r in view.runs())
+
     def headline_in_table(self):
         return True  # beside the lenient and calibration numbers
 
@@ -63,7 +69,8 @@ class MACReport(ReportSpec):
         return [
             "`mac_acc` is percent, the paper's Acc.(%) (an answer the official parser cannot read is wrong); "
             "`mac_ece`, `mac_nll` and `mac_rms` are on the paper's scale (ECE 0.053), over the parsed answers only (°: the paper's ECE script is unknown, so they may differ slightly); "
-            "`mac_acc_lenient` also reads a bare letter, `mac_unparsable` is the % of answers the parser rejected, `publisher *` the accuracy per publisher. "
+            "`mac_acc_lenient` also reads a bare letter, `mac_unparsable` is the % of answers the parser rejected, `publisher *` the accuracy per publisher, "
+            "`distractor *` each embedding model's share (%) of the wrong picks, by the model that chose the distractor picked (the paper's Fig. 7; no answer is no pick). "
             f"The reliability diagrams bin each parsed answer's confidence (its largest normalised probability) into the ECE's {scoring.ECE_BINS} equal-width bins (lo, hi] on (0, 1]."
         ]
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from collections import Counter
 from collections.abc import Mapping
 
@@ -19,10 +20,10 @@ from lmms_eval_earthsci.core.activation import activate
 from lmms_eval_earthsci.core.data import RecordError, check_image, record_check, require_columns
 from lmms_eval_earthsci.core.data.repo_files import DecodedCache, fetch_columns, record_image, record_path, repo_files
 from lmms_eval_earthsci.core.prompts.messages import Messages, fill_fields, note_chat, route_of
-from lmms_eval_earthsci.core.scoring.metrics import breakdown_scores, percent, with_paired_score
+from lmms_eval_earthsci.core.scoring.metrics import breakdown_key, breakdown_scores, percent, slug, with_paired_score
 from lmms_eval_earthsci.core.settings import read as read_setting
 from lmms_eval_earthsci.evals.mac import scoring, textfree
-from lmms_eval_earthsci.evals.mac.benchmark import BENCHMARK, BREAKDOWN_PREFIX, CSV, DATASET, DEFAULT_IMAGE_MAX_SIDE, IMAGE_MAX_SIDE_ENV, LENIENT, METRIC, PUBLISHERS
+from lmms_eval_earthsci.evals.mac.benchmark import BENCHMARK, BREAKDOWN_PREFIX, CSV, DATASET, DEFAULT_IMAGE_MAX_SIDE, DISTRACTOR_MODELS, IMAGE_MAX_SIDE_ENV, LENIENT, METRIC, PUBLISHERS
 
 # the benchmark's one call: its datasets and settings declared; inside an lmms-eval run, the run's hooks installed
 activate(BENCHMARK)
@@ -185,6 +186,35 @@ def _looks_like_path(value) -> bool:
     return isinstance(value, str) and value.lower().endswith((".png", ".jpg", ".jpeg", ".webp"))
 
 
+def picked_embedding(doc, pred) -> str | None:
+    """``option_<pred>_embedding_name`` of the option picked (``groundtruth`` for the right one); None
+    when nothing was picked or the column is empty or absent."""
+    if not isinstance(pred, str) or pred not in LETTERS:
+        return None
+    name = doc.get(f"option_{pred}_embedding_name")
+    return str(name).strip() if name is not None and str(name).strip() else None
+
+
+_DISTRACTOR_SLUGS = {slug(m): m for m in DISTRACTOR_MODELS}
+_AVE_RE = re.compile(r"ave_\d+")
+
+
+def distractor_model(name: str | None) -> str:
+    """The slice of :data:`DISTRACTOR_MODELS` an embedding name falls in: itself (by slug), ``ave`` for
+    any ``ave_<k>``, else ``other`` (an unknown name, or none)."""
+    key = slug(name) if name else ""
+    if key in _DISTRACTOR_SLUGS and key != "other":
+        return _DISTRACTOR_SLUGS[key]
+    return "ave" if _AVE_RE.fullmatch(key) else "other"
+
+
+def distractor_scores(model: str | None) -> dict:
+    """``mac_distractor_<m>``: 100 for the model whose distractor was picked, 0 for the others; every one
+    None for a doc with no distractor pick (right, or no answer), so that their mean is each model's share
+    of the wrong picks (the paper's Fig. 7 counts the wrong answers by ``option_<pred>_embedding_name``)."""
+    return {breakdown_key(BREAKDOWN_PREFIX, "distractor", m): (None if model is None else 100.0 * (m == model)) for m in DISTRACTOR_MODELS}
+
+
 # ---------------------------------------------------------------------------- lmms-eval hooks
 
 
@@ -285,6 +315,11 @@ def process_results(doc, results):
     correct = got.pred == gold
     direction = direction_of(doc)
     publisher = publisher_of(doc)
+    picked = picked_embedding(doc, got.pred)
+    # a distractor pick is a wrong answer the model made: an unparsed one, or an all-zero one (A by our tie
+    # rule) picked nothing; a letter beyond D names no option
+    chose = got.parsed and not got.all_zero and got.pred in LETTERS
+    distractor = distractor_model(picked) if chose and not correct else None
     rec = {
         "journal": doc.get("journal"),
         "id": str(doc.get("id")),
@@ -298,6 +333,8 @@ def process_results(doc, results):
         "correct": correct,
         "row": int(doc.get("_row") or 0),
         "route": route_of(doc),
+        "picked_embedding": picked if chose else None,
+        "distractor": distractor,
     }
     if got.problem:
         rec["problem"] = got.problem
@@ -314,6 +351,7 @@ def process_results(doc, results):
     known = {"publisher": PUBLISHERS}
     scores, _ = breakdown_scores(BREAKDOWN_PREFIX, percent(correct), {"publisher": [publisher]}, known)
     out.update(scores)
+    out.update(distractor_scores(distractor))
     return with_paired_score(out, percent(correct))
 
 

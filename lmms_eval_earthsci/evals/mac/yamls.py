@@ -6,7 +6,7 @@ from __future__ import annotations
 from lmms_eval_earthsci.core.scoring import circular
 from lmms_eval_earthsci.core.yamls import HEADER, JUDGE_FAILED, MEAN_PRESENT, group_yaml, metric_list
 from lmms_eval_earthsci.evals.mac import benchmark as mac
-from lmms_eval_earthsci.evals.mac.benchmark import PUBLISHERS
+from lmms_eval_earthsci.evals.mac.benchmark import BREAKDOWNS
 
 MAC_DIRECTIONS = {"i2t": "Image2Text", "t2i": "Text2Image"}
 MAC_FN = "!function lmms_eval_earthsci.evals.mac.tasks."
@@ -36,7 +36,7 @@ def mac_task_yaml(task: str, alias: str, csv: str, direction: str, domain: str, 
             "    earthsci_mirror_step: lmms_eval_earthsci.evals.mac.textfree:mirror_step  # what paints them: a step of `lmms-eval-earthsci mirror`\n"
             if text_free else ""
         )
-        + metric_list(mac.METRIC, mac.BREAKDOWN_PREFIX, {"publisher": PUBLISHERS}, extra, main_agg=MAC_FN + "mac_acc")
+        + metric_list(mac.METRIC, mac.BREAKDOWN_PREFIX, BREAKDOWNS, extra, main_agg=MAC_FN + "mac_acc")
     )
 
 
@@ -62,7 +62,7 @@ def mac_files() -> dict[str, str]:
             + f"    image_max_side: {mac.DEFAULT_IMAGE_MAX_SIDE}  # the authors' detail: low; null = full size (or {mac.IMAGE_MAX_SIDE_ENV})\n"
             + "# stage 1 is a long description (\"the more the better\")\n"
             + "generation_kwargs:\n  max_new_tokens: 2048\n  temperature: 0\n  do_sample: false\n  num_beams: 1\n  until: []\n"
-            + metric_list(mac.METRIC, mac.BREAKDOWN_PREFIX, {"publisher": PUBLISHERS}, [*extra, ("mac_dad_failed", JUDGE_FAILED, False)], main_agg=MAC_FN + "mac_acc")
+            + metric_list(mac.METRIC, mac.BREAKDOWN_PREFIX, BREAKDOWNS, [*extra, ("mac_dad_failed", JUDGE_FAILED, False)], main_agg=MAC_FN + "mac_acc")
         )
     # each task reports its own numbers (as the paper's Table 1): no group average
     files["mac2025_dad.yaml"] = group_yaml("mac2025_dad", [f"mac2025_dad_{d}_{m}" for d, m in mac.CSV], alias="MAC-2025 with DAD (each task reports its own numbers)")

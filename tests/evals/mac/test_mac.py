@@ -219,6 +219,68 @@ def test_records_publisher_ids_and_errors(mirror, monkeypatch):
         mac_tasks.check_columns(ds)
 
 
+DISTRACTOR_KEYS = ["mac_distractor_" + m for m in ("clip", "vith", "vitg", "allv2", "multibv1", "sbert", "ave", "siglip", "doubao", "qwen", "other")]
+
+
+def _answer(letter):
+    return "{" + ", ".join(f'"{x}": {0.7 if x == letter else 0.1}' for x in "ABCD") + "}"
+
+
+def test_distractor_picks_by_embedding_model(mirror, monkeypatch):
+    """Each wrong pick counts for the embedding model whose distractor it was (option_<pred>_embedding_name);
+    a right answer, an unparsed one, an all-zero one (A by our tie rule) and a letter beyond D pick no
+    distractor; the model's share of the wrong picks is the mean over the docs that have one."""
+    monkeypatch.setenv("EARTHSCI_DATA_MIRROR", mirror)
+    from lmms_eval_earthsci.core.scoring.metrics import mean_present
+    from lmms_eval_earthsci.evals.mac.fixtures import mac_rows
+
+    row = mac_rows("i2t", "option")[0]  # the text models' distractors
+    by_name = {row[f"option_{x}_embedding_name"]: x for x in "ABCD"}
+    assert set(by_name) == {"groundtruth", "allv2", "multiBv1", "sbert"}  # the premise
+
+    def run(response, doc=row):
+        out = mac_tasks.process_results(doc, [response])
+        return out, out[mac_tasks.METRIC]
+
+    out, rec = run(_answer(by_name["multiBv1"]))
+    assert {k: out[k] for k in DISTRACTOR_KEYS} == {k: (100.0 if k == "mac_distractor_multibv1" else 0.0) for k in DISTRACTOR_KEYS}
+    assert (rec["picked_embedding"], rec["distractor"], rec["correct"], out["mac_acc"]["score"]) == ("multiBv1", "multiBv1", False, 0.0)
+    out, rec = run(_answer(by_name["groundtruth"]))
+    assert all(out[k] is None for k in DISTRACTOR_KEYS) and (rec["picked_embedding"], rec["distractor"], out["mac_acc"]["score"]) == ("groundtruth", None, 100.0)
+    for no_pick in (None, "I cannot tell", "{}", '{"A": 0, "B": 0, "C": 0, "D": 0}', '"E": 0.9, "A": 0.1'):
+        out, rec = run(no_pick)
+        assert all(out[k] is None for k in DISTRACTOR_KEYS) and rec["distractor"] is None and rec["picked_embedding"] is None, no_pick
+    # names beyond the declared models: ave_<k> is one slice, any other name (or none) is `other`
+    wrong = by_name["sbert"]
+    for name, slice_ in (("ave_2", "ave"), ("AVE_11", "ave"), ("dinov2", "other"), ("", "other"), (None, "other"), ("SigLIP", "siglip")):
+        out, rec = run(_answer(wrong), {**row, f"option_{wrong}_embedding_name": name})
+        assert out[f"mac_distractor_{slice_}"] == 100.0 and sum(out[k] for k in DISTRACTOR_KEYS) == 100.0, name
+    # three wrong picks (two sbert, one allv2) and a right one: sbert 2/3 of the wrong picks
+    docs = [(row, by_name["sbert"]), (row, by_name["allv2"]), (row, by_name["groundtruth"]), (row, by_name["sbert"])]
+    outs = [mac_tasks.process_results(d, [_answer(x)]) for d, x in docs]
+    assert mean_present(o["mac_distractor_sbert"] for o in outs) == pytest.approx(200 / 3)
+    assert mean_present(o["mac_distractor_allv2"] for o in outs) == pytest.approx(100 / 3) and mean_present(o["mac_distractor_clip"] for o in outs) == 0.0
+    assert mac_tasks.mac_acc([o["mac_acc"] for o in outs]) == 25.0  # the official accuracy is untouched
+
+
+def test_a_rotated_option_keeps_its_embedding_model(mirror, monkeypatch):
+    """Circular variants: each option's CSV fields move with it, so a pick names the model that chose it."""
+    monkeypatch.setenv("EARTHSCI_DATA_MIRROR", mirror)
+    from lmms_eval_earthsci.evals.mac import circular as mac_circular
+    from lmms_eval_earthsci.evals.mac.fixtures import mac_rows
+
+    row = mac_rows("t2i", "info")[0]
+    fields = lambda d, x: tuple(d[f"option_{x}{s}"] for s in ("", "_path", "_embedding_name", "_embedding_id"))  # noqa: E731
+    for k in range(4):
+        asked = mac_circular.rotate(row, k, 4)
+        assert sorted(fields(asked, x) for x in "ABCD") == sorted(fields(row, x) for x in "ABCD")
+        assert asked[f"option_{asked['answer']}_embedding_name"] == "groundtruth"
+        wrong = next(x for x in "ABCD" if x != asked["answer"])
+        rec = mac_tasks.process_results(asked, [_answer(wrong)])[mac_tasks.METRIC]
+        original = next(x for x in "ABCD" if row[f"option_{x}"] == asked[f"option_{wrong}"])
+        assert rec["distractor"] == row[f"option_{original}_embedding_name"] != "groundtruth"
+
+
 def test_process_docs_reads_id_as_string():
     import datasets
 
@@ -250,3 +312,26 @@ def test_dad_prompts_equal_the_source_literals():
     )
     msgs = mac_dad.stage2_messages(DOC_I2T, "The image shows {story}.")
     assert msgs[0]["content"] == mac_dad.STAGE2_I2T_SYSTEM and msgs[1]["content"].startswith("The image description is: The image shows {story}.. The answer in image description may be wrong. And you have the following options: A: Story A")
+
+
+def test_report_labels_and_rows_of_the_distractor_shares():
+    from lmms_eval_earthsci.evals.mac.benchmark import BENCHMARK
+
+    spec = BENCHMARK.report_spec()
+    assert spec.slice_label("mac_distractor_multibv1") == "distractor multibv1" and spec.slice_label("mac_publisher_acs") == "publisher acs"
+    assert "picked_embedding" in spec.record_fields
+    assert spec.table_metrics("mac2025_i2t_info", ["mac_acc", "mac_distractor_vitg", "mac_distractor_other"]) == ["mac_acc", "mac_distractor_vitg", "mac_distractor_other"]
+
+    class Run:
+        def __init__(self, values):
+            self.values = values
+
+        def value(self, task, metric):
+            return (self.values.get(metric), None)
+
+    class View:
+        def runs(self):
+            return [Run({"mac_distractor_vitg": 0.0, "mac_distractor_clip": 0.0}), Run({"mac_distractor_vitg": 50.0, "mac_distractor_clip": 0.0})]
+
+    skip = {m: spec.skip_row(None, "mac2025_i2t_info", m, View(), (), True) for m in ("mac_distractor_vitg", "mac_distractor_clip", "mac_distractor_sbert", "mac_publisher_acs")}
+    assert skip == {"mac_distractor_vitg": False, "mac_distractor_clip": True, "mac_distractor_sbert": True, "mac_publisher_acs": False}

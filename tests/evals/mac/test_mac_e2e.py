@@ -150,6 +150,26 @@ def test_requests_and_metrics(route, mirror, hf_home, tmp_path, request):
         assert [_pixels(_decode(u)) for u in image_urls(body)] == [_pixels(_cover(mirror, c)) for c in covers]
 
 
+def test_distractor_shares_by_embedding_model(chat_run):
+    """The responder's wrong answers (Nature rows: the letter after the gold) counted by the embedding model
+    whose distractor they picked; a share of the wrong picks per model, in the results and per doc."""
+    _, res, samples, _ = chat_run
+    for (direction, domain) in mac_tasks.CSV:
+        task = f"mac2025_{direction}_{domain}"
+        wrong = [r[f"option_{'ABCD'[('ABCD'.index(r['answer']) + 1) % 4]}_embedding_name"] for r in mac_rows(direction, domain) if "Nature" in r["journal"]]
+        assert len(wrong) == 2 and "groundtruth" not in wrong
+        m = res["results"][task]
+        models = ("clip", "vith", "vitg", "allv2", "multibv1", "sbert", "ave", "siglip", "doubao", "qwen", "other")
+        assert {k: m[f"mac_distractor_{k},none"] for k in models} == {k: 100.0 * sum(w.lower() == k for w in wrong) / 2 for k in models}
+        picked = {(s["mac_acc"]["journal"], s["mac_acc"]["id"]): (s["mac_acc"]["picked_embedding"], s["mac_acc"]["distractor"]) for s in samples[task]}
+        for r in mac_rows(direction, domain):
+            got = picked[(r["journal"], r["id"])]
+            if "Nature" in r["journal"]:
+                assert got[0] == got[1] and got[0] in wrong
+            else:  # right (ACS, Cell) or unparsed (Science): no distractor picked
+                assert got == ("groundtruth" if "Science" not in r["journal"] else None, None)
+
+
 def test_two_real_ranks_equal_one(chat_run, mirror, hf_home, tmp_path):
     """Two ranks against the one-rank chat run (same backend, responder and settings)."""
 
