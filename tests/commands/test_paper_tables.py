@@ -30,8 +30,9 @@ def test_every_benchmark_bundles_its_tables():
 
 @pytest.mark.parametrize("bench,table", TABLES, ids=[f"{b.name}-{t.name}" for b, t in TABLES])
 def test_every_table_renders_with_its_paper_rows(bench, table, tmp_path):
-    text, rows, _ = paper_tables.render(table, [])
+    text, rows, _ = paper_tables.render(table, [], bench)
     assert table.rows and len(rows) == len(table.rows)
+    assert table.spec, "every table names where it is printed, so that its rows are compared"
     header = text.splitlines()[2]
     assert header.count("|") == len(table.labels) + len(table.columns) + 1
     for c in table.columns:  # a column our metric fills names a task of ours
@@ -97,7 +98,10 @@ def test_a_run_sits_in_the_papers_tables_at_their_scale(tmp_path):
         "scifibench_cs_c2f_judge": {"scifibench_acc_judge": None},
         "musciclaims_d": {"musciclaims_macro_f1": 44.0, "musciclaims_macro_f1_biology": 51.234, "musciclaims_precision_support": 40.0},
     }
-    run = make_run(str(tmp_path), "r", "org/tiny", results, samples={"emma_mini_math": samples})
+    results["emma_mini_direct_physics"] = {"emma_acc": 30.0}
+    direct = {"emma_mini_direct_math": [{"doc_id": i, "emma_acc": 100.0 if i < 3 else 0.0} for i in range(10)],
+              "emma_mini_direct_physics": [{"doc_id": i, "emma_acc": 100.0 if i < 6 else 0.0} for i in range(20)]}
+    run = make_run(str(tmp_path), "r", "org/tiny", results, samples={"emma_mini_math": samples, **direct})
     out = tmp_path / "report"
     _, md = write_report([run], str(out), resamples=200, html=True, images=False)
     lines = md.splitlines()
@@ -107,7 +111,7 @@ def test_a_run_sits_in_the_papers_tables_at_their_scale(tmp_path):
     i_direct, direct = _row(lines, "| **run: tiny (r)** | ✗ |")
     i_cot, cot = _row(lines, "| **run: tiny (r)** | ✓ |")
     assert lines[i_direct - 1].startswith("| InternVL2.5-78B | ✗ |") and lines[i_cot - 1].startswith("| InternVL2.5-78B | ✓ |")
-    assert direct[2:] == ["not run"] * 5 + ["30.00", "not run", "not run", "not run", "32.50"]
+    assert direct[2:] == ["not run"] * 5 + ["30.00", "30.00", "not run", "not run", "32.50"]
     assert cot[2:] == ["not run"] * 5 + ["40.00", "not run", "not run", "not run", "35.00 (↑2.50)"]
 
     _, sf = _row(lines, "| **run: tiny (r)** | 70.0 |")
@@ -120,7 +124,13 @@ def test_a_run_sits_in_the_papers_tables_at_their_scale(tmp_path):
 
     low, high = stats.wilson(4, 10).low, stats.wilson(4, 10).high
     page = (out / "report.html").read_text()
-    assert f'40.00 <span class="ci">[{low:.2f}, {high:.2f}]</span>' in page
+    assert f'40.00 <span class="ci">({low:.2f}–{high:.2f})</span>' in page
+    # Tables 8 and 9 have the same Direct row in Markdown (30.00, then "not run"): each keeps its own interval
+    for table, (right, n) in (("Table 8:", (3, 10)), ("Table 9:", (6, 20))):
+        iv = stats.wilson(right, n)
+        start = page.index(f">{table}")
+        part = page[start: page.index("<h", start)]
+        assert f'30.00 <span class="ci">({iv.low:.2f}–{iv.high:.2f})</span>' in part, table
     with open(out / "paper_tables" / "emma_table_2.csv") as f:
         rows = list(csv.DictReader(f))
     mine = [r for r in rows if r["source"] == "run"]

@@ -86,8 +86,12 @@ def interval(run: Run, task: str, metric: str, bootstrap: bool = True, keep: boo
         items = doc_items(run, task, metric)
         present, value = run.value(task, metric)
         ok = items is not None and present and value is not None and any(v is not None for v in items.values())
+        aside = ("aside",) + key  # asked by a table that must not add to the summary's intervals
+        if not keep and aside in cache:
+            return cache[aside]
         found = stats.interval(list(cast(dict, items).values()), aggregation(run, task, metric), BOOTSTRAP["resamples"], BOOTSTRAP["seed"]) if ok else None
         if not keep:
+            cache[aside] = found
             return found
         cache[key] = found
     return cache[key]

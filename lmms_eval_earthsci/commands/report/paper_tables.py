@@ -37,17 +37,20 @@ publish) and ``as_printed`` ({column: text}: a cell printed unlike its column).
 from __future__ import annotations
 
 import csv
+import math
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 from lmms_eval_earthsci import registry
 from lmms_eval_earthsci.commands.report.intervals import interval
 from lmms_eval_earthsci.commands.report.layout_marks import marked
+from lmms_eval_earthsci.commands.report.papers import canonical_model, footnotes, paper_value
 from lmms_eval_earthsci.commands.report.runs import Run, load_json
-from lmms_eval_earthsci.core.benchmark import Benchmark
+from lmms_eval_earthsci.commands.report.sections import _table
+from lmms_eval_earthsci.core.benchmark import Benchmark, PaperValue
 
 SECTION = "Paper tables"
 RUN_PREFIX = "run: "
@@ -55,6 +58,7 @@ MISSING = "-"  # the papers print "-" for a cell they have no number for
 
 # why a run's cell is empty, as the cell says it (the CSV's note column has the long form)
 NOT_RUN, NO_TASK, NO_METRIC, OTHER_SLICE, NO_JUDGE, NO_VALUE = "not run", "no task", "no metric", "another slice", "no judge", "n/a"
+EMPTY = "no value of "  # the why of a metric present without a value (the notes list those metrics once)
 
 
 @dataclass(frozen=True)
@@ -109,12 +113,21 @@ class PaperTable:
         return self.settings.get(setting, setting)
 
     def fmt(self, column: Column, value: Any) -> str:
-        if not isinstance(value, (int, float)) or isinstance(value, bool):
+        if not _finite(value):
             return MISSING
         return number(value * column.scale, column)
 
     def data_only(self) -> bool:
         return not self.tasks()
+
+
+def _values(v: Any) -> list:
+    """A ``select`` entry's values: a list (a single value is a list of one, never a substring test)."""
+    return list(v) if isinstance(v, (list, tuple)) else [v]
+
+
+def _finite(v: Any) -> TypeGuard[float]:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
 def number(v: float, column: Column) -> str:
@@ -135,7 +148,7 @@ def tables_of(bench: str, data: Mapping[str, Any]) -> list[PaperTable]:
     out = []
     for name, spec in (data.get("tables") or {}).items():
         where = spec.get("select")
-        rows = [r for r in data.get(spec.get("rows_key", "rows"), []) if (all(r.get(k) in v for k, v in where.items()) if where is not None else r.get("table") == name)]
+        rows = [r for r in data.get(spec.get("rows_key", "rows"), []) if (all(r.get(k) in _values(v) for k, v in where.items()) if where is not None else r.get("table") == name)]
         setting_field = spec.get("setting", "setting")
         has_settings = bool(spec.get("tasks")) or any(c.get("tasks") for c in spec["columns"].values())
         several = len({s for c in spec["columns"].values() for s in {**(spec.get("tasks") or {}), **(c.get("tasks") or {})}} | {r.get(setting_field) for r in rows if r.get(setting_field)}) > 1
@@ -166,6 +179,7 @@ class Cell:
     high: float | None = None
     why: str = ""  # why a run's cell is empty (long form)
     change: float | None = None
+    stale: str = ""  # the task scored by an older version of ours, where that is why ("musciclaims_d (1.0; ours 1.3)")
 
 
 def run_cell(table: PaperTable, column: Column, setting: str | None, run: Run) -> Cell:
@@ -179,20 +193,34 @@ def run_cell(table: PaperTable, column: Column, setting: str | None, run: Run) -
     metric = column.metric + table.slice_suffix
     present, v = run.value(task, metric)
     if not present:
+        scored, current = run.versions.get(task), _version(task)
+        stale = f"{task} ({scored}; ours {current})" if scored is not None and current is not None and _older(scored, current) else ""
         if table.slice_suffix and run.value(task, column.metric)[0]:
-            return Cell(OTHER_SLICE, why=f"the run has {column.metric} over all its docs, not {metric} (a task version before the slice)")
-        return Cell(NO_VALUE, why=f"{task} has no {metric}")
-    if not isinstance(v, (int, float)) or isinstance(v, bool):
+            return Cell(OTHER_SLICE, why=f"the run has {column.metric} over all its docs, not {metric}", stale=stale)
+        return Cell(NO_VALUE, why=f"{task} has no {metric}", stale=stale)
+    if not _finite(v):
         recorded = run.unavailable.get(task, {}).get(metric)
         bench = registry.benchmark_of(task)
         judged = bench is not None and metric in bench.report_spec().judged_metrics
         if recorded:
             return Cell(NO_VALUE, why=recorded)
-        return Cell(NO_JUDGE, why=f"{metric} needs the judge, which the run had not") if judged else Cell(NO_VALUE, why=f"no value of {metric} in the run (no doc of its slice, or nothing to compute it from)")
+        return Cell(NO_JUDGE, why=f"{metric} needs the judge, which the run had not") if judged else Cell(NO_VALUE, why=f"{EMPTY}{metric}")
     iv = interval(run, task, metric, keep=False)
     low, high = (iv.low, iv.high) if iv is not None and iv.low is not None else (None, None)
     scale = column.scale
     return Cell(marked(table.fmt(column, v), run, task), v * scale, None if low is None else low * scale, None if high is None else high * scale)
+
+
+def _version(task: str) -> float | None:
+    bench = registry.benchmark_of(task)
+    return None if bench is None else bench.task_versions.get(task, bench.version)
+
+
+def _older(scored: Any, current: float) -> bool:
+    try:
+        return float(scored) < float(current)
+    except (TypeError, ValueError):
+        return False
 
 
 def mean_cell(table: PaperTable, column: Column, parts: list[Cell]) -> Cell:
@@ -207,7 +235,7 @@ def mean_cell(table: PaperTable, column: Column, parts: list[Cell]) -> Cell:
 
 def paper_cell(table: PaperTable, column: Column, row: Mapping[str, Any]) -> Cell:
     v = row.get(column.key)
-    if not isinstance(v, (int, float)) or isinstance(v, bool):
+    if not _finite(v):
         return Cell(MISSING)
     # a cell the paper printed unlike its column (MuSciClaims' Table 6 has one "0.5" among "0.50"s)
     return Cell((row.get("as_printed") or {}).get(column.key) or table.fmt(column, v), v * column.scale)
@@ -273,7 +301,8 @@ def run_rows(table: PaperTable, run: Run) -> list[Row]:
                 cells[i] = mean_cell(table, c, [cells[j] for j, o in enumerate(table.columns) if o.key in c.mean_of])
         fixed = table.run_labels.get(setting or "", {})
         named = next((f for f, _ in table.labels if f != table.setting_field), None)  # the run's name goes in the first label that is not the setting
-        name = run.column if len(table.run_settings()) < 2 or any(f == table.setting_field for f, _ in table.labels) else f"{run.column} · {table.setting_label(setting)}"
+        shown = len(table.run_settings()) < 2 or setting in table.run_labels or any(f == table.setting_field for f, _ in table.labels)  # the row says its setting already
+        name = run.column if shown else f"{run.column} · {table.setting_label(setting)}"
         labels = [table.setting_label(setting) if f == table.setting_field else f"**{RUN_PREFIX}{name}**" if f == named else fixed.get(f, "") for f, _ in table.labels]
         out.append(Row("run", labels, setting, cells, run.column))
     if table.change:
@@ -312,33 +341,53 @@ def all_rows(table: PaperTable, runs: Sequence[Run]) -> list[Row]:
 # --------------------------------------------------------------------------- the section
 
 
-def _md_table(header: list[str], body: list[list[str]], label_columns: int) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" if i < label_columns else "---:" for i in range(len(header))) + "|"]
-    return "\n".join(lines + ["| " + " | ".join(c.replace("|", "/") for c in r) + " |" for r in body])
-
-
 def interval_text(cell: Cell, decimals: int) -> str:
-    return f"[{cell.low:.{decimals}f}, {cell.high:.{decimals}f}]" if cell.low is not None and cell.high is not None else ""
+    """``(16.82–68.73)``: a run cell's 95% interval as report.html shows it after the value."""
+    return f"({cell.low:.{decimals}f}–{cell.high:.{decimals}f})" if cell.low is not None and cell.high is not None else ""
 
 
-def render(table: PaperTable, runs: Sequence[Run]) -> tuple[str, list[Row], dict[tuple[tuple[str, ...], int], str]]:
-    """(the Markdown, the rows, the run cells' intervals keyed by (the row's Markdown cells, column index))."""
+CellNotes = dict[tuple[str, tuple[str, ...], int], str]  # (table heading, row's Markdown cells, column) -> text
+
+
+def heading(table: PaperTable) -> str:
+    return f"{table.name}: {table.title}"
+
+
+def protocol_footnotes(bench: Benchmark | None, table: PaperTable) -> list[str]:
+    """The benchmark's protocol notes that hold for the paper's numbers of this table (as the report's
+    other tables print them under a paper number: MAC's calibration, EMMA's sampled open models)."""
+    if bench is None:
+        return []
+    found: list[PaperValue | None] = []
+    for r in table.rows:
+        for c in table.columns:
+            task = c.task(r.get(table.setting_field) if table.setting_field else None)
+            if task and c.metric and r.get("model"):
+                found.append(paper_value(bench, canonical_model(str(r["model"])), task, c.metric))
+    return footnotes(found)
+
+
+def render(table: PaperTable, runs: Sequence[Run], bench: Benchmark | None = None) -> tuple[str, list[Row], CellNotes]:
+    """(the Markdown, the rows, the run cells' intervals for report.html)."""
     rows = all_rows(table, runs)
     header = [p for _, p in table.labels] + [c.printed for c in table.columns]
-    body = [r.labels + [c.text for c in r.cells] for r in rows]
-    intervals: dict[tuple[tuple[str, ...], int], str] = {}
+    body = [[x.replace("|", "/") for x in r.labels + [c.text for c in r.cells]] for r in rows]
+    intervals: CellNotes = {}
     for r, line in zip(rows, body):
         if r.source == "run":
             for i, (c, col) in enumerate(zip(r.cells, table.columns)):
                 text = interval_text(c, col.decimals)
                 if text:
-                    intervals[(tuple(x.replace("|", "/") for x in line), len(table.labels) + i)] = text
-    out = [f"### {table.name}: {table.title}", "", _md_table(header, body, len(table.labels)), ""]
-    notes = list(table.notes)
+                    intervals[(heading(table), tuple(line), len(table.labels) + i)] = text
+    out = [f"### {heading(table)}", "", _table(header, body, label_columns=len(table.labels)), ""]
+    notes = list(table.notes) + protocol_footnotes(bench, table)
     whys: dict[str, list[str]] = {}
+    stale: list[str] = []
     for r in rows:
         for c in r.cells:
-            if r.source == "run" and c.why:
+            if r.source == "run" and c.stale:
+                stale.append(c.stale)
+            elif r.source == "run" and c.why:
                 whys.setdefault(c.text if c.text in (NOT_RUN, NO_TASK, NO_METRIC, OTHER_SLICE, NO_JUDGE) else c.why, []).append(c.why)
     if NOT_RUN in whys:
         missing = sorted({w.split(" ", 1)[0] for w in whys[NOT_RUN]})
@@ -351,7 +400,13 @@ def render(table: PaperTable, runs: Sequence[Run]) -> tuple[str, list[Row], dict
         notes.append("no judge: " + "; ".join(sorted(set(whys[NO_JUDGE]))) + " (set EARTHSCI_JUDGE_*; `rescore` adds it to a logged run).")
     if OTHER_SLICE in whys:
         notes.append("another slice: " + sorted(set(whys[OTHER_SLICE]))[0] + "; rescore the run for the comparable cell.")
+    if stale:
+        notes.append(f"{OTHER_SLICE} / {NO_VALUE}: scored by an older version of the task, before the metric existed: {', '.join(dict.fromkeys(stale))}; `rescore` the run for these cells.")
     rest = [w for k, ws in whys.items() if k not in (NOT_RUN, NO_TASK, NO_METRIC, OTHER_SLICE, NO_JUDGE) for w in ws]
+    empty = [w[len(EMPTY):] for w in dict.fromkeys(rest) if w.startswith(EMPTY)]
+    if empty:
+        notes.append(f"n/a: no value of {', '.join(empty)} in the run (no doc of the slice, or nothing to compute it from).")
+    rest = [w for w in rest if not w.startswith(EMPTY)]
     if rest:
         notes.append("n/a: " + "; ".join(dict.fromkeys(rest)) + ".")
     if any(r.source == "run" for r in rows):
@@ -364,19 +419,21 @@ def write_csv(path: str, table: PaperTable, rows: Iterable[Row]) -> None:
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["source", *[p for _, p in table.labels]] + [f"{c.key}{s}" for c in table.columns for s in ("", "_ci_low", "_ci_high", "_change", "_note")])
+        w.writerow(["source", "setting", *[p for _, p in table.labels]] + [f"{c.key}{s}" for c in table.columns for s in ("", "_text", "_ci_low", "_ci_high", "_change", "_note")])
         for r in rows:
-            cells = []
-            for c in r.cells:
-                cells += ["" if c.value is None else c.value, "" if c.low is None else c.low, "" if c.high is None else c.high, "" if c.change is None else c.change, c.why]
-            w.writerow([r.source, *[lab.replace("**", "") for lab in r.labels], *cells])
+            cells: list[Any] = []
+            for c, col in zip(r.cells, table.columns):
+                def num(v: float | None, col: Column = col) -> Any:
+                    return "" if v is None else round(v, col.decimals + 6)  # the scale's float noise (0.47000000000000003) off
+                cells += [num(c.value), c.text, num(c.low), num(c.high), num(c.change), c.why]
+            w.writerow([r.source, r.setting or "", *[lab.replace("**", "") for lab in r.labels], *cells])
 
 
-def section(benches: Sequence[Benchmark], runs: Sequence[Run], out_dir: str) -> tuple[str, dict[tuple[tuple[str, ...], int], str]]:
+def section(benches: Sequence[Benchmark], runs: Sequence[Run], out_dir: str) -> tuple[str, CellNotes]:
     """The "Paper tables" section (Markdown) for every benchmark that ran, its CSVs written under
     ``out_dir/paper_tables``, and the run cells' intervals for report.html."""
     out: list[str] = []
-    intervals: dict[tuple[tuple[str, ...], int], str] = {}
+    intervals: CellNotes = {}
     for bench in benches:
         tables = read_tables(bench)
         shown, idle, data_only = [], [], []
@@ -387,11 +444,13 @@ def section(benches: Sequence[Benchmark], runs: Sequence[Run], out_dir: str) -> 
                 shown.append(t)
             else:
                 idle.append(f"{t.name} ({', '.join(t.tasks())})")
-        if not shown:
+        if not tables:
             continue
         out += [f"### {bench.title}", ""]
+        if not shown:
+            out += ["No run has a task of the paper's tables." if idle else "", ""]
         for t in shown:
-            text, rows, ivs = render(t, runs)
+            text, rows, ivs = render(t, runs, bench)
             out.append(text.replace(f"### {t.name}:", f"#### {t.name}:", 1))
             intervals.update(ivs)
             write_csv(os.path.join(out_dir, "paper_tables", f"{t.slug}.csv"), t, rows)

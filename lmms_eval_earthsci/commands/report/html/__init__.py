@@ -57,13 +57,13 @@ def fragment(**parts: object) -> str:
     return "#samples?" + "&".join(f"{quote(str(k), safe='')}={quote(str(v), safe='')}" for k, v in parts.items())
 
 
-def _paired_links(runs: Sequence[Run], base: Run | None = None) -> Callable[[str, list[str], int, str], str]:
+def _paired_links(runs: Sequence[Run], base: Run | None = None) -> Callable[[str, list[str], int, str, str], str]:
     """A cell rewriter: the discordant counts "x/y" of the paired comparisons and of the changes against
     the baseline link to the browser's disagreement filter for that task and those two runs."""
     columns = {r.column: i for i, r in enumerate(runs)}
     where = {"Paired comparisons": 9, "Changes against the baseline": 11}
 
-    def cell(section: str, row: list[str], index: int, content: str) -> str:
+    def cell(section: str, row: list[str], index: int, content: str, heading: str = "") -> str:
         if where.get(section) != index or len(row) <= index:
             return content
         m = re.fullmatch(r"(\d+)/(\d+)", row[index].strip())
@@ -123,12 +123,13 @@ def _mib(n: int) -> str:
 
 def write_html(
     runs: Sequence[Run], benches: Sequence[Benchmark], out_dir: str, markdown: str, images: bool = True, base: Run | None = None, figure_budget_mb: float | None = None,
-    cell_notes: Mapping[tuple[tuple[str, ...], int], str] | None = None,
+    cell_notes: Mapping[tuple[str, tuple[str, ...], int], str] | None = None,
 ) -> tuple[str, str]:
     """Write ``report.html`` and ``browser/`` into ``out_dir`` (beside report.md); returns (the page's
     path, a line on the folder's size). ``figure_budget_mb``: the large copies' budget
     (default :data:`.images.DEFAULT_FIGURE_BUDGET_MB`; 0: none). ``cell_notes``: text shown after a cell of
-    the "Paper tables" section, keyed by (the row's Markdown cells, the column's index): a run's 95% interval."""
+    the "Paper tables" section, keyed by (its table's heading, the row's Markdown cells, the column's index):
+    a run's 95% interval."""
     browser = os.path.join(out_dir, "browser")
     data_dir = os.path.join(browser, "data")
     for sub in ("data", "large"):  # a task or figure no longer in the report leaves no file behind
@@ -208,9 +209,9 @@ def write_html(
     links = _paired_links(runs, base)
     notes = dict(cell_notes or {})
 
-    def cell(section: str, row: list[str], index: int, content: str) -> str:
-        extra = notes.get((tuple(row), index)) if section == PAPER_TABLES else None
-        return f'{content} <span class="ci">{html.escape(extra)}</span>' if extra else links(section, row, index, content)
+    def cell(section: str, row: list[str], index: int, content: str, heading: str) -> str:
+        extra = notes.get((heading, tuple(row), index)) if section == PAPER_TABLES else None
+        return f'{content} <span class="ci">{html.escape(extra)}</span>' if extra else links(section, row, index, content, heading)
 
     body = to_html(markdown, cell=cell, reserved=PAGE_IDS)
     page = f"""<!doctype html>

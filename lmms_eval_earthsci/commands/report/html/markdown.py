@@ -58,14 +58,15 @@ def _cells(line: str) -> list[str]:
     return [c.strip() for c in line.strip().strip("|").split("|")]
 
 
-def to_html(markdown: str, cell: Callable[[str, list[str], int, str], str] | None = None, reserved: tuple[str, ...] = ()) -> str:
-    """HTML for ``markdown``. ``cell(section, row, index, html)`` may rewrite a body cell's HTML (the
-    report adds links from the paired comparisons to the sample browser). Heading ids are unique
-    (:class:`Anchors`), none of them one of ``reserved`` (the page's own ids)."""
+def to_html(markdown: str, cell: Callable[[str, list[str], int, str, str], str] | None = None, reserved: tuple[str, ...] = ()) -> str:
+    """HTML for ``markdown``. ``cell(section, row, index, html, heading)`` may rewrite a body cell's HTML
+    (the report adds links from the paired comparisons to the sample browser, a run's interval to the
+    paper tables); ``section`` is the ``##`` heading above the table, ``heading`` the nearest heading of any
+    level. Heading ids are unique (:class:`Anchors`), none of them one of ``reserved`` (the page's own ids)."""
     lines = markdown.splitlines()
     ids = Anchors(reserved)
     out: list[str] = []
-    section = ""
+    section = heading_text = ""
     i = 0
     para: list[str] = []
 
@@ -82,6 +83,7 @@ def to_html(markdown: str, cell: Callable[[str, list[str], int, str], str] | Non
             level, title = len(heading.group(1)), heading.group(2)
             if level <= 2:
                 section = title
+            heading_text = title
             out.append(f'<h{level} id="{ids(level, title)}">{inline(title)}</h{level}>')
         elif line.startswith("|") and i + 1 < len(lines) and re.match(r"^\|[-:| ]+\|$", lines[i + 1].strip()):
             flush()
@@ -99,7 +101,7 @@ def to_html(markdown: str, cell: Callable[[str, list[str], int, str], str] | Non
                 for k, c in enumerate(row):
                     content = inline(c)
                     if cell is not None:
-                        content = cell(section, row, k, content)
+                        content = cell(section, row, k, content, heading_text)
                     align = aligns[k] if k < len(aligns) else "left"
                     tds.append(f'<td class="{align}">{content}</td>')
                 body.append("<tr>" + "".join(tds) + "</tr>")
