@@ -228,7 +228,7 @@ def mean_cell(table: PaperTable, column: Column, parts: list[Cell]) -> Cell:
     questions each, so the mean is the pooled accuracy); no interval of its own."""
     if parts and all(p.value is not None for p in parts):
         v = sum(p.value for p in parts if p.value is not None) / len(parts)
-        return Cell(number(v, column), v, why="")
+        return Cell(number(v, column), v, why=f"the mean of {' and '.join(column.mean_of)}, the paper's rule (no interval of its own)")
     missing = [p for p in parts if p.value is None]
     return Cell(missing[0].text if missing else NO_VALUE, why=missing[0].why if missing else "nothing to average")
 
@@ -387,7 +387,7 @@ def render(table: PaperTable, runs: Sequence[Run], bench: Benchmark | None = Non
         for c in r.cells:
             if r.source == "run" and c.stale:
                 stale.append(c.stale)
-            elif r.source == "run" and c.why:
+            elif r.source == "run" and c.why and c.value is None:
                 whys.setdefault(c.text if c.text in (NOT_RUN, NO_TASK, NO_METRIC, OTHER_SLICE, NO_JUDGE) else c.why, []).append(c.why)
     if NOT_RUN in whys:
         missing = sorted({w.split(" ", 1)[0] for w in whys[NOT_RUN]})

@@ -10,8 +10,9 @@ writes every such reason into the task's config, ``configs.<task>.metadata.earth
 Each sample of our tasks carries ``score`` (:data:`.metrics.PAIRED_SCORE`, the field lmms-eval's
 ``--baseline`` reads). lmms-eval gathers every field ``process_results`` returns as a metric; one with no
 aggregation is written to the results as ``"score,none": []`` and ``"score_stderr,none": []``, an
-empty pseudo-metric in every task's table. The same hook drops that field from the task's gathered
-metrics once it is aggregated (the samples, written earlier, keep it).
+empty pseudo-metric in every task's table; so is a metric our code gained after a task's YAML was written
+(an older ``mac build`` snapshot). The same hook drops every field the task does not aggregate from its
+gathered metrics once it is aggregated (the samples, written earlier, keep them).
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ from collections.abc import Callable
 from typing import Any
 
 from lmms_eval_earthsci.core.adapter.patching import wrap_method
-from lmms_eval_earthsci.core.scoring.metrics import PAIRED_SCORE
 
 KEY = "earthsci_unavailable"
 
@@ -58,12 +58,15 @@ def ours(task_output: Any) -> bool:
     return (getattr(fn, "__module__", None) or "").startswith(__name__.split(".", 1)[0] + ".")
 
 
-def drop_paired_score(task_output: Any) -> None:
-    """Forget the gathered :data:`.metrics.PAIRED_SCORE` values of one of our tasks when the task does not
-    aggregate them (module docstring): the results then hold no ``score,none: []``."""
-    if PAIRED_SCORE in task_output.task.aggregation() or not ours(task_output):
+def drop_undeclared(task_output: Any) -> None:
+    """Forget the gathered per-doc fields of one of our tasks that its YAML does not aggregate (module
+    docstring): :data:`.metrics.PAIRED_SCORE`, and a metric our ``process_results`` gained after the task's
+    YAML was written (a ``mac build`` snapshot keeps the YAML of the day it was built). The results then
+    hold no ``<field>,none: []``; the samples keep every field."""
+    if not ours(task_output):
         return
-    for key in [k for k in task_output.sample_metrics if k[0] == PAIRED_SCORE]:
+    declared = task_output.task.aggregation()
+    for key in [k for k in task_output.sample_metrics if k[0] not in declared]:
         del task_output.sample_metrics[key]
 
 
@@ -125,6 +128,6 @@ def install_clt_hook() -> bool:
 
 def install_unavailable_hook() -> bool:
     """After lmms-eval's ``TaskOutput.calculate_aggregate_metric`` (rank 0, after the gather):
-    :func:`drop_paired_score` (before lmms-eval's CLT errors and its results), then :func:`record_reasons`.
+    :func:`drop_undeclared` (before lmms-eval's CLT errors and its results), then :func:`record_reasons`.
     Idempotent; False when lmms-eval has no such method."""
-    return _after_task_output("calculate_aggregate_metric", "_earthsci_unavailable", (drop_paired_score,), (record_reasons,), entry="aggregation")
+    return _after_task_output("calculate_aggregate_metric", "_earthsci_unavailable", (drop_undeclared,), (record_reasons,), entry="aggregation")

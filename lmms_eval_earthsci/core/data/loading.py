@@ -531,26 +531,35 @@ def record_check(check: Any, prepare: Callable[[Any, Mapping[str, Any]], Any] | 
 def check_image(value: Any, *, dataset: str, record_id: Any, field: str) -> None:
     """The image cell can be decoded: its header is read (no full decode). Accepts what
     :func:`load_image` accepts, undecoded ``{"bytes", "path"}`` structs included."""
+    image_size(value, dataset=dataset, record_id=record_id, field=field)
+
+
+def image_size(value: Any, *, dataset: str, record_id: Any, field: str) -> tuple[int, int]:
+    """(width, height) of an image cell from its header alone, its bytes read in place (an Arrow buffer of
+    :func:`record_rows` is not copied); a :class:`RecordError` naming the field when it cannot be read."""
     from PIL import Image, UnidentifiedImageError  # noqa: PLC0415 - PIL, only when an image is checked: the tasks' import stays cheap
 
     if value is None:
         raise RecordError(dataset, record_id, field, "image is missing (None)")
     if isinstance(value, Image.Image):
-        return
+        return value.size
+
+    def header(source: Any) -> tuple[int, int]:
+        with Image.open(source) as im:
+            return im.size
+
     try:
         if isinstance(value, Mapping):
             if value.get("bytes"):
-                Image.open(_reader(value["bytes"])).close()
-            elif value.get("path"):
-                Image.open(value["path"]).close()
-            else:
-                raise RecordError(dataset, record_id, field, "image struct has neither bytes nor path")
-        elif isinstance(value, (bytes, bytearray)):
-            Image.open(io.BytesIO(value)).close()
-        elif isinstance(value, (str, os.PathLike)):
-            Image.open(value).close()
-        else:
-            raise RecordError(dataset, record_id, field, f"not an image ({type(value).__name__})")
+                return header(_reader(value["bytes"]))
+            if value.get("path"):
+                return header(value["path"])
+            raise RecordError(dataset, record_id, field, "image struct has neither bytes nor path")
+        if isinstance(value, (bytes, bytearray)):
+            return header(io.BytesIO(value))
+        if isinstance(value, (str, os.PathLike)):
+            return header(value)
+        raise RecordError(dataset, record_id, field, f"not an image ({type(value).__name__})")
     except RecordError:
         raise
     except (UnidentifiedImageError, OSError, ValueError) as exc:

@@ -18,7 +18,7 @@ from typing import Any
 
 from lmms_eval_earthsci.core.activation import activate
 from lmms_eval_earthsci.core.data import RecordError, check_image, load_image, record_check
-from lmms_eval_earthsci.core.data.loading import record_rows, sizes_only
+from lmms_eval_earthsci.core.data.loading import image_size, record_rows
 from lmms_eval_earthsci.core.judge.task_pass import UNAVAILABLE, JudgeSpec, judged, judged_fields, outcome_for
 from lmms_eval_earthsci.core.prompts.messages import interleaved_messages, note_chat, route_of
 from lmms_eval_earthsci.core.scoring.extraction import Extracted, as_text, extract_boxed_answer, extract_option_letter
@@ -300,21 +300,15 @@ def caption_words(caption: str) -> int:
     return sum(1 for token in caption.split() if any(ch.isalnum() for ch in token))
 
 
-def figure_size(image: Any) -> float:
-    """A figure's size in px: sqrt(width x height), the side of a square of its area."""
-    w, h = image.size
-    return math.sqrt(w * h)
-
-
 def mean_figure_size(cells: Any) -> float | None:
-    """The mean :func:`figure_size` of a C->F question's option figures (its ``Images`` cells), to 0.1 px,
-    read from their headers (no pixel is decoded); None for no figures or one that cannot be read (the
+    """The mean size of a C->F question's option figures (its ``Images`` cells), each sqrt(width x height)
+    px (the side of a square of its area), to 0.1 px, read from their headers in place (no pixel decoded,
+    no byte copied); None for no figures or one that cannot be read (the
     record check names it)."""
     if not isinstance(cells, (list, tuple)) or not cells:
         return None
     try:
-        with sizes_only():
-            sizes = [figure_size(load_image(v, dataset="SciFIBench", record_id="?", field=f"Images[{i}]")) for i, v in enumerate(cells)]
+        sizes = [math.sqrt(w * h) for w, h in (image_size(v, dataset="SciFIBench", record_id="?", field=f"Images[{i}]") for i, v in enumerate(cells))]
     except RecordError:
         return None
     return round(sum(sizes) / len(sizes), 1)
