@@ -45,7 +45,7 @@ ALIASES = {
 }
 
 
-def current(dotted: str) -> str:
+def today_name(dotted: str) -> str:
     """``dotted`` (``module.attr``, ``module:attr`` or a module) under today's module names."""
     for old, new in ALIASES.items():
         if dotted == old or dotted.startswith((old + ".", old + ":")):
@@ -55,7 +55,7 @@ def current(dotted: str) -> str:
 
 class _Alias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def find_spec(self, fullname, path=None, target=None):
-        target_name = current(fullname)
+        target_name = today_name(fullname)
         if target_name == fullname:
             return None
         real = importlib.util.find_spec(target_name)

@@ -24,8 +24,7 @@ from typing import cast
 
 from lmms_eval_earthsci import TASKS_DIR
 from lmms_eval_earthsci.core.benchmark import Benchmark, resolve_ref
-from lmms_eval_earthsci.core.settings import CORE, Setting, enforce
-from lmms_eval_earthsci.core.settings import read as read_setting
+from lmms_eval_earthsci.core.settings import CORE, Setting, enforce, read_setting
 
 # ours, in report order: one line per benchmark
 BUILTIN = (

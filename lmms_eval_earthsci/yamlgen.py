@@ -18,6 +18,7 @@ import sys
 from collections.abc import Iterable, Sequence
 
 from lmms_eval_earthsci import TASKS_DIR, registry
+from lmms_eval_earthsci._legacy import today_name
 from lmms_eval_earthsci.core.benchmark import Benchmark
 from lmms_eval_earthsci.core.yamls import group_yaml, versioned, yaml_name
 
@@ -141,9 +142,10 @@ def ours_near(name: str) -> list[str]:
 
 
 def metric_aggregations(path: str) -> dict[str, str]:
-    """``{metric: "module.function"}`` of a task YAML's ``metric_list`` (our generated layout)."""
+    """``{metric: "module.function"}`` of a task YAML's ``metric_list`` (our generated layout), under
+    today's module names (a snapshot written before the core moved names the old ones: ``_legacy``)."""
     with open(path, encoding="utf-8") as f:
-        return dict(_AGGREGATION.findall(f.read()))
+        return {metric: today_name(dotted) for metric, dotted in _AGGREGATION.findall(f.read())}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -90,7 +90,7 @@ def choice(*options: str) -> Callable[[str], bool]:
 FLAG_VALUES = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False, "off": False}
 
 
-def read(name: str) -> str:
+def read_setting(name: str) -> str:
     """The value of the setting ``name`` as this process sees it, stripped; ``""`` when unset or empty
     (an empty value counts as unset everywhere). Every ``EARTHSCI_*`` read goes through here (ruff bans
     ``os.getenv``; ``tests/core/test_settings.py`` finds no other read of a setting)."""
@@ -101,13 +101,13 @@ def cache_dir(*parts: str) -> str:
     """Where we keep what we make once per machine: ``$EARTHSCI_CACHE_DIR`` (default
     ``~/.cache/lmms_eval_earthsci``), joined with ``parts``: ``judge/`` (verdict cache), ``wordnet-3.0/``
     (the staged WordNet METEOR reads), ``tiny-llava/`` (the demo's tiny model)."""
-    root = read("EARTHSCI_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "lmms_eval_earthsci")
+    root = read_setting("EARTHSCI_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "lmms_eval_earthsci")
     return os.path.join(root, *parts)
 
 
 def read_flag(name: str, default: bool) -> bool:
     """A yes/no setting's value (see :func:`flag`)."""
-    return flag(read(name), default)
+    return flag(read_setting(name), default)
 
 
 def flag(value: str | None, default: bool) -> bool:

@@ -112,7 +112,7 @@ def test_the_package_reads_settings_through_the_reader():
             reads = [r for r in reads if "os.environ.get(MIRROR_ENV)" not in r]
         if reads:
             found[os.path.relpath(path, ROOT)] = reads
-    assert not found, f"read these through core.settings.read: {found}"
+    assert not found, f"read these through core.settings.read_setting: {found}"
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

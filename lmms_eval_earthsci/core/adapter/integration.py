@@ -17,7 +17,7 @@ from lmms_eval_earthsci.core.adapter.patching import entry, target_problem, warn
 from lmms_eval_earthsci.core.adapter.task_data import install_mirror_hook, install_record_gate
 from lmms_eval_earthsci.core.adapter.unavailable import install_clt_hook, install_unavailable_hook
 from lmms_eval_earthsci.core.data.loading import MIRROR_ENV
-from lmms_eval_earthsci.core.settings import read as read_setting
+from lmms_eval_earthsci.core.settings import read_setting
 
 LOGGER_NAME = "lmms_eval_earthsci"
 

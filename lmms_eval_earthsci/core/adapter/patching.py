@@ -33,7 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from lmms_eval_earthsci.core.settings import read as read_setting
+from lmms_eval_earthsci.core.settings import read_setting
 
 #: the lmms-eval versions every entry below was checked on (CI: the newest in the main venv, the oldest
 #: in its own); 0.7.2 is excluded by our requirement (its wheel cannot index tasks)

@@ -28,7 +28,7 @@ from lmms_eval_earthsci.core.data.loading import (
     record_problems,
     undecoded,
 )
-from lmms_eval_earthsci.core.settings import read as read_setting
+from lmms_eval_earthsci.core.settings import read_setting
 
 
 def install_mirror_hook() -> bool:

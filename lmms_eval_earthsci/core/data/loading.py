@@ -44,8 +44,7 @@ from urllib.parse import unquote
 
 from lmms_eval_earthsci.core.data import hub
 from lmms_eval_earthsci.core.runtime import current
-from lmms_eval_earthsci.core.settings import is_cli_run
-from lmms_eval_earthsci.core.settings import read as read_setting
+from lmms_eval_earthsci.core.settings import is_cli_run, read_setting
 
 if TYPE_CHECKING:
     from PIL import Image

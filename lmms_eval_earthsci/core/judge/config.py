@@ -29,8 +29,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from lmms_eval_earthsci.core.settings import cache_dir
-from lmms_eval_earthsci.core.settings import read as read_setting
+from lmms_eval_earthsci.core.settings import cache_dir, read_setting
 
 
 def default_cache_dir() -> str:

@@ -59,7 +59,7 @@ from lmms_eval_earthsci.core.judge.config import JudgeConfig, JudgeResult
 from lmms_eval_earthsci.core.judge.failures import note_failures
 from lmms_eval_earthsci.core.runtime import JudgeVerdicts, current
 from lmms_eval_earthsci.core.scoring.metrics import mean_present
-from lmms_eval_earthsci.core.settings import read as read_setting
+from lmms_eval_earthsci.core.settings import read_setting
 
 logger = logging.getLogger("lmms_eval_earthsci")
 

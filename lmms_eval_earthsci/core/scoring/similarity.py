@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from lmms_eval_earthsci.core.settings import read as read_setting
+from lmms_eval_earthsci.core.settings import read_setting
 
 if TYPE_CHECKING:
     import numpy as np

@@ -36,7 +36,6 @@ from typing import Any, cast
 
 import numpy as np
 
-from lmms_eval_earthsci._legacy import current
 from lmms_eval_earthsci.core.scoring.metrics import mean_present
 
 DEFAULT_RESAMPLES = 10_000
@@ -118,7 +117,7 @@ mean_encode, mean_stat = _mean_encode, _mean_stat
 def register_kernels(kernels: Mapping[str, tuple[Callable, Callable]]) -> None:
     """Add vectorised kernels for aggregations (``module.function`` -> (encode, statistic)); each must
     compute what the aggregation computes (tests/core/scoring/test_stats.py checks every registered kernel)."""
-    KERNELS.update({current(k): v for k, v in kernels.items()})
+    KERNELS.update(kernels)
 
 
 class UnknownAggregation(LookupError):
@@ -160,7 +159,7 @@ def _generic(items: Sequence[Any], dotted: str | None) -> tuple[tuple[np.ndarray
 
 def _prepared(items: Sequence[Any], dotted: str | None) -> tuple[tuple[np.ndarray, ...], Callable[..., Any], bool] | None:
     """(arrays, statistic, vectorised) for the metric; None when it has no value to bound."""
-    kernel = KERNELS.get(current(dotted or ""))  # a YAML written before the core moved names the old module
+    kernel = KERNELS.get(dotted or "")  # today's names: the YAML reader translates an older snapshot's (yamlgen.metric_aggregations)
     if kernel is None:
         return _generic(items, dotted)
     arrays = kernel[0](items)
@@ -233,7 +232,7 @@ def mcnemar_exact(a: Sequence[bool], b: Sequence[bool]) -> tuple[float, tuple[in
 
 
 def _kernel(dotted: str | None) -> tuple[Callable, Callable] | None:
-    return KERNELS.get(current(dotted or "lmms_eval_earthsci.core.scoring.metrics.mean_present"))
+    return KERNELS.get(dotted or "lmms_eval_earthsci.core.scoring.metrics.mean_present")
 
 
 def _right_wrong(items: Sequence[Any], dotted: str | None) -> tuple[np.ndarray, np.ndarray, float] | None:

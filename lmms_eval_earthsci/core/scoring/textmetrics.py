@@ -36,8 +36,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from lmms_eval_earthsci.core.data import hub
-from lmms_eval_earthsci.core.settings import cache_dir
-from lmms_eval_earthsci.core.settings import read as read_setting
+from lmms_eval_earthsci.core.settings import cache_dir, read_setting
 
 if TYPE_CHECKING:
     from bert_score import BERTScorer

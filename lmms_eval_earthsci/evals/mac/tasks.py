@@ -21,7 +21,7 @@ from lmms_eval_earthsci.core.data import RecordError, check_image, record_check,
 from lmms_eval_earthsci.core.data.repo_files import DecodedCache, fetch_columns, record_image, record_path, repo_files
 from lmms_eval_earthsci.core.prompts.messages import Messages, fill_fields, note_chat, route_of
 from lmms_eval_earthsci.core.scoring.metrics import breakdown_key, breakdown_scores, percent, slug, with_paired_score
-from lmms_eval_earthsci.core.settings import read as read_setting
+from lmms_eval_earthsci.core.settings import read_setting
 from lmms_eval_earthsci.evals.mac import scoring, textfree
 from lmms_eval_earthsci.evals.mac.benchmark import BENCHMARK, BREAKDOWN_PREFIX, CSV, DATASET, DEFAULT_IMAGE_MAX_SIDE, DISTRACTOR_MODELS, IMAGE_MAX_SIDE_ENV, LENIENT, METRIC, PUBLISHERS
 

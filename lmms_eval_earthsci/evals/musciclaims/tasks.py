@@ -25,7 +25,7 @@ from lmms_eval_earthsci.core.data.repo_files import DecodedCache, fetch_columns,
 from lmms_eval_earthsci.core.prompts.messages import fill_fields, note_chat, route_of
 from lmms_eval_earthsci.core.scoring.extraction import as_text, extract_json_object, strip_reasoning
 from lmms_eval_earthsci.core.scoring.metrics import precision_recall_f1, set_precision_recall_f1
-from lmms_eval_earthsci.core.settings import read as read_setting
+from lmms_eval_earthsci.core.settings import read_setting
 from lmms_eval_earthsci.evals.musciclaims.benchmark import BENCHMARK, CLASSIFICATION_AGGREGATIONS, DATASET, DOMAINS, LOWER_IS_BETTER, METRIC, PANEL_AGGREGATIONS, PANEL_SLICE_DOMAINS, PANEL_SLICE_KEYS, SLICE_KEYS  # noqa: F401 - the names it had: still tasks.X
 
 # the benchmark's one call: its datasets and settings declared; inside an lmms-eval run, the run's hooks installed
