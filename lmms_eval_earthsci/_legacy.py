@@ -2,31 +2,31 @@
 
 A user's MAC snapshot (the ``tasks/`` folder ``lmms-eval-earthsci mac build`` writes into the user's
 folder, run with ``--include_path``) keeps the ``!function`` paths of the version that built it. Every
-snapshot built before the core was grouped by concern (``mac build`` from its first commit, f7598fa,
-2026-11-23, to the move, 2a0a189, 2026-11-26; ``tests/data/mac_snapshot_v0_1`` is one) names exactly two
-of our old module names:
+snapshot built before the core was grouped by concern (``tests/data/mac_snapshot_v0_1`` is one; git log
+has when) names exactly two of our old module names:
 
 - ``lmms_eval_earthsci.mac`` (``!function lmms_eval_earthsci.mac.tasks.*`` in ``_template_yaml`` and the
-  MAC aggregations of each task YAML), written up to the one-folder-per-benchmark move (24c1d12,
-  2026-11-23): now ``lmms_eval_earthsci.evals.mac``;
+  MAC aggregations of each task YAML), written up to the one-folder-per-benchmark move: now
+  ``lmms_eval_earthsci.evals.mac``;
 - ``lmms_eval_earthsci.core.metrics`` (``aggregation: !function lmms_eval_earthsci.core.metrics.mean_present``,
   the breakdowns and the lenient accuracy of each task YAML): now ``lmms_eval_earthsci.core.scoring.metrics``.
 
 One more is kept for a lab's code: the contributors' README told a lab's benchmark to call
 ``lmms_eval_earthsci.core.adapter.hooks.ensure_runtime_hooks()`` at the end of its task module (from the move by
-concern, 2a0a189, to the adapter's split into integration, hardening and model boundary); that module is now
+concern to the adapter's split into integration, hardening and model boundary); that module is now
 ``lmms_eval_earthsci.core.activation``, which keeps ``ensure_runtime_hooks`` beside the one call that replaces it
 (``activate``).
 
 ``report`` reads those aggregation names from the snapshot's YAMLs (the run's ``--include_path``) and looks
-their kernels up (``core.scoring.stats.KERNELS``, a benchmark's kernels) through :func:`current`. Results
+their kernels up (``core.scoring.stats.KERNELS``, a benchmark's kernels) under :func:`today_name`'s names
+(``yamlgen.metric_aggregations`` translates them). Results
 files carry no module name of ours: lmms-eval writes a task's functions into them as ``str(function)``
 (``"<function mean_present at 0x...>"``). Our shipped task YAMLs are regenerated with the package, and the
 contributors' README names only today's modules. No other old name is aliased (the other 23 modules that
-left ``core``'s top level in 2a0a189 import only under their new names).
+left ``core``'s top level in that move import only under their new names).
 
 Importing an old name gives the module that lives on under its new name (the same module object, so its
-state is shared, and its ``__spec__`` stays the new one); :func:`current` maps a dotted name written under
+state is shared, and its ``__spec__`` stays the new one); :func:`today_name` maps a dotted name written under
 an old name (an aggregation in a snapshot's YAML, a kernel key) to the new one."""
 
 from __future__ import annotations

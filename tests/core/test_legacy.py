@@ -34,7 +34,7 @@ README_NAMED = {f"{CORE}.adapter.hooks": f"{CORE}.activation"}
 # named in no file on disk and in no README a lab was told to follow
 MOVED_UNNAMED = [f"{CORE}.adapter.{m}" for m in ("observe", "capture", "layout_probe", "budget", "interleave", "figures_seen", "passthrough")] + [
     f"{CORE}.prompts.layout", f"{PKG}.report", f"{PKG}.rescore", f"{PKG}.model_check", f"{PKG}.mirror_build", f"{PKG}.demo"]
-# the other 23 modules that left core's top level in the move by concern (2a0a189): no file on disk names them
+# the other 23 modules that left core's top level in the move by concern: no file on disk names them
 REMOVED = [
     *(f"{CORE}.{m}" for m in ("capture", "harness", "hooks", "interleave", "layout_probe", "observe", "passthrough", "patching", "run_status", "unavailable")),
     *(f"{CORE}.{m}" for m in ("circular", "extraction", "papers", "similarity", "stats", "textmetrics")),

@@ -66,7 +66,7 @@ BENCHMARK = Benchmark(
     # 1.1: emma_maj@k / emma_pass@k follow the authors' test-time-scaling rules over every --repeats candidate
     # (before: lmms-eval's filter passed the first only, and the vote was normalised), the curves at N = 1-16 added
     version=1.1,
-    # the circular variants' 1.1: circular_no_answer and flip_rate_answered added (issue 52; every other metric unchanged)
+    # the circular variants' 1.1: circular_no_answer and flip_rate_answered added (every other metric unchanged)
     yaml_files="lmms_eval_earthsci.evals.emma.yamls:emma_files",
     datasets=(DATASET_MINI, DATASET_FULL),
     fixtures={repo: "lmms_eval_earthsci.evals.emma.fixtures:write_emma" for repo in (DATASET_MINI, DATASET_FULL)},

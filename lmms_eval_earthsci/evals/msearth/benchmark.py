@@ -36,7 +36,7 @@ BENCHMARK = Benchmark(
     folder=HERE,
     report="lmms_eval_earthsci.evals.msearth.report:MSEarthReport",
     version=1.0,
-    # the circular variants' 1.1: circular_no_answer and flip_rate_answered added (issue 52; every other metric unchanged)
+    # the circular variants' 1.1: circular_no_answer and flip_rate_answered added (every other metric unchanged)
     task_versions={"msearth_mcq_circular": 1.1, "msearth_mcq_nocap_circular": 1.1},
     yaml_files="lmms_eval_earthsci.evals.msearth.yamls:msearth_files",
     datasets=_REPOS,

@@ -44,7 +44,7 @@ BENCHMARK = Benchmark(
     report="lmms_eval_earthsci.evals.scifibench.report:SciFIBenchReport",
     # 1.1: accuracy by caption length (F->C) and by mean figure size (C->F) added (every other metric unchanged)
     version=1.1,
-    # the circular variants' 1.1: circular_no_answer and flip_rate_answered added (issue 52; every other metric
+    # the circular variants' 1.1: circular_no_answer and flip_rate_answered added (every other metric
     # unchanged); 1.2: the official record they carry holds the Fig. 8 fields
     task_versions={f"scifibench_{field}_{direction}_circular": 1.2 for field, direction in SPLITS},
     yaml_files="lmms_eval_earthsci.evals.scifibench.yamls:scifibench_files",

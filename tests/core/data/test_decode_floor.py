@@ -1,4 +1,4 @@
-"""From a dataset row to the model's input at the floor (issue 43): tasks built by lmms-eval from the
+"""From a dataset row to the model's input at the floor: tasks built by lmms-eval from the
 fixture mirror, their docs read as lmms-eval reads them (``test_docs()[i]``), then our chat hook
 (``doc_to_messages``) and our simple hook (``doc_to_visual``). Each distinct image is opened and decoded
 once per doc (SciFIBench's list of images was decoded on every row read, its first image twice; EMMA's
