@@ -53,7 +53,7 @@ def covers(entry_target: str, record_target: str) -> bool:
 
 def check(dumps: list[dict], installs: set[str]) -> dict[str, set[str]]:
     """Assert the records of ``dumps`` against the inventory, and that every entry installed by the runs named in
-    ``installs`` (``Target.installed_by``) and present in this lmms-eval was recorded. Returns {entry: targets}."""
+    ``installs`` (``Entry.installed_by``) and present in this lmms-eval was recorded. Returns {entry: targets}."""
     assert dumps, "no process wrote its records"
     seen: dict[str, set[str]] = {}
     bad = []

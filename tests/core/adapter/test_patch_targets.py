@@ -12,7 +12,7 @@ import pytest
 from packaging.version import Version
 
 from lmms_eval_earthsci.core.adapter import judge_hook
-from lmms_eval_earthsci.core.adapter.patching import INVENTORY, Target, target_problem
+from lmms_eval_earthsci.core.adapter.patching import INVENTORY, Entry, target_problem
 
 LMMS_EVAL = Version(version("lmms-eval"))
 pytestmark = pytest.mark.slow  # imports lmms-eval's task machinery and CLI (seconds)
@@ -30,11 +30,11 @@ def test_each_patch_target_has_the_shape_we_rely_on(t):
 
 
 def test_a_moved_target_is_named():
-    gone = Target("x", "wraps", "lmms_eval.api.task:ConfigurableTask.no_such_method", "us", "why")
+    gone = Entry("x", "wraps", "lmms_eval.api.task:ConfigurableTask.no_such_method", "us", "why")
     assert target_problem(gone).startswith("lmms_eval.api.task:ConfigurableTask.no_such_method is gone (AttributeError")
-    lost = Target("x", "wraps", "lmms_eval.tasks:TaskManager.initialize_tasks", "us", "why", params=("include_path", "no_such_param"))
+    lost = Entry("x", "wraps", "lmms_eval.tasks:TaskManager.initialize_tasks", "us", "why", params=("include_path", "no_such_param"))
     assert target_problem(lost) == "lmms_eval.tasks:TaskManager.initialize_tasks no longer takes no_such_param"
-    attrs = Target("x", "reads", "lmms_eval.api.task:ConfigurableTask", "us", "why", attrs=("NO_SUCH_NAME",))
+    attrs = Entry("x", "reads", "lmms_eval.api.task:ConfigurableTask", "us", "why", attrs=("NO_SUCH_NAME",))
     assert target_problem(attrs) == "lmms_eval.api.task:ConfigurableTask's module no longer has NO_SUCH_NAME"
 
 
