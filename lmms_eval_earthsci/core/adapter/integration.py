@@ -13,7 +13,7 @@ import sys
 from types import FrameType
 
 from lmms_eval_earthsci.core.adapter.judge_hook import install_judge_hook
-from lmms_eval_earthsci.core.adapter.patching import entry, target_problem, warn_missing
+from lmms_eval_earthsci.core.adapter.patching import entry, register, target_problem, warn_missing
 from lmms_eval_earthsci.core.adapter.task_data import install_mirror_hook, install_record_gate
 from lmms_eval_earthsci.core.adapter.unavailable import install_clt_hook, install_unavailable_hook
 from lmms_eval_earthsci.core.data.loading import MIRROR_ENV
@@ -64,7 +64,8 @@ def quiet_torchvision_fallback() -> None:
     what the models then use. Only that message; nothing is imported."""
     logger = logging.getLogger("transformers.utils.import_utils")
     if not any(isinstance(f, _TorchvisionFallback) for f in logger.filters):
-        logger.addFilter(_TorchvisionFallback())
+        # another library's logger: a recorded registration (its inventory entry says why)
+        register("quiet torchvision fallback", "transformers.utils.import_utils:logger", lambda: logger.addFilter(_TorchvisionFallback()))
 
 
 def install_data_hooks() -> None:

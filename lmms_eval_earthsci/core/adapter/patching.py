@@ -104,6 +104,9 @@ INVENTORY: tuple[Entry, ...] = (
     Entry("response-cache recovery", "wraps", "lmms_eval.caching.response_cache:ResponseCache.create", "lmms_eval_earthsci.core.hardening.response_cache",
            "a killed --use_cache run leaves unmerged shards; the merge must happen before lmms-eval opens the cache", since="0.7.3",
            params=("cache_root",), attrs=("_LAYERED_RUNS_DIRNAME", "_LAYERED_MERGED_MARKER", "_LAYERED_LOCK_DIRNAME", "_merge_lock")),
+    Entry("quiet torchvision fallback", "registers", "transformers.utils.import_utils:logger", "lmms_eval_earthsci.core.adapter.integration",
+           "transformers warns, for every image processor, that it falls back to its PIL backend without torchvision, which CPU machines remove on purpose "
+           "(README, Install); a logging filter on that logger drops that one message"),
     Entry("HF token redaction", "registers", "loguru:logger.configure", "lmms_eval_earthsci.core.hardening.redaction",
            "lmms-eval logs the HF token in clear at INFO; a loguru patcher (the previous one kept) masks it", params=("patcher",)),
     Entry("process group at exit", "registers", "torch.distributed:destroy_process_group", "lmms_eval_earthsci.core.hardening.teardown",
