@@ -17,7 +17,9 @@ It holds:
 - ``data_only``: this thread builds tasks to read their data, evaluating nothing (``report``);
 - ``before_evaluate``: steps run on the model and the tasks before the first request (``check-model``'s
   alignment, the capture's expectations);
-- ``judge``: the judge pass's verdicts per task, read by ``process_results`` (``core.judge.task_pass``).
+- ``judge``: the judge pass's verdicts per task, read by ``process_results`` (``core.judge.task_pass``);
+- ``seen_of(lm)``: what the model boundary observed of a model object for the run (its figure budget, whether
+  it loses a conversation's interleaving), kept here, not on the model object.
 
 This module imports nothing of ours but the package root.
 """
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import weakref
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -63,6 +66,18 @@ class Runtime:
     before_evaluate: list[Callable[[Any, Any], None]] = field(default_factory=list)
     judge: JudgeVerdicts = field(default_factory=JudgeVerdicts)
     _data_only: threading.local = field(default_factory=threading.local, repr=False)
+    #: model object -> {what was observed of it: value}; weakly held, so a model's entry goes with the model
+    _models: weakref.WeakKeyDictionary = field(default_factory=weakref.WeakKeyDictionary, repr=False)
+    #: the same for a model object that cannot be held weakly (by id, kept with the object so the id stays its own)
+    _models_by_id: dict[int, tuple[Any, dict[str, Any]]] = field(default_factory=dict, repr=False)
+
+    def seen_of(self, lm: Any) -> dict[str, Any]:
+        """What was observed of the model object ``lm`` in this run (a dict the boundary fills: ``budget``,
+        ``loses_interleaving``)."""
+        try:
+            return self._models.setdefault(lm, {})
+        except TypeError:  # not weakly referenceable, or unhashable
+            return self._models_by_id.setdefault(id(lm), (lm, {}))[1]
 
     @property
     def data_only(self) -> bool:
@@ -103,5 +118,6 @@ def start(runtime: Runtime) -> Runtime:
             runtime.before_evaluate[:0] = [step for step in before.before_evaluate if step not in runtime.before_evaluate]
             runtime.judge = before.judge
             runtime._data_only = before._data_only
+            runtime._models, runtime._models_by_id = before._models, before._models_by_id
         _CURRENT[:] = [runtime]
     return runtime

@@ -77,3 +77,30 @@ def test_the_steps_added_before_registration_survive_it():
         assert rt.looks_ours_but_unknown("emma_minii", {"emma_mini"})  # what is ours: registration's
     finally:
         start(saved)
+
+
+def test_what_the_boundary_observed_of_a_model_lives_on_the_runtime_not_on_the_model():
+    """The figure budget observed of a model object is kept by the runtime for the run (asked twice, observed
+    once), nothing is set on the model object, and the entry goes with the model."""
+    import gc
+
+    from lmms_eval_earthsci.core.boundary import budget
+
+    class ServerClass:
+        __slots__ = ("__weakref__",)  # an attribute set on it would raise: none is
+
+    class Unhashable:
+        __eq__ = object.__eq__
+        __hash__ = None  # type: ignore[assignment]
+
+    rt = current()
+    lm = ServerClass()
+    first = budget.observe_budget(lm, server=True)
+    assert budget.observe_budget(lm, server=True) is first and rt.seen_of(lm)["budget"] is first
+    assert first["status"] == budget.SERVER_DECIDES
+    del lm
+    gc.collect()
+    assert not any(isinstance(k, ServerClass) for k in list(rt._models.keys()))
+    odd = Unhashable()
+    rt.seen_of(odd)["loses_interleaving"] = True
+    assert rt.seen_of(odd) == {"loses_interleaving": True}

@@ -36,6 +36,7 @@ from lmms_eval_earthsci.core.boundary import observe
 from lmms_eval_earthsci.core.boundary.interleave import applies as interleaves
 from lmms_eval_earthsci.core.boundary.interleave import numbered_form
 from lmms_eval_earthsci.core.data.loading import sizes_only, undecoded
+from lmms_eval_earthsci.core.runtime import current
 
 logger = logging.getLogger("lmms_eval_earthsci")
 
@@ -91,9 +92,10 @@ def budget_of(seen: observe.Observation, cls: str) -> dict[str, Any]:
 
 def observe_budget(lm: Any, server: bool = False) -> dict[str, Any]:
     """The class's budget: the probe figure sent through ``lm``'s own request path and read where it
-    reaches the model (cached on ``lm`` for the run). ``server``: a class that sends its messages to a
+    reaches the model (kept for the run: the runtime's ``seen_of(lm)``). ``server``: a class that sends its messages to a
     server (nothing is sent)."""
-    cached = getattr(lm, "_earthsci_budget", None)
+    seen = current().seen_of(lm)
+    cached = seen.get("budget")
     if isinstance(cached, dict):
         return cached
     cls = type(lm).__name__
@@ -104,10 +106,7 @@ def observe_budget(lm: Any, server: bool = False) -> dict[str, Any]:
         budget = budget_of(observe.observe(lm, _request(lm, probe_figure())), cls)
         if budget["status"] == OBSERVED:  # and a small figure: a class may enlarge it (its min_pixels)
             budget["tokens_small"] = _tokens(observe.observe(lm, _request(lm, small_figure())))
-    try:
-        lm._earthsci_budget = budget
-    except Exception:
-        pass
+    seen["budget"] = budget
     return budget
 
 

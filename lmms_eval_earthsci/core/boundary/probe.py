@@ -251,7 +251,8 @@ def _doc_verdict(lm: Any, task: Any, messages: list[dict[str, Any]], layout: Lay
 
 def _loses_interleaving(lm: Any) -> bool:
     """Whether the class loses a probe conversation's interleaving (labels before their figures)."""
-    cached = getattr(lm, "_earthsci_loses_interleaving", None)
+    facts = current().seen_of(lm)
+    cached = facts.get("loses_interleaving")
     if cached is None:
         images = [observe.probe_image(c) for c in observe.PALETTE[:2]]
         conversation = _probe_conversation(*images)
@@ -271,10 +272,7 @@ def _loses_interleaving(lm: Any) -> bool:
         else:
             processor = processor_of(lm)
             cached = processor is not None and not chat_verdict(lm, processor, conversation, _HARD).ok
-        try:
-            lm._earthsci_loses_interleaving = cached
-        except Exception:
-            pass
+        facts["loses_interleaving"] = cached
     return bool(cached)
 
 
