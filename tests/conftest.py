@@ -184,6 +184,17 @@ def run_rescore(args, env, cwd=None, timeout=900):
 
 
 @pytest.fixture(autouse=True)
+def _a_run_of_its_own():
+    """Each test starts with no other test's run state on the process's runtime (the steps before the first
+    request, judge verdicts, observations of models): on a shared pytest worker a test once saw two
+    ``before_evaluate`` steps an earlier test had added."""
+    from lmms_eval_earthsci.core.runtime import current
+
+    current().new_run()
+    yield
+
+
+@pytest.fixture(autouse=True)
 def _no_loguru_sink_on_a_closed_stream():
     """lmms-eval adds loguru handlers on ``sys.stdout`` when it runs or is imported in-process (``__main__``'s
     ``--verbosity`` handler, ``lmms_eval.models``' WARNING handler). Under ``capsys`` that stream is pytest's

@@ -71,6 +71,14 @@ class Runtime:
     #: the same for a model object that cannot be held weakly (by id, kept with the object so the id stays its own)
     _models_by_id: dict[int, tuple[Any, dict[str, Any]]] = field(default_factory=dict, repr=False)
 
+    def new_run(self) -> None:
+        """Forget what a run held (the steps before the first request, the judge's verdicts, what was observed
+        of the models), keeping what is ours: a test starts here, seeing no other test's run."""
+        self.before_evaluate.clear()
+        self.judge = JudgeVerdicts()
+        self._models = weakref.WeakKeyDictionary()
+        self._models_by_id = {}
+
     def seen_of(self, lm: Any) -> dict[str, Any]:
         """What was observed of the model object ``lm`` in this run (a dict the boundary fills: ``budget``,
         ``loses_interleaving``)."""

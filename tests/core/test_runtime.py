@@ -63,9 +63,9 @@ def test_the_steps_added_before_registration_survive_it():
 
     saved = current()
     try:
-        # start() carries over what this process's runtime holds: an earlier test of the same worker (an in-process
-        # check-model) may have left steps of its own; those stay first
+        # each test starts with a run of its own (conftest: Runtime.new_run): no step an earlier test left
         earlier = list(start(Runtime()).before_evaluate)
+        assert earlier == []
 
         def step(lm, task_dict):
             return None
@@ -73,7 +73,7 @@ def test_the_steps_added_before_registration_survive_it():
         current().before_evaluate.append(step)
         verdicts = current().judge
         rt = start(registration.runtime())
-        assert rt.before_evaluate == [*earlier, step] and rt.judge is verdicts
+        assert rt.before_evaluate == [step] and rt.judge is verdicts
         assert rt.looks_ours_but_unknown("emma_minii", {"emma_mini"})  # what is ours: registration's
     finally:
         start(saved)
@@ -104,3 +104,20 @@ def test_what_the_boundary_observed_of_a_model_lives_on_the_runtime_not_on_the_m
     odd = Unhashable()
     rt.seen_of(odd)["loses_interleaving"] = True
     assert rt.seen_of(odd) == {"loses_interleaving": True}
+
+
+def test_a_new_run_forgets_the_last_runs_state_and_keeps_what_is_ours():
+    """What conftest does before every test: the steps, the verdicts and the models' observations of the last
+    run go; the task folders and the installed hooks stay."""
+    rt = Runtime(run_hooks=True)
+    rt.before_evaluate.append(lambda lm, task_dict: None)
+    verdicts = rt.judge
+
+    class Model:
+        pass
+
+    m = Model()
+    rt.seen_of(m)["budget"] = {"status": "observed"}
+    rt.new_run()
+    assert rt.before_evaluate == [] and rt.judge is not verdicts and rt.seen_of(m) == {}
+    assert rt.run_hooks and rt.task_dirs() == Runtime().task_dirs()
