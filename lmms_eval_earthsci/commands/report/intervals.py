@@ -82,18 +82,17 @@ def interval(run: Run, task: str, metric: str, bootstrap: bool = True, keep: boo
         prop = stats.proportion(list(items.values()), aggregation(run, task, metric)) if items is not None and run.value(task, metric)[1] is not None else None
         return stats.wilson(*prop) if prop is not None else None
     if key not in cache:
+        aside = ("aside",) + key  # asked by a table that must not add to the summary's intervals
+        if not keep and aside in cache:
+            return cache[aside]
         _kernels_registered()
         items = doc_items(run, task, metric)
         present, value = run.value(task, metric)
         ok = items is not None and present and value is not None and any(v is not None for v in items.values())
-        aside = ("aside",) + key  # asked by a table that must not add to the summary's intervals
-        if not keep and aside in cache:
-            return cache[aside]
         found = stats.interval(list(cast(dict, items).values()), aggregation(run, task, metric), BOOTSTRAP["resamples"], BOOTSTRAP["seed"]) if ok else None
+        cache[key if keep else aside] = found
         if not keep:
-            cache[aside] = found
             return found
-        cache[key] = found
     return cache[key]
 
 

@@ -51,6 +51,7 @@ from lmms_eval_earthsci.commands.report.papers import canonical_model, footnotes
 from lmms_eval_earthsci.commands.report.runs import Run, load_json
 from lmms_eval_earthsci.commands.report.sections import _table
 from lmms_eval_earthsci.core.benchmark import Benchmark, PaperValue
+from lmms_eval_earthsci.yamlgen import version_of
 
 SECTION = "Paper tables"
 RUN_PREFIX = "run: "
@@ -193,7 +194,8 @@ def run_cell(table: PaperTable, column: Column, setting: str | None, run: Run) -
     metric = column.metric + table.slice_suffix
     present, v = run.value(task, metric)
     if not present:
-        scored, current = run.versions.get(task), _version(task)
+        bench = registry.benchmark_of(task)
+        scored, current = run.versions.get(task), (version_of(task, bench) if bench else None)
         stale = f"{task} ({scored}; ours {current})" if scored is not None and current is not None and _older(scored, current) else ""
         if table.slice_suffix and run.value(task, column.metric)[0]:
             return Cell(OTHER_SLICE, why=f"the run has {column.metric} over all its docs, not {metric}", stale=stale)
@@ -209,11 +211,6 @@ def run_cell(table: PaperTable, column: Column, setting: str | None, run: Run) -
     low, high = (iv.low, iv.high) if iv is not None and iv.low is not None else (None, None)
     scale = column.scale
     return Cell(marked(table.fmt(column, v), run, task), v * scale, None if low is None else low * scale, None if high is None else high * scale)
-
-
-def _version(task: str) -> float | None:
-    bench = registry.benchmark_of(task)
-    return None if bench is None else bench.task_versions.get(task, bench.version)
 
 
 def _older(scored: Any, current: float) -> bool:
@@ -379,7 +376,7 @@ def render(table: PaperTable, runs: Sequence[Run], bench: Benchmark | None = Non
                 text = interval_text(c, col.decimals)
                 if text:
                     intervals[(heading(table), tuple(line), len(table.labels) + i)] = text
-    out = [f"### {heading(table)}", "", _table(header, body, label_columns=len(table.labels)), ""]
+    out = [f"#### {heading(table)}", "", _table(header, body, label_columns=len(table.labels)), ""]
     notes = list(table.notes) + protocol_footnotes(bench, table)
     whys: dict[str, list[str]] = {}
     stale: list[str] = []
@@ -451,7 +448,7 @@ def section(benches: Sequence[Benchmark], runs: Sequence[Run], out_dir: str) -> 
             out += ["No run has a task of the paper's tables." if idle else "", ""]
         for t in shown:
             text, rows, ivs = render(t, runs, bench)
-            out.append(text.replace(f"### {t.name}:", f"#### {t.name}:", 1))
+            out.append(text)
             intervals.update(ivs)
             write_csv(os.path.join(out_dir, "paper_tables", f"{t.slug}.csv"), t, rows)
         if idle:

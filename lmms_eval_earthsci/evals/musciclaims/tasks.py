@@ -666,11 +666,14 @@ def flips(items: Iterable[Any]) -> dict[str, Any]:
     return {"pairs": n, "unpaired": len(pairs) - n, "flip_rate": changed / n if n else None, "correct_flip_rate": correct / n if n else None}
 
 
-def _class_metric(key: str):
-    def agg(items):
-        return _pct(classification(items).get(key))
+def _slice_metric(key: str, domain: str | None = None, panels: str | None = None):
+    """A metric of :func:`classification` on the docs of ``domain`` and of the panel class ``panels``
+    (every doc without either); None when the run has none of them."""
 
-    agg.__name__ = f"musciclaims_{key}"
+    def agg(items):
+        return _pct(classification(items, domain, panels).get(key))
+
+    agg.__name__ = f"musciclaims_{key}" + (f"_{panels}_panel" if panels else "") + (f"_{domain}" if domain else "")
     return agg
 
 
@@ -682,17 +685,17 @@ def macro_f1(items):
     return _pct(classification(items).get("macro_f1"))
 
 
-macro_precision = _class_metric("macro_precision")
-macro_recall = _class_metric("macro_recall")
-precision_support = _class_metric("precision_support")
-recall_support = _class_metric("recall_support")
-f1_support = _class_metric("f1_support")
-precision_neutral = _class_metric("precision_neutral")
-recall_neutral = _class_metric("recall_neutral")
-f1_neutral = _class_metric("f1_neutral")
-precision_contradict = _class_metric("precision_contradict")
-recall_contradict = _class_metric("recall_contradict")
-f1_contradict = _class_metric("f1_contradict")
+macro_precision = _slice_metric("macro_precision")
+macro_recall = _slice_metric("macro_recall")
+precision_support = _slice_metric("precision_support")
+recall_support = _slice_metric("recall_support")
+f1_support = _slice_metric("f1_support")
+precision_neutral = _slice_metric("precision_neutral")
+recall_neutral = _slice_metric("recall_neutral")
+f1_neutral = _slice_metric("f1_neutral")
+precision_contradict = _slice_metric("precision_contradict")
+recall_contradict = _slice_metric("recall_contradict")
+f1_contradict = _slice_metric("f1_contradict")
 
 
 def invalid_rate(items):
@@ -727,40 +730,20 @@ def correct_flip_rate(items):
     return _pct(flips(items)["correct_flip_rate"])
 
 
-def _domain_metric(domain: str, key: str = "macro_f1"):
-    """A metric of :func:`classification` on one domain's docs (None when the run has none of them)."""
-
-    def agg(items):
-        return _pct(classification(items, domain).get(key))
-
-    agg.__name__ = f"musciclaims_{key}_{domain}"
-    return agg
-
-
-macro_f1_biology = _domain_metric("biology")
-macro_f1_chemistry = _domain_metric("chemistry")
-macro_f1_physics = _domain_metric("physics")
+macro_f1_biology = _slice_metric("macro_f1", "biology")
+macro_f1_chemistry = _slice_metric("macro_f1", "chemistry")
+macro_f1_physics = _slice_metric("macro_f1", "physics")
 # the rest of Table 1 on each domain (``precision_support_biology`` ...): the names benchmark.py declares
 for _domain in DOMAINS:
     for _key in SLICE_KEYS:
-        globals()[f"{_key}_{_domain}"] = _domain_metric(_domain, _key)
-
-
-def _panel_metric(panels: str, key: str, domain: str | None = None):
-    """Table 7's macro P/R/F1 on the single- or multi-panel docs (of one domain, if given)."""
-
-    def agg(items):
-        return _pct(classification(items, domain, panels).get(key))
-
-    agg.__name__ = f"musciclaims_{key}_{panels}_panel" + (f"_{domain}" if domain else "")
-    return agg
+        globals()[f"{_key}_{_domain}"] = _slice_metric(_key, _domain)
 
 
 # ``macro_f1_single_panel``, ``macro_recall_multi_panel_biology`` ...: the names benchmark.py declares
 for _panels in (SINGLE_PANEL, MULTI_PANEL):
     for _key in PANEL_SLICE_KEYS:
         for _domain in (None, *PANEL_SLICE_DOMAINS):
-            globals()[f"{_key}_{_panels}_panel" + (f"_{_domain}" if _domain else "")] = _panel_metric(_panels, _key, _domain)
+            globals()[f"{_key}_{_panels}_panel" + (f"_{_domain}" if _domain else "")] = _slice_metric(_key, _domain, _panels)
 
 
 def panels(items: Iterable[Any]) -> dict[str, Any]:

@@ -366,7 +366,7 @@ def test_the_aggregations_benchmark_py_names_are_the_task_modules():
     assert {**musciclaims_tasks.CLASSIFICATION_METRICS, **musciclaims_tasks.PANEL_METRICS}.keys() == named.keys()
     for name, fn in named.items():
         agg = getattr(musciclaims_tasks, fn)
-        assert callable(agg) and agg.__name__ in (name, fn), name  # made by _class_metric & co: named for its metric
+        assert callable(agg) and agg.__name__ in (name, fn), name  # made by _slice_metric: named for its metric
     written = {a for text in musciclaims_files().values() for a in re.findall(r"aggregation: !function (\S+)", text)}
     assert len(written) == len(named) + 1  # its premise: the headline's and every named one
     for ref in written:
