@@ -1,7 +1,8 @@
 """lmms_eval_earthsci: MSEarth, EMMA, SciFIBench, MuSciClaims and MAC as lmms-eval tasks.
 
-Importing this package is cheap (no lmms-eval, no torch): lmms-eval imports our hooks while it
-builds task configs, so nothing heavy may happen here.
+Importing this package (or any module of it) is cheap (no lmms-eval, no torch) and has no effect: it patches
+nothing and installs nothing (``tests/core/test_imports_do_nothing.py``). Our entry point and our commands start
+the runtime (:mod:`.registration`).
 
 Python users who build their own ``TaskManager`` can point it at :data:`TASKS_DIR`::
 
@@ -13,8 +14,6 @@ Python users who build their own ``TaskManager`` can point it at :data:`TASKS_DI
 from __future__ import annotations
 
 import os
-
-from lmms_eval_earthsci import _legacy
 
 __version__ = "0.1.0"
 
@@ -34,9 +33,5 @@ def _find_tasks_dir() -> str:
 
 TASKS_DIR: str = _find_tasks_dir()
 PACKAGE_DIR: str = os.path.dirname(os.path.abspath(__file__))
-
-
-# MAC snapshots built before the layout moves name lmms_eval_earthsci.mac.tasks.* and core.metrics.* (see _legacy)
-_legacy.install()
 
 __all__ = ["TASKS_DIR", "PACKAGE_DIR", "__version__"]

@@ -18,7 +18,7 @@ concern to the adapter's split into integration, hardening and model boundary); 
 (``activate``).
 
 ``report`` reads those aggregation names from the snapshot's YAMLs (the run's ``--include_path``) and looks
-their kernels up (``core.scoring.stats.KERNELS``, a benchmark's kernels) under :func:`today_name`'s names
+their kernels up (``core.scoring.stats.kernels()``, a benchmark's kernels) under :func:`today_name`'s names
 (``yamlgen.metric_aggregations`` translates them). Results
 files carry no module name of ours: lmms-eval writes a task's functions into them as ``str(function)``
 (``"<function mean_present at 0x...>"``). Our shipped task YAMLs are regenerated with the package, and the
@@ -35,14 +35,15 @@ import importlib
 import importlib.abc
 import importlib.util
 import sys
+from types import MappingProxyType
 
 # old module name (a prefix: its submodules follow) -> new one
-ALIASES = {
+ALIASES = MappingProxyType({
     "lmms_eval_earthsci.mac": "lmms_eval_earthsci.evals.mac",
     "lmms_eval_earthsci.core.metrics": "lmms_eval_earthsci.core.scoring.metrics",
     # what the contributors' README told a lab's task module to call, until activate()
     "lmms_eval_earthsci.core.adapter.hooks": "lmms_eval_earthsci.core.activation",
-}
+})
 
 
 def today_name(dotted: str) -> str:

@@ -9,6 +9,7 @@ import os
 import shutil
 import sys
 from collections.abc import Sequence
+from types import MappingProxyType
 
 from lmms_eval_earthsci import TASKS_DIR, registry
 from lmms_eval_earthsci.core.adapter.harness import cli_value, output_to, run_lmms_eval
@@ -16,7 +17,7 @@ from lmms_eval_earthsci.core.settings import SettingsError
 from lmms_eval_earthsci.testing.fixtures import write_mirror
 from lmms_eval_earthsci.yamlgen import looks_ours_but_unknown, our_names
 
-COMMANDS = {
+COMMANDS = MappingProxyType({
     "tasks-dir": "print the folder holding our task YAMLs (for `lmms-eval --include_path`)",
     "run": "run `lmms-eval ARGS...` with our tasks and hooks in, without relying on the entry point",
     "demo": "the offline demo: a tiny local VLM on the bundled sample mirror, then a report",
@@ -27,7 +28,7 @@ COMMANDS = {
     "rescore": "score a finished --log_samples / --predict_only run again (judge pass included) without the model, or import the authors' released outputs (--from)",
     "check-model": "does each of our prompt layouts reach this model class as written, and at what size do figures reach it? one doc per layout, one token each; exit 1 when a layout is lost (--against B: two classes or backends compared)",
     "mac": "`mac build INPUT --out DIR ...`: build a new MAC snapshot (CSVs, covers, stats, task folder) from your covers and stories",
-}
+})
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -110,7 +111,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _main(argv)
     except Exception as exc:
-        from lmms_eval_earthsci.core.adapter.run_status import in_one_line, known_cause  # noqa: PLC0415 - only when a command failed
+        from lmms_eval_earthsci.core.upstream.ledger import in_one_line, known_cause  # noqa: PLC0415 - only when a command failed
 
         cause = known_cause(exc)
         if not cause:
@@ -122,9 +123,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(argv: list[str]) -> int:
+    from lmms_eval_earthsci import registration  # noqa: PLC0415 - the registry and the YAML generator (~30 ms): not for `--help` of the entry point alone
+
     status = _check_settings(argv)
     if status is not None:
         return status
+    registration.start()  # our commands start the runtime (an import of ours installs nothing)
     if argv[:2] == ["mac", "build"]:
         from lmms_eval_earthsci.evals.mac.builder import main as build_main  # noqa: PLC0415 - heavy (numpy, the embedders): each command imports only what it runs
 
@@ -164,6 +168,7 @@ def _main(argv: list[str]) -> int:
             return 2
         if "--include_path" not in rest:
             rest = ["--include_path", TASKS_DIR, *rest]
+        registration.register()  # what our entry point does, should this lmms-eval not load it
         return run_lmms_eval(rest)
     if a.command == "report":
         from lmms_eval_earthsci.commands.report import ReportError, default_out, terminal_summary, write_report  # noqa: PLC0415 - heavy (numpy, the report's modules, ~100 ms): each command imports only what it runs

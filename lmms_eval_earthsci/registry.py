@@ -22,7 +22,6 @@ from collections.abc import Iterable
 from importlib.metadata import entry_points
 from typing import cast
 
-from lmms_eval_earthsci import TASKS_DIR
 from lmms_eval_earthsci.core.benchmark import Benchmark, resolve_ref
 from lmms_eval_earthsci.core.settings import CORE, Setting, enforce, read_setting
 
@@ -64,10 +63,7 @@ def _external() -> Iterable[tuple[str, str]]:
 
 @functools.cache
 def _benchmarks(env: str) -> tuple[Benchmark, ...]:
-    out: list[Benchmark] = []
-    for ref in BUILTIN:
-        spec = _load(ref, "built in")
-        out.append(spec if spec.task_dir else _with_task_dir(spec, os.path.join(TASKS_DIR, spec.name)))
+    out: list[Benchmark] = [_load(ref, "built in") for ref in BUILTIN]
     for ref, source in _external():
         spec = _load(ref, source)
         if any(b.name == spec.name for b in out):
@@ -78,11 +74,6 @@ def _benchmarks(env: str) -> tuple[Benchmark, ...]:
             raise RegistryError(f"benchmark {spec.name!r} ({source}): task_dir {spec.task_dir!r} is not a folder (its task YAMLs go there)")
         out.append(spec)
     return tuple(out)
-
-
-def _with_task_dir(spec: Benchmark, task_dir: str) -> Benchmark:
-    spec.task_dir = task_dir
-    return spec
 
 
 def benchmarks() -> tuple[Benchmark, ...]:

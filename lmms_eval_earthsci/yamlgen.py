@@ -59,7 +59,7 @@ def all_files(benchmarks: Sequence[Benchmark] | None = None) -> dict[str, str]:
     out = {}
     for b in registry.benchmarks() if benchmarks is None else benchmarks:
         for rel, text in b.generated_yamls().items():
-            out[os.path.join(b.task_dir, rel)] = versioned(text, version_of(yaml_name(text), b))
+            out[os.path.join(b.yaml_dir, rel)] = versioned(text, version_of(yaml_name(text), b))
     if benchmarks is None:
         for rel, text in earthsci_files().items():
             out[os.path.join(TASKS_DIR, "earthsci", rel)] = versioned(text, SUITE_VERSION)

@@ -183,6 +183,16 @@ def run_rescore(args, env, cwd=None, timeout=900):
     return forkserver.subprocess_run([os.path.join(VENV_BIN, "lmms-eval-earthsci"), "rescore", *map(str, args)], env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _our_entry_point_has_run():
+    """As in every lmms-eval process (our entry point runs when lmms-eval imports its models) and every command of
+    ours: the runtime filled with what is ours and the old module names installed. An import does neither
+    (tests/core/test_runtime.py)."""
+    from lmms_eval_earthsci import registration
+
+    registration.start()
+
+
 @pytest.fixture(autouse=True)
 def _a_run_of_its_own():
     """Each test starts with no other test's run state on the process's runtime (the steps before the first

@@ -1,5 +1,5 @@
 """What the processes of a real run patched, as they recorded it (``EARTHSCI_PATCH_RECORDS``), checked against
-``core.adapter.patching.INVENTORY``: every record is an entry (its kind, its owner, a target the entry covers), no
+``core.activation.INVENTORY`` (every part's entries): every record is an entry (its kind, its owner, a target the entry covers), no
 process holds code of ours in an upstream module or class that no record names, and every entry a run of the
 tier installs was seen. Used by tests/core/adapter/test_patch_records_e2e.py and the model and vLLM tiers."""
 
@@ -13,7 +13,8 @@ from importlib.metadata import version
 
 from packaging.version import Version
 
-from lmms_eval_earthsci.core.adapter.patching import INVENTORY, entry, resolve
+from lmms_eval_earthsci.core.activation import INVENTORY
+from lmms_eval_earthsci.core.upstream.inventory import resolve
 
 
 def load(folder: str) -> list[dict]:
@@ -53,14 +54,22 @@ def covers(entry_target: str, record_target: str) -> bool:
 
 def check(dumps: list[dict], installs: set[str]) -> dict[str, set[str]]:
     """Assert the records of ``dumps`` against the inventory, and that every entry installed by the runs named in
-    ``installs`` (``Entry.installed_by``) and present in this lmms-eval was recorded. Returns {entry: targets}."""
+    ``installs`` (``Entry.installed_by``) and present in this lmms-eval was recorded. One tap per upstream target: in
+    each process no callable is wrapped under two entries (the parts that need the same one subscribe to its tap).
+    Returns {entry: targets}."""
     assert dumps, "no process wrote its records"
     seen: dict[str, set[str]] = {}
     bad = []
     for dump in dumps:
         assert dump["unrecorded"] == [], f"patched without a record ({' '.join(dump['argv'][:3])}): {dump['unrecorded']}"
+        wrapped: dict[str, set[str]] = {}
         for r in dump["records"]:
-            t = entry(r["entry"])
+            if r["kind"] == "wraps":
+                wrapped.setdefault(r["target"], set()).add(r["entry"])
+        twice = {target: sorted(entries) for target, entries in wrapped.items() if len(entries) > 1}
+        assert twice == {}, f"wrapped under more than one entry ({' '.join(dump['argv'][:3])}): {twice}"
+        for r in dump["records"]:
+            t = INVENTORY[r["entry"]]
             if r["kind"] != t.kind or r["owner"] != t.owner or not covers(t.target, r["target"]):
                 bad.append((r, (t.kind, t.owner, t.target)))
             seen.setdefault(r["entry"], set()).add(r["target"])

@@ -39,14 +39,13 @@ from typing import Any
 
 from lmms_eval_earthsci import registry
 from lmms_eval_earthsci.core.adapter.harness import output_to, run_lmms_eval
-from lmms_eval_earthsci.core.adapter.run_status import known_cause
 from lmms_eval_earthsci.core.boundary import capture
-from lmms_eval_earthsci.core.boundary import probe as layout_probe
 from lmms_eval_earthsci.core.boundary.budget import NOT_OBSERVED, OBSERVED, PROBE_SIZE, SERVER_DECIDES, align
-from lmms_eval_earthsci.core.boundary.layout_verdict import check_prompt
+from lmms_eval_earthsci.core.boundary.layout_verdict import check_prompt, fix_for
 from lmms_eval_earthsci.core.boundary.observe import SIDE
-from lmms_eval_earthsci.core.boundary.probe import budget_line, fix_for
+from lmms_eval_earthsci.core.boundary.probe import budget_line
 from lmms_eval_earthsci.core.runtime import current
+from lmms_eval_earthsci.core.upstream.ledger import known_cause
 from lmms_eval_earthsci.sample_mirror import sample_mirror_root
 
 #: docs per layout task: EMMA's physics and chemistry docs with a repeat and option images come second
@@ -181,7 +180,7 @@ def check(args: argparse.Namespace, work: str) -> int:
     log = args.log or os.path.join(work, "lmms-eval.log")
     mirror = sample_mirror_root()
     os.environ.update({"EARTHSCI_DATA_MIRROR": mirror, "HF_DATASETS_OFFLINE": "1"})
-    capture.install()  # lmms-eval runs in this process: what its model got is in capture.RECORDS
+    capture.install()  # lmms-eval runs in this process: what its model got is in capture.records()
     capture.install_expected(limit=LIMIT)
     aligned: dict[str, Any] = {}
     if args.align_to:
@@ -193,15 +192,15 @@ def check(args: argparse.Namespace, work: str) -> int:
     if args.force_simple:
         lmms_args.append("--force_simple")
     label = args.model + (" --force_simple" if args.force_simple else "")
-    layout_probe.VERDICTS.clear()
+    current().verdicts.clear()
     print(f"check-model: {len(tasks)} layouts through --model {args.model}" + (f"; lmms-eval's log: {log}" if args.log else ""), flush=True)
     try:
         with output_to(log):
             code = run_lmms_eval(lmms_args)
     except (Exception, SystemExit) as exc:  # whatever raised inside the run: the check could not finish (2)
         reason = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
-        if layout_probe.VERDICTS:  # the probe observed the layouts before lmms-eval stopped: show them
-            text, _ = table(analyse([], {"configs": {t: {"metadata": {"earthsci_layout": v}} for t, v in layout_probe.VERDICTS.items()}}, tasks), label, simple=args.force_simple)
+        if current().verdicts:  # the probe observed the layouts before lmms-eval stopped: show them
+            text, _ = table(analyse([], {"configs": {t: {"metadata": {"earthsci_layout": v}} for t, v in current().verdicts.items()}}, tasks), label, simple=args.force_simple)
             print(text)
         hint = run_hint(reason, args.model_args) + (known_cause(exc) if isinstance(exc, Exception) else "")
         print(f"check-model: lmms-eval stopped: {reason}{hint} (see {log}); a run with this class and these arguments stops too", file=sys.stderr)
@@ -212,7 +211,7 @@ def check(args: argparse.Namespace, work: str) -> int:
         return 2
     with open(found[-1]) as f:
         results = json.load(f)
-    rows = analyse(list(capture.RECORDS), results, tasks)
+    rows = analyse(capture.records(), results, tasks)
     text, lost = table(rows, label, simple=args.force_simple)
     print(text)
     figure_budget = budget_of(results, tasks)

@@ -24,10 +24,10 @@ import sys
 import time
 
 from lmms_eval_earthsci import registry, tinyvlm
-from lmms_eval_earthsci.core.adapter import run_status
 from lmms_eval_earthsci.core.adapter.harness import output_to
 from lmms_eval_earthsci.core.judge import JudgeConfig
 from lmms_eval_earthsci.core.settings import cache_dir
+from lmms_eval_earthsci.core.upstream import ledger
 from lmms_eval_earthsci.sample_mirror import sample_mirror_root
 
 # every benchmark's demo tasks (its declaration's demo_tasks), in registry order
@@ -102,7 +102,7 @@ def failure_lines(log_path: str) -> list[str]:
     one-line errors, else its last lines."""
     with open(log_path, errors="replace") as f:
         lines = f.read().splitlines()
-    ending = [line for line in lines if run_status.is_last_line(line)]
+    ending = [line for line in lines if ledger.is_last_line(line)]
     ours = [line for line in lines if line.startswith("lmms-eval-earthsci")]
     return ending or ours or lines[-30:]
 

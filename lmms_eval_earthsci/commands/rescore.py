@@ -27,13 +27,14 @@ Judging is rescore's whole job: it ends as a run whose judge failed does (:mod:`
 the failure counts by cause, the endpoint and its setting, the command that finishes the job, here the
 same rescore again) and exits :data:`JUDGE_FAILED` when any doc it was asked to judge got no verdict (the
 judge failed, or none is configured); a task of ours that did not run ends it with its line and
-:mod:`..core.adapter.run_status`'s exit status.
+:mod:`..core.upstream.ledger`'s exit status.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import glob
 import json
 import os
@@ -42,6 +43,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from lmms_eval_earthsci import registry
@@ -52,6 +54,7 @@ from lmms_eval_earthsci.core.data import MIRROR_ENV, DataRouteError, data_route,
 from lmms_eval_earthsci.core.data.releases import RescoreError, read_jsonl, read_records, release_name, release_plan_dict
 from lmms_eval_earthsci.core.judge import failures as judge_failures
 from lmms_eval_earthsci.core.prompts.messages import note_chat
+from lmms_eval_earthsci.core.runtime import current
 from lmms_eval_earthsci.yamlgen import task_yaml_paths
 
 __all__ = ["RescoreError", "read_jsonl", "read_records", "release_name", "release_plan_dict", "rescore", "main"]
@@ -215,10 +218,27 @@ def version_changes(plan: dict, installed: dict) -> dict[str, dict]:
 
 # --------------------------------------------------------------------------- the replay model
 
-# what the replay saw in this process, for the driver's checks after lmms-eval returns
-STATE: dict[str, Any] = {"problems": [], "served": Counter(), "prompt_changes": [], "run_lines": [], "run_status": 0}
+
+@dataclass
+class ReplayLog:
+    """What the replay of one plan saw, for the driver's checks after lmms-eval returns: the docs that do not
+    match the plan (``problems``), the responses served per (task, doc key), the prompts that changed
+    (``--force``), lmms-eval's lines and exit status."""
+
+    problems: list[str] = field(default_factory=list)
+    served: Counter = field(default_factory=Counter)
+    prompt_changes: list[str] = field(default_factory=list)
+    run_lines: list[str] = field(default_factory=list)
+    run_status: int = 0
 
 
+def replay_log(plan_path: str) -> ReplayLog:
+    """The log of the replay of the plan at ``plan_path`` (the replay model and the driver share it through
+    the runtime: lmms-eval builds the model from its arguments)."""
+    return current().resource(("rescore_replay", plan_path), ReplayLog)
+
+
+@functools.cache  # one class: lmms-eval's registry and the driver see the same
 def _make_replay():
     lmms = replay.model_base()
 
@@ -233,6 +253,7 @@ def _make_replay():
                 self.plan = json.load(f)
             self.force = str(force) in ("1", "True", "true")
             self.task_dict = {}
+            self.replayed = replay_log(plan)
 
         def generate_until(self, requests) -> list[str]:
             problems, out, seen = [], [], Counter()
@@ -255,7 +276,7 @@ def _make_replay():
                             problems.append(f"{where}: {field} is {str(want)[:60]!r} in {self.plan['source']['path']}, {str(doc.get(field))[:60]!r} in the dataset")
                 if entry.get("input") is not None and isinstance(ctx, str) and entry["input"] != ctx:
                     if self.force:
-                        STATE["prompt_changes"].append(where)
+                        self.replayed.prompt_changes.append(where)
                     else:
                         problems.append(f"{where}: the logged prompt differs from the one the task builds now (another dataset revision or doc order?): logged {entry['input'][:60]!r}, now {ctx[:60]!r}")
                 if (entry.get("route") or self.plan.get("route")) == "chat":
@@ -272,7 +293,7 @@ def _make_replay():
                 # the run's token counts travel with the response (lmms-eval's (text, counts) output), so
                 # the rescored samples and the judge summary's model_tokens say what the model used
                 out.append((responses[i], counts) if counts else responses[i])
-            STATE["served"].update(seen)
+            self.replayed.served.update(seen)
             # every request of a type comes in this one call: a logged doc no task asked for is known now,
             # before anything is scored
             asked = {t for t, _ in seen}
@@ -280,7 +301,7 @@ def _make_replay():
                 missing = [k for k in self.plan["entries"].get(t, {}) if (t, k) not in seen]
                 problems += [f"{t} {self.plan['key']} {k}: in {self.plan['source']['path']} but not a doc of the task now" for k in missing[:20]]
             if problems:
-                STATE["problems"].extend(problems)
+                self.replayed.problems.extend(problems)
                 raise RescoreError(f"{len(problems)} doc(s) do not match {self.plan['source']['kind']}:\n  " + "\n  ".join(problems[:20]) + ("\n  ..." if len(problems) > 20 else ""))
             return out
 
@@ -310,9 +331,7 @@ def _make_replay():
 def __getattr__(name: str):
     # ``lmms_eval_earthsci.commands.rescore.Replay`` is the class path lmms-eval's registry imports
     if name == "Replay":
-        cls = _make_replay()
-        globals()["Replay"] = cls
-        return cls
+        return _make_replay()
     raise AttributeError(name)
 
 
@@ -350,7 +369,8 @@ def rescore(plan: dict, out: str, force: bool = False, extra: Sequence[str] = ()
     with open(plan_path, "w", encoding="utf-8") as f:
         json.dump(plan, f, ensure_ascii=False)
     _register_replay()
-    STATE.update(problems=[], served=Counter(), prompt_changes=[], run_lines=[], run_status=0)
+    current().resources("rescore_replay")  # an earlier rescore's log is forgotten
+    replayed = replay_log(plan_path)
     before = set(_results_files(out))
     model_args = f"plan={plan_path},model_name={plan['model']['model_name']},force={int(force)}"
     argv = ["--model", REPLAY_MODEL, "--model_args", model_args, "--tasks", ",".join(tasks), "--output_path", out, "--log_samples"]
@@ -366,19 +386,19 @@ def rescore(plan: dict, out: str, force: bool = False, extra: Sequence[str] = ()
     started = time.time()
     try:
         with mirror_env(route.get(MIRROR_ENV)), (output_to(log) if log else contextlib.nullcontext()):
-            STATE["run_status"] = run_lmms_eval(argv, STATE["run_lines"])
+            replayed.run_status = run_lmms_eval(argv, replayed.run_lines)
     except SystemExit as exc:  # the run stopped (nothing left to run, no route to the data): its lines, here
-        said = "\n".join(line for line in STATE["run_lines"] if line.strip())
+        said = "\n".join(line for line in replayed.run_lines if line.strip())
         raise RescoreError(said or f"lmms-eval stopped (exit {exc.code}); see its log {'in ' + log if log else 'above'}") from exc
-    if STATE["problems"]:
-        raise RescoreError(f"{len(STATE['problems'])} doc(s) do not match the {plan['source']['kind']}, nothing scored:\n  " + "\n  ".join(STATE["problems"][:20]))
+    if replayed.problems:
+        raise RescoreError(f"{len(replayed.problems)} doc(s) do not match the {plan['source']['kind']}, nothing scored:\n  " + "\n  ".join(replayed.problems[:20]))
     path = _new_results(out, before)
     if path is None:
-        said = "".join(f"\n{line}" for line in STATE["run_lines"] if line.strip())
+        said = "".join(f"\n{line}" for line in replayed.run_lines if line.strip())
         raise RescoreError(f"lmms-eval wrote no results under {out} (see its log {'in ' + log if log else 'above'}; rerun with -- --verbosity DEBUG){said}")
     with open(path, encoding="utf-8") as f:
         results = json.load(f)
-    served = set(STATE["served"])
+    served = set(replayed.served)
     unserved = [f"{t} {plan['key']} {k}" for t, by in plan["entries"].items() for k in by if (t, k) not in served]
     mismatched = _target_mismatches(plan, path)
     record = {
@@ -386,7 +406,7 @@ def rescore(plan: dict, out: str, force: bool = False, extra: Sequence[str] = ()
         "replayed_by": REPLAY_MODEL,
         "forced": bool(force),
         "version_changes": changes,
-        "prompt_changes": STATE["prompt_changes"],
+        "prompt_changes": replayed.prompt_changes,
         "not_in_tasks": unserved,
         "target_mismatches": mismatched,
         "seconds": round(time.time() - started, 1),
@@ -493,18 +513,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         judged = judge_lines(a, extra)  # taken in every case: nothing is said again at exit
     problems = record["not_in_tasks"] + record["target_mismatches"]
-    print(f"rescored {sum(STATE['served'].values())} responses of {len({t for t, _ in STATE['served']})} task(s): {path}")
+    replayed = replay_log(os.path.join(a.out, PLAN_FILE))
+    print(f"rescored {sum(replayed.served.values())} responses of {len({t for t, _ in replayed.served})} task(s): {path}")
     print(_summary(path))
     for key, label in (("version_changes", "version changes (forced)"), ("prompt_changes", "prompts changed (forced)")):
         if record[key]:
             print(f"  {label}: {len(record[key])}")
     sys.stdout.flush()
-    ending = [line for line in STATE["run_lines"] if line.strip()]
+    ending = [line for line in replayed.run_lines if line.strip()]
     if problems:
         ending.append("lmms-eval-earthsci rescore: the run and the tasks disagree:\n  " + "\n  ".join(problems[:20]))
     if ending or judged:
         print("\n".join(["", *ending, *judged]), file=sys.stderr)
-    return 2 if problems else STATE["run_status"] or (JUDGE_FAILED if judged else 0)
+    return 2 if problems else replayed.run_status or (JUDGE_FAILED if judged else 0)
 
 
 def again(a: argparse.Namespace, extra: Sequence[str]) -> str:

@@ -14,13 +14,16 @@ benchmarks (lmms-eval does it at every start, on every rank) imports none of the
 
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
+from lmms_eval_earthsci import TASKS_DIR
 from lmms_eval_earthsci.core.scoring.papers import canonical_model
 from lmms_eval_earthsci.core.scoring.scaling import CurveNames
 
@@ -146,15 +149,15 @@ class ReportSpec:
     #: metrics that only an LLM judge gives (a run without a judge reads "no judge" in the counts)
     judged_metrics: tuple[str, ...] = ()
     #: per-sample field holding a task's answer extraction -> the key naming the rule that fired
-    extraction_fields: Mapping[str, str] = {}
+    extraction_fields: Mapping[str, str] = MappingProxyType({})
     #: per-doc records of corpus metrics (a doc counts when its record is there, not its number)
     record_metrics: bool = False
     #: where our protocol differs from the paper's for a paper value (keys used by PaperValue.notes)
-    protocol_notes: Mapping[str, ProtocolNote] = {}
+    protocol_notes: Mapping[str, ProtocolNote] = MappingProxyType({})
     #: printed with three decimals (as the paper prints them), not two
     three_decimals: tuple[str, ...] = ()
     #: model spellings in this paper's tables that the model key alone cannot join (core.scoring.papers)
-    model_spellings: Mapping[str, str] = {}
+    model_spellings: Mapping[str, str] = MappingProxyType({})
     #: a similarity-fallback pick (extraction rule "similarity") below this is a low-confidence pick
     low_confidence_similarity: float | None = None
     #: what its counts mean, for the report's note on the counts tables (a clause; "" for none)
@@ -297,9 +300,9 @@ class ReportSpec:
 # --------------------------------------------------------------------------- the declaration
 
 
-@dataclass(eq=False)  # one object per benchmark: hashed by identity (caches key on it)
+@dataclass(frozen=True, eq=False)  # one object per benchmark: hashed by identity (caches key on it)
 class Benchmark:
-    """One benchmark, declared once in its folder's ``benchmark.py``."""
+    """One benchmark, declared once in its folder's ``benchmark.py``: a constant (its mappings are read-only)."""
     name: str  # folder name, task-name prefix (``emma`` -> ``emma_mini_math``), version key
     title: str  # as the report heads its section ("EMMA")
     folder: str  # the benchmark's folder: README.md, paper_numbers.json
@@ -336,10 +339,19 @@ class Benchmark:
     # tier send through each model class
     layout_tasks: Mapping[str, str] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        for name in ("task_versions", "repo_files", "fixtures", "importers", "layout_tasks"):
+            object.__setattr__(self, name, MappingProxyType(dict(getattr(self, name))))
+
     def owns(self, task: str) -> bool:
         if task == self.name or task.startswith(self.name + "_"):
             return True
         return bool(self.task_pattern and re.fullmatch(self.task_pattern, task))
+
+    @property
+    def yaml_dir(self) -> str:
+        """The folder of its task YAMLs: its ``task_dir``, else ours (``task_yamls/<name>/``)."""
+        return self.task_dir or os.path.join(TASKS_DIR, self.name)
 
     @property
     def paper_numbers(self) -> str:
@@ -350,13 +362,16 @@ class Benchmark:
         return os.path.join(self.folder, "README.md")
 
     def report_spec(self) -> ReportSpec:
-        cached = getattr(self, "_report_spec", None)
-        if cached is None:
-            cached = self._report_spec = resolve_ref(self.report)(self)
-        return cached
+        return _report_spec(self)
 
     def generated_yamls(self) -> dict[str, str]:
         return resolve_ref(self.yaml_files)() if self.yaml_files else {}
 
     def kernel_table(self) -> dict[str, tuple[Callable, Callable]]:
         return dict(resolve_ref(self.kernels)()) if self.kernels else {}
+
+
+@functools.cache
+def _report_spec(benchmark: Benchmark) -> ReportSpec:
+    """A benchmark's report spec, built once (its class is imported on first use)."""
+    return resolve_ref(benchmark.report)(benchmark)

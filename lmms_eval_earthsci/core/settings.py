@@ -29,6 +29,7 @@ import sys
 import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from urllib.parse import urlparse
 
 from lmms_eval_earthsci.core.runtime import current
@@ -87,7 +88,7 @@ def choice(*options: str) -> Callable[[str], bool]:
     return lambda v: v.lower() in options
 
 
-FLAG_VALUES = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False, "off": False}
+FLAG_VALUES = MappingProxyType({"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False, "off": False})
 
 
 def read_setting(name: str) -> str:
@@ -238,17 +239,13 @@ def unknown(settings: Iterable[Setting], environ: Mapping[str, str] | None = Non
     return out
 
 
-_WARNED: set[str] = set()
-
-
 def enforce(settings: Sequence[Setting], scope: str, *, complete: bool = False, ignore: Iterable[str] = (), who: str = "lmms-eval-earthsci") -> None:
     """Check ``settings`` for ``scope``: every wrong value is printed as one line on stderr and a
     :class:`SettingsError` (exit status 2) raised. ``complete``: ``settings`` are all there are, so an
     unknown ``EARTHSCI_`` name is warned about (once per process)."""
     if complete:
         for w in unknown(settings):
-            if w not in _WARNED:
-                _WARNED.add(w)
+            if current().first_time(f"setting: {w}"):
                 print(f"{who}: warning: {w}", file=sys.stderr, flush=True)
     bad = problems(settings, scope, ignore=ignore)
     if bad:
@@ -257,21 +254,21 @@ def enforce(settings: Sequence[Setting], scope: str, *, complete: bool = False, 
         raise SettingsError(lines)
 
 
-_DECLARED: list[Setting] = list(CORE)
-
-
 def declare_settings(settings: Sequence[Setting]) -> None:
-    """A benchmark's task module declares its settings as lmms-eval imports it; once the run's hooks are in
-    (the runtime says so: :mod:`lmms_eval_earthsci.core.activation`) they are checked at once (the routes that
-    bypass our entry point: ``--include_path``)."""
-    new = [s for s in settings if s not in _DECLARED]
-    _DECLARED.extend(new)
-    if new and current().run_hooks:
+    """A benchmark's task module declares its settings (on the runtime) as lmms-eval imports it; once the run's
+    hooks are in (the runtime says so: :mod:`lmms_eval_earthsci.core.activation`) they are checked at once (the
+    routes that bypass our entry point: ``--include_path``)."""
+    rt = current()
+    with rt.lock:
+        new = [s for s in settings if s not in CORE and s not in rt.settings]
+        rt.settings.extend(new)
+    if new and rt.run_hooks:
         enforce(new, "run")
 
 
 def declared() -> list[Setting]:
-    return list(_DECLARED)
+    """The core's settings, then those the benchmarks declared, in order."""
+    return [*CORE, *current().settings]
 
 
 # --------------------------------------------------------------------------- the run's command line

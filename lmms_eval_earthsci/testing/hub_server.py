@@ -56,6 +56,7 @@ import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
+from types import MappingProxyType
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlencode, urlsplit
 
@@ -67,7 +68,7 @@ FAKE_DATE = "2024-01-01T00:00:00.000Z"
 TREE_PAGE_SIZE = 1000
 TREE_PAGE_SIZE_EXPAND = 50
 
-_REPO_TYPES = {"datasets": "dataset", "models": "model", "spaces": "space", "kernels": "kernel"}
+_REPO_TYPES = MappingProxyType({"datasets": "dataset", "models": "model", "spaces": "space", "kernels": "kernel"})
 
 
 def default_sha(repo_id: str) -> str:

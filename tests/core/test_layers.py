@@ -197,21 +197,24 @@ MAY_IMPORT = {
     "runtime": set(),
     "settings": {"runtime"},
     "data": {"settings", "runtime"},
-    "scoring": {"settings", "data"},
-    "prompts": {"settings", "data"},
+    "scoring": {"settings", "data", "runtime"},
+    "prompts": {"settings", "data", "runtime"},
     "judge": {"settings", "data", "scoring", "prompts", "runtime"},
     "benchmark": {"settings", "scoring"},
     "yamls": {"scoring"},
+    # what every part that touches upstream stands on: the patch primitive, its records and audit, the taps, the
+    # inventory's entry type, the run's ledger
+    "upstream": {"runtime", "settings", "data"},
     # the integration with lmms-eval: what running our tasks needs
-    "adapter": {"runtime", "settings", "data", "scoring", "prompts", "judge", "benchmark", "yamls"},
+    "adapter": {"runtime", "settings", "data", "scoring", "prompts", "judge", "benchmark", "yamls", "upstream"},
     # run-wide hardening and the model boundary: each on the integration, neither on the other
-    "hardening": {"runtime", "settings", "data", "adapter"},
-    "boundary": {"runtime", "settings", "data", "prompts", "adapter"},
-    # the one call of registration and of a benchmark: the three parts installed
-    "activation": {"runtime", "settings", "data", "adapter", "hardening", "boundary"},
+    "hardening": {"runtime", "settings", "data", "adapter", "upstream"},
+    "boundary": {"runtime", "settings", "data", "prompts", "adapter", "upstream"},
+    # the one call of registration and of a benchmark: the three parts installed, and every part's inventory
+    "activation": {"runtime", "settings", "data", "adapter", "hardening", "boundary", "upstream"},
 }
 # the parts that may import or read lmms-eval's internals
-LMMS_EVAL_PARTS = ("adapter", "hardening", "boundary")
+LMMS_EVAL_PARTS = ("adapter", "hardening", "boundary", "upstream")
 
 
 def part(mod: str) -> str | None:
@@ -225,7 +228,7 @@ def test_the_core_reads_as_its_parts():
     # its premise: every module of the core is in one of the parts, and every part has modules
     parts = {part(m) for m in GRAPH if m.startswith(CORE + ".")}
     assert parts == set(MAY_IMPORT)
-    assert {f"{CORE}.adapter.patching", f"{CORE}.scoring.metrics", f"{CORE}.data.loading", f"{CORE}.judge.task_pass", f"{CORE}.prompts.messages",
+    assert {f"{CORE}.upstream.patching", f"{CORE}.upstream.taps", f"{CORE}.upstream.ledger", f"{CORE}.scoring.metrics", f"{CORE}.data.loading", f"{CORE}.judge.task_pass", f"{CORE}.prompts.messages",
             f"{CORE}.hardening.exit_codes", f"{CORE}.boundary.probe", f"{CORE}.runtime", f"{CORE}.activation"} <= set(GRAPH)
 
 
@@ -330,7 +333,7 @@ def test_each_lmms_eval_target_of_the_inventory_is_the_adapters():
     """Every inventory entry on an lmms-eval target is owned by a module of the three parts that may touch it
     (the integration, the hardening, the model boundary); the one exception is a guard in our own list type
     that reads nothing of lmms-eval (the qwen3_vl system turn)."""
-    from lmms_eval_earthsci.core.adapter.patching import INVENTORY
+    from lmms_eval_earthsci.core.activation import INVENTORY
 
     outside = [(t.name, t.owner) for t in INVENTORY if t.target.startswith("lmms_eval.") and part(t.owner) not in LMMS_EVAL_PARTS]
     assert outside == [("task system turn", f"{CORE}.prompts.messages")]

@@ -138,6 +138,8 @@ def test_an_old_name_imported_first_in_a_fresh_interpreter():
     """Before any new name is imported (a snapshot's YAML read first): one module object under both names."""
     code = (
         "import sys\n"
+        "from lmms_eval_earthsci import _legacy\n"
+        "_legacy.install()  # what our entry point and our commands install (an import does not); it imports nothing else of ours\n"
         "import lmms_eval_earthsci.core.metrics as old\n"
         "import lmms_eval_earthsci.mac.tasks as old_tasks\n"
         "import lmms_eval_earthsci.core.scoring.metrics as new\n"

@@ -167,7 +167,6 @@ def test_unknown_names_warn_with_the_nearest_known_one():
 def test_commands_stop_at_their_start_on_a_wrong_value(command, var, value, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv(var, value)
     monkeypatch.setenv("EARTHSCI_BAD_RECORD", "1")  # a typo'd name warns, it does not stop
-    monkeypatch.setattr(core_settings, "_WARNED", set())  # (once per process)
     t0 = time.time()
     status = cli_main([c.format(tmp=tmp_path) for c in command])
     err = capsys.readouterr().err.strip().splitlines()
@@ -193,12 +192,14 @@ def test_a_broken_outside_benchmark_stops_a_command_in_one_line(monkeypatch, cap
 
 # --------------------------------------------------------------------------- through lmms-eval
 
+# an lmms-eval that does not load our entry point: our `run` command (lmms-eval's CLI in its process, --include_path
+# added) is the route, and it starts what the entry point would
 HIDDEN_ENTRY_POINT = """
-import importlib.metadata as md, runpy, sys
+import importlib.metadata as md, sys
 _load = md.EntryPoint.load
 md.EntryPoint.load = lambda self: (lambda: []) if self.value.startswith("lmms_eval_earthsci") else _load(self)
-sys.argv = ["lmms-eval", *sys.argv[1:]]
-runpy.run_module("lmms_eval", run_name="__main__")
+from lmms_eval_earthsci.cli import main
+sys.exit(main(["run", *sys.argv[1:]]))
 """
 
 
@@ -206,10 +207,9 @@ runpy.run_module("lmms_eval", run_name="__main__")
 @pytest.mark.parametrize("route", ["entry point", "include_path"])
 def test_an_lmms_eval_run_stops_before_inference_without_debug_verbosity(route, mirror, hf_home, tmp_path):
     """lmms-eval exits 0 on task errors unless --verbosity DEBUG: a wrong setting still stops the run, with
-    status 2 and its one line, before the model is asked anything. The entry point checks every setting;
-    with it hidden (--include_path), the core's at the first task module (EMMA's here) and a benchmark's
-    own (MuSciClaims' pixel cap) when its task module is imported, after the hooks are in."""
-    from lmms_eval_earthsci import TASKS_DIR
+    status 2 and its one line, before the model is asked anything. The entry point checks every setting; with
+    it hidden, our `run` command does (a benchmark's own, MuSciClaims' pixel cap, among them): a task module's
+    import installs and checks nothing."""
     from lmms_eval_earthsci.testing.openai_server import FakeOpenAIServer
 
     var, value, task = ("EARTHSCI_JUDGE_ON_FAILURE", "boom", "emma_mini_math") if route == "entry point" else ("EARTHSCI_MUSCICLAIMS_MAX_PIXELS", "-1", "emma_mini_math,musciclaims_d")
@@ -219,10 +219,10 @@ def test_an_lmms_eval_run_stops_before_inference_without_debug_verbosity(route, 
         if route == "entry point":
             cmd = [os.path.join(os.path.dirname(sys.executable), "lmms-eval"), *args]
         else:
-            cmd = [sys.executable, "-c", HIDDEN_ENTRY_POINT, "--include_path", TASKS_DIR, *args]
+            cmd = [sys.executable, "-c", HIDDEN_ENTRY_POINT, *args]
         proc = forkserver.subprocess_run(cmd, env=env, cwd=str(tmp_path), capture_output=True, text=True, timeout=600)
         asked = list(srv.requests)
-    line = f"lmms-eval-earthsci: {SETTINGS[var].problem(value)}"
+    line = f"lmms-eval-earthsci{'' if route == 'entry point' else ' run'}: {SETTINGS[var].problem(value)}"
     assert proc.returncode == 2, proc.stderr[-3000:]
     assert line in proc.stderr.splitlines(), proc.stderr[-3000:]
     assert asked == [] and not os.path.exists(tmp_path / "o")

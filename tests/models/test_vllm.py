@@ -68,8 +68,9 @@ import os, runpy, sys
 
 from lmms_eval_earthsci.core.boundary import capture, observe
 from lmms_eval_earthsci.core.boundary.layout_verdict import mean_colour
+from lmms_eval_earthsci.core.runtime import current
 
-capture._STATE["path"] = os.environ["EARTHSCI_TEST_CAPTURE"]
+current().capture.path = os.environ["EARTHSCI_TEST_CAPTURE"]
 capture.install_expected(int(os.environ["EARTHSCI_TEST_LIMIT"]))
 
 from vllm import LLM
@@ -367,7 +368,8 @@ def test_check_model_on_vllm_gives_the_runs_answer(models_root, hf_home, tmp_pat
 
 def test_the_vllm_internals_we_read_have_the_shape_we_rely_on():
     """The inventory's vLLM entries (the probe's engine rendering, the engine's image processor) in this vLLM."""
-    from lmms_eval_earthsci.core.adapter.patching import INVENTORY, target_problem
+    from lmms_eval_earthsci.core.activation import INVENTORY
+    from lmms_eval_earthsci.core.upstream.inventory import target_problem
 
     entries = [t for t in INVENTORY if t.target.startswith("vllm.")]
     assert len(entries) >= 2 and all(target_problem(t) is None for t in entries), [(t.name, target_problem(t)) for t in entries]
@@ -405,7 +407,7 @@ BIG_ROUTES = {
     "vllm-aligned": ("vllm", "model={path}," + BIG_ENGINE + "," + ALIGN),
 }
 # the run's process: the HF class's processor calls and generate's input ids too (core.boundary.capture)
-LAUNCH_BIG = LAUNCH.replace('capture._STATE["path"] = os.environ["EARTHSCI_TEST_CAPTURE"]', 'capture.install(os.environ["EARTHSCI_TEST_CAPTURE"])')
+LAUNCH_BIG = LAUNCH.replace('current().capture.path = os.environ["EARTHSCI_TEST_CAPTURE"]', 'capture.install(os.environ["EARTHSCI_TEST_CAPTURE"])')
 
 
 @pytest.fixture(scope="session")

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lmms_eval_earthsci.commands.report.intervals import BOOTSTRAP, aggregation, doc_items
+from lmms_eval_earthsci.commands.report.intervals import aggregation, bootstrap_options, doc_items
 from lmms_eval_earthsci.commands.report.position_bias import HEAD as CIRCULAR_HEAD
 from lmms_eval_earthsci.commands.report.position_bias import question_items
 from lmms_eval_earthsci.commands.report.runs import Run
@@ -82,7 +82,8 @@ def compare(runs: list[Run], base: Run, keys: list[tuple[Benchmark, str, str]]) 
     """Each run but the baseline against it on each (benchmark, task, metric) both have; p-values
     adjusted over all rows together."""
     rows: list[Comparison] = []
-    if len(runs) < 2 or BOOTSTRAP["resamples"] <= 0:
+    options = bootstrap_options()
+    if len(runs) < 2 or options["resamples"] <= 0:
         return rows
     for b, t, m in keys:
         if not base.value(t, m)[0]:
@@ -97,7 +98,7 @@ def compare(runs: list[Run], base: Run, keys: list[tuple[Benchmark, str, str]]) 
             res = None
             if a_items is not None and b_items is not None:
                 dotted = "lmms_eval_earthsci.core.scoring.metrics.mean_present" if per_question else aggregation(r, t, m)
-                res = paired(b_items, a_items, dotted, BOOTSTRAP["resamples"], BOOTSTRAP["seed"])
+                res = paired(b_items, a_items, dotted, options["resamples"], options["seed"])
             vers = {str(v) for v in (base.versions.get(t), r.versions.get(t)) if v is not None}
             rows.append(Comparison(b, t, m, r, base, res, versions_differ=len(vers) > 1))
     for c, q in zip(rows, adjust([c.result.p if c.result else None for c in rows])):

@@ -12,11 +12,11 @@ from lmms_eval_earthsci import registry
 from lmms_eval_earthsci.commands.report.papers import fmt
 from lmms_eval_earthsci.commands.report.runs import MISSING, Run
 from lmms_eval_earthsci.core.adapter.harness import group_leaves
+from lmms_eval_earthsci.core.runtime import current
 from lmms_eval_earthsci.core.scoring import circular, stats
 from lmms_eval_earthsci.core.scoring.stats import DEFAULT_RESAMPLES, DEFAULT_SEED, Interval
 from lmms_eval_earthsci.yamlgen import metric_aggregations, task_yaml_paths
 
-BOOTSTRAP = {"resamples": DEFAULT_RESAMPLES, "seed": DEFAULT_SEED}
 BOOTSTRAP_NOTE = (
     "95% CI, from the run's docs (`--log_samples`): Wilson's score interval where every doc is right or wrong (accuracies; it does not collapse at 0 or all right); "
     "elsewhere (F1, flip rates, judge scores, ECE) a percentile bootstrap, {n} resamples, seed {seed} (`--resamples`, `--seed`), the corpus metric recomputed on every resample. "
@@ -24,8 +24,14 @@ BOOTSTRAP_NOTE = (
 )
 
 
+def bootstrap_options() -> dict[str, int]:
+    """The bootstrap of this process's report (``resamples``, 0: no intervals; ``seed``), set by
+    :func:`configure` and held by the runtime."""
+    return current().resource(("report_bootstrap",), lambda: {"resamples": DEFAULT_RESAMPLES, "seed": DEFAULT_SEED})
+
+
 def configure(resamples: int, seed: int) -> None:
-    BOOTSTRAP.update(resamples=resamples, seed=seed)
+    bootstrap_options().update(resamples=resamples, seed=seed)
     _kernels_registered()  # paired comparisons resolve kernels too, not only intervals
 
 
@@ -73,10 +79,11 @@ def interval(run: Run, task: str, metric: str, bootstrap: bool = True, keep: boo
     """The metric's 95 % interval in this run (cached), or None; ``bootstrap=False``: only a closed-form
     one (a metric that would need the bootstrap gets none, unless it was computed already). ``keep=False``:
     an interval not cached yet is not cached (the summary's intervals do not depend on which tables asked)."""
-    if BOOTSTRAP["resamples"] <= 0:
+    options = bootstrap_options()
+    if options["resamples"] <= 0:
         return None
     cache = run.intervals  # on the run: its intervals live as long as it does
-    key = (task, metric, BOOTSTRAP["resamples"], BOOTSTRAP["seed"])
+    key = (task, metric, options["resamples"], options["seed"])
     if key not in cache and not bootstrap:
         items = doc_items(run, task, metric)
         prop = stats.proportion(list(items.values()), aggregation(run, task, metric)) if items is not None and run.value(task, metric)[1] is not None else None
@@ -89,7 +96,7 @@ def interval(run: Run, task: str, metric: str, bootstrap: bool = True, keep: boo
         items = doc_items(run, task, metric)
         present, value = run.value(task, metric)
         ok = items is not None and present and value is not None and any(v is not None for v in items.values())
-        found = stats.interval(list(cast(dict, items).values()), aggregation(run, task, metric), BOOTSTRAP["resamples"], BOOTSTRAP["seed"]) if ok else None
+        found = stats.interval(list(cast(dict, items).values()), aggregation(run, task, metric), options["resamples"], options["seed"]) if ok else None
         cache[key if keep else aside] = found
         if not keep:
             return found

@@ -12,6 +12,7 @@ import sys
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, cast
 
 MISSING, UNAVAILABLE = "–", "n/a"
@@ -81,7 +82,8 @@ def _check_last_line(path: str) -> None:
         raise ReportError(f"{path}, line {n}: not JSON ({exc}); the run may have been cut short") from exc
 
 
-_SHARED_VALUES = {0.0: 0.0, 100.0: 100.0, 1.0: 1.0}
+# one float object for each common score, which every sample with that score points at (thousands of samples)
+_SHARED_VALUES = MappingProxyType({0.0: 0.0, 100.0: 100.0, 1.0: 1.0})
 
 
 class Samples(Mapping):

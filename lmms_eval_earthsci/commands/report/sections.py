@@ -14,7 +14,7 @@ from lmms_eval_earthsci import registry
 from lmms_eval_earthsci.commands.report import budget, scaling
 from lmms_eval_earthsci.commands.report.charts import build_chart, build_trend, plot, plot_reliability, plot_trend
 from lmms_eval_earthsci.commands.report.comparisons import RULE, Comparison
-from lmms_eval_earthsci.commands.report.intervals import BOOTSTRAP, BOOTSTRAP_NOTE, ci_cell, method_of
+from lmms_eval_earthsci.commands.report.intervals import BOOTSTRAP_NOTE, bootstrap_options, ci_cell, method_of
 from lmms_eval_earthsci.commands.report.layout_marks import MARK, marked, paper_comparable
 from lmms_eval_earthsci.commands.report.layout_marks import notes as layout_notes
 from lmms_eval_earthsci.commands.report.papers import fmt, footnotes, paper_cell, paper_entries, paper_value
@@ -310,7 +310,8 @@ def headline_section(runs: list[Run], benches: list[Benchmark], paper_model: str
     else:
         body, refs = _headline_long(runs, benches, paper_model, base, out_dir)
     text = ["## Headline", ""] + body
-    text.append(BOOTSTRAP_NOTE.format(n=f"{BOOTSTRAP['resamples']:,}", seed=BOOTSTRAP["seed"]) + "\n")
+    options = bootstrap_options()
+    text.append(BOOTSTRAP_NOTE.format(n=f"{options['resamples']:,}", seed=options["seed"]) + "\n")
     text.append(
         f"Paper column: the published number of {paper_model} for the same task and metric (`--paper-model` picks another; "
         "\"Paper reference\" at the end lists them all). n/a: no value (a judged metric without a judge, a slice with no docs); –: not run, or not in the paper."

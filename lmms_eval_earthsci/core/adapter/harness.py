@@ -9,23 +9,23 @@ import sys
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from lmms_eval_earthsci.core.adapter import run_status
 from lmms_eval_earthsci.core.settings import cli_value, is_cli_run
+from lmms_eval_earthsci.core.upstream import ledger
 
 __all__ = ["cli_value", "group_leaves", "is_cli_run", "leaf_tasks", "output_to", "run_lmms_eval"]  # cli_value, is_cli_run: read the run's argv, in core.settings
 
 
 def run_lmms_eval(args: Sequence[str], lines_out: list[str] | None = None) -> int:
     """lmms-eval's CLI in this process with ``args`` (``sys.argv`` restored afterwards); its exit status, or
-    that of our tasks that did not run (:mod:`.run_status`, their lines printed, or appended to
-    ``lines_out`` for the caller to show). What lmms-eval raises is raised, with :mod:`.run_status`
+    that of our tasks that did not run (:mod:`..upstream.ledger`, their lines printed, or appended to
+    ``lines_out`` for the caller to show). What lmms-eval raises is raised, with :mod:`..upstream.ledger`
     cleared: the caller's exit status stands."""
 
     def report(lines: list[str]) -> None:
         if lines_out is not None:
             lines_out.extend(lines)
         elif lines:
-            run_status.say("\n" + "\n".join(lines))
+            ledger.say("\n" + "\n".join(lines))
 
     saved = sys.argv
     sys.argv = ["lmms-eval", *args]
@@ -38,11 +38,11 @@ def run_lmms_eval(args: Sequence[str], lines_out: list[str] | None = None) -> in
         code = lmms_main() or 0
     except BaseException:
         # the caller reports what raised and sets the exit status: the exit handler must not replace it
-        report(run_status.take()[0])
+        report(ledger.take()[0])
         raise
     finally:
         sys.argv = saved
-    lines, status = run_status.take()  # what did not run is reported by the caller's exit status, not at exit
+    lines, status = ledger.take()  # what did not run is reported by the caller's exit status, not at exit
     report(lines)
     return code or status
 

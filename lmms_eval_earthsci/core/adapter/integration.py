@@ -12,12 +12,14 @@ import logging
 import sys
 from types import FrameType
 
+from lmms_eval_earthsci.core.adapter.inventory import ENTRIES
 from lmms_eval_earthsci.core.adapter.judge_hook import install_judge_hook
-from lmms_eval_earthsci.core.adapter.patching import entry, register, target_problem, warn_missing
 from lmms_eval_earthsci.core.adapter.task_data import install_mirror_hook, install_record_gate
 from lmms_eval_earthsci.core.adapter.unavailable import install_clt_hook, install_unavailable_hook
 from lmms_eval_earthsci.core.data.loading import MIRROR_ENV
 from lmms_eval_earthsci.core.settings import read_setting
+from lmms_eval_earthsci.core.upstream.inventory import target_problem, warn_missing
+from lmms_eval_earthsci.core.upstream.patching import register
 
 LOGGER_NAME = "lmms_eval_earthsci"
 
@@ -63,9 +65,8 @@ def quiet_torchvision_fallback() -> None:
     dropped: on CPU machines we remove torchvision on purpose (README, "Install"), and the PIL backend is
     what the models then use. Only that message; nothing is imported."""
     logger = logging.getLogger("transformers.utils.import_utils")
-    if not any(isinstance(f, _TorchvisionFallback) for f in logger.filters):
-        # another library's logger: a recorded registration (its inventory entry says why)
-        register("quiet torchvision fallback", "transformers.utils.import_utils:logger", lambda: logger.addFilter(_TorchvisionFallback()))
+    # another library's logger: a recorded registration (its inventory entry says why), once per process
+    register(ENTRIES["quiet torchvision fallback"], "transformers.utils.import_utils:logger", lambda: logger.addFilter(_TorchvisionFallback()))
 
 
 def install_data_hooks() -> None:
@@ -74,10 +75,10 @@ def install_data_hooks() -> None:
     if not install_mirror_hook():
         if read_setting(MIRROR_ENV):
             raise SystemExit(f"lmms_eval_earthsci: {MIRROR_ENV} is set but lmms-eval's ConfigurableTask.download cannot be wrapped "
-                             f"({target_problem(entry('local mirror'))}); the run would read the Hub's data instead of your mirror. See lmms_eval_earthsci/core/adapter/patching.py.")
-        warn_missing("local mirror", f"{MIRROR_ENV} cannot be used")
+                             f"({target_problem(ENTRIES['local mirror'])}); the run would read the Hub's data instead of your mirror. See lmms_eval_earthsci/core/adapter/inventory.py.")
+        warn_missing(ENTRIES["local mirror"], f"{MIRROR_ENV} cannot be used")
     if not install_record_gate():  # installed by the mirror hook; asked again to know
-        warn_missing("bad-record gate", "invalid records stop the run at the first task that has them, not all tasks at once")
+        warn_missing(ENTRIES["bad-record gate"], "invalid records stop the run at the first task that has them, not all tasks at once")
 
 
 def _has_clt_errors() -> bool:
@@ -95,8 +96,8 @@ def install() -> None:
     quiet_torchvision_fallback()
     install_data_hooks()
     if not install_judge_hook():
-        warn_missing("judge pass", "judged metrics are computed one doc at a time")
+        warn_missing(ENTRIES["judge pass"], "judged metrics are computed one doc at a time")
     if not install_clt_hook() and _has_clt_errors():
-        warn_missing("CLT errors of a null metric", "a metric with no value may show a CLT standard error of 0.0")
+        warn_missing(ENTRIES["CLT errors of a null metric"], "a metric with no value may show a CLT standard error of 0.0")
     if not install_unavailable_hook():
-        warn_missing("aggregation", "a metric with no value is null without its reason, and 'score,none: []' shows in the results")
+        warn_missing(ENTRIES["aggregation"], "a metric with no value is null without its reason, and 'score,none: []' shows in the results")

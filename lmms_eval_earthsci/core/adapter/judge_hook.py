@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 
-from lmms_eval_earthsci.core.adapter.patching import wrap_task_method
+from lmms_eval_earthsci.core.adapter.inventory import ENTRIES
 from lmms_eval_earthsci.core.data.loading import is_media, undecoded
 from lmms_eval_earthsci.core.judge.client import JudgeClient
 from lmms_eval_earthsci.core.judge.config import JudgeResult
@@ -23,6 +23,7 @@ from lmms_eval_earthsci.core.judge.failures import note_endpoint, note_no_judge
 from lmms_eval_earthsci.core.judge.task_pass import Outcome, PassItem, _sum_tokens, begin_pass, forget, logger, pass_failed, run_pass, summarize, world
 from lmms_eval_earthsci.core.scoring.extraction import as_text
 from lmms_eval_earthsci.core.settings import cli_value
+from lmms_eval_earthsci.core.upstream.patching import wrap_task_method
 
 # lmms-eval strips reasoning blocks (and surrounding whitespace) from each response after the filters
 # and before process_results; the pass runs between the two, so it applies the same stripping.
@@ -205,5 +206,5 @@ def after_filters(original: Callable[..., Any]) -> Callable[..., Any]:
 def install_judge_hook() -> bool:
     """Run :func:`run_task_pass` right after ``ConfigurableTask.apply_filters`` (:func:`after_filters`).
     Idempotent; False if the lmms-eval internals it relies on are gone."""
-    return wrap_task_method("apply_filters", "_earthsci_judge_hook", after_filters, entry="judge pass")
+    return wrap_task_method("apply_filters", after_filters, entry=ENTRIES["judge pass"])
 

@@ -8,16 +8,13 @@ from __future__ import annotations
 
 import os
 import re
-import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from lmms_eval_earthsci.core.adapter.patching import wrap_task_method
+from lmms_eval_earthsci.core.adapter.inventory import ENTRIES
 from lmms_eval_earthsci.core.data.loading import (
     BAD_RECORDS_ENV,
-    KNOWN_DATASETS,
     LISTED_BAD_RECORDS,
-    NO_ROUTE_STOPS,
     BadRecordsError,
     MirrorError,
     NoDataRouteError,
@@ -28,7 +25,10 @@ from lmms_eval_earthsci.core.data.loading import (
     record_problems,
     undecoded,
 )
+from lmms_eval_earthsci.core.runtime import current
 from lmms_eval_earthsci.core.settings import read_setting
+from lmms_eval_earthsci.core.upstream import taps
+from lmms_eval_earthsci.core.upstream.patching import installed, task_class, where, wrap_task_method
 
 
 def install_mirror_hook() -> bool:
@@ -36,46 +36,47 @@ def install_mirror_hook() -> bool:
     what was loaded. Idempotent; False if the lmms-eval internals it relies on are gone."""
     install_record_gate()
 
-    def make(original: Callable[..., Any]) -> Callable[..., Any]:
-        def download(self: Any, dataset_kwargs: Mapping[str, Any] | None = None, *args: Any, **kwargs: Any) -> Any:
-            path = getattr(self, "DATASET_PATH", None)
-            record = None
-            if path:
-                try:
-                    local, dataset_kwargs, record = prepare_load(path, dataset_kwargs)
-                except MirrorError as exc:  # a run stops with one line and exit 2, as with no route (lmms-eval would print a traceback and exit 0)
-                    if not NO_ROUTE_STOPS["process"]:
-                        raise
-                    raise NoDataRouteError.said(f"lmms-eval-earthsci: {getattr(self.config, 'task', path)}: {exc}") from exc
-                if local != path:
-                    logger.info("lmms_eval_earthsci: loading %s from the local mirror %s", path, local)
-                    self.DATASET_PATH = local
-                elif record.get("source") == "hub" and path in KNOWN_DATASETS:  # ours: other tasks load as they do
-                    ensure_hub_route(str(path), record.get("revision"))
+    def download(call: Callable[..., Any], self: Any, dataset_kwargs: Mapping[str, Any] | None = None, *args: Any, **kwargs: Any) -> Any:
+        path = getattr(self, "DATASET_PATH", None)
+        record = None
+        if path:
             try:
-                out = original(self, dataset_kwargs, *args, **kwargs)
-            except Exception as exc:  # lmms-eval retries the load (tenacity): surface the real error, URL and all
-                last = getattr(getattr(exc, "last_attempt", None), "exception", lambda: None)()
-                refused = hub_refusal(last or exc, path, (record or {}).get("revision"))
-                if refused is not None:
-                    raise refused from (last or exc)
-                if path and local != path and isinstance(last or exc, FileNotFoundError):
-                    raise NoDataRouteError.said(f"lmms-eval-earthsci: {getattr(self.config, 'task', path)}: {_incomplete_copy(str(path), local, last or exc)}") from (last or exc)
-                if last is not None:
-                    raise last from exc
-                raise
-            if getattr(getattr(self.config, "process_results", None), "record_check", None) is not None:  # ours
-                leave_images_undecoded(self)
-            bad = validate_task(self)
-            if record is not None:
-                if bad:
-                    record["bad_records"] = bad
-                _record_loaded(self, record)
-            return out
+                local, dataset_kwargs, record = prepare_load(path, dataset_kwargs)
+            except MirrorError as exc:  # a run stops with one line and exit 2, as with no route (lmms-eval would print a traceback and exit 0)
+                if current().data_only:
+                    raise
+                raise NoDataRouteError.said(f"lmms-eval-earthsci: {getattr(self.config, 'task', path)}: {exc}") from exc
+            if local != path:
+                logger.info("lmms_eval_earthsci: loading %s from the local mirror %s", path, local)
+                self.DATASET_PATH = local
+            elif record.get("source") == "hub" and path in current().datasets:  # ours: other tasks load as they do
+                ensure_hub_route(str(path), record.get("revision"))
+        try:
+            out = call(self, dataset_kwargs, *args, **kwargs)
+        except Exception as exc:  # lmms-eval retries the load (tenacity): surface the real error, URL and all
+            last = getattr(getattr(exc, "last_attempt", None), "exception", lambda: None)()
+            refused = hub_refusal(last or exc, path, (record or {}).get("revision"))
+            if refused is not None:
+                raise refused from (last or exc)
+            if path and local != path and isinstance(last or exc, FileNotFoundError):
+                raise NoDataRouteError.said(f"lmms-eval-earthsci: {getattr(self.config, 'task', path)}: {_incomplete_copy(str(path), local, last or exc)}") from (last or exc)
+            if last is not None:
+                raise last from exc
+            raise
+        if getattr(getattr(self.config, "process_results", None), "record_check", None) is not None:  # ours
+            leave_images_undecoded(self)
+        bad = validate_task(self)
+        if record is not None:
+            if bad:
+                record["bad_records"] = bad
+            _record_loaded(self, record)
+        return out
 
-        return download
 
-    return wrap_task_method("download", "_earthsci_mirror", make, requires=("DATASET_PATH",), entry="local mirror")
+    cls = task_class()
+    if cls is None or not hasattr(cls, "DATASET_PATH"):
+        return False
+    return taps.subscribe("task download", cls, "download", "local mirror", download, entry=ENTRIES["local mirror"]) is not None
 
 
 def _incomplete_copy(repo: str, local: str, exc: BaseException) -> str:
@@ -101,21 +102,13 @@ def _record_loaded(task: Any, record: dict) -> None:
         logger.exception("lmms_eval_earthsci: could not record what %s loaded", getattr(task.config, "task", "?"))
 
 
-_PENDING_BAD: dict[str, str] = {}
-
-
-_PENDING_LOCK = threading.Lock()
-
-
-_GATE_INSTALLED = False
-
-
 def raise_pending_bad_records() -> None:
     """Raise one :class:`BadRecordsError` for every task of the run with invalid records (found while
     the tasks were loaded), before any request is built or sent."""
-    with _PENDING_LOCK:
-        reports = list(_PENDING_BAD.values())
-        _PENDING_BAD.clear()
+    rt = current()
+    with rt.lock:
+        reports = list(rt.pending_bad.values())
+        rt.pending_bad.clear()
     if reports:
         raise BadRecordsError(
             f"{len(reports)} task(s) have invalid records; nothing was sent to the model. Fix the data, or set "
@@ -126,8 +119,6 @@ def raise_pending_bad_records() -> None:
 def install_record_gate() -> bool:
     """Raise the run's bad-record report when lmms-eval first builds a task's requests (after every task
     was loaded, before inference), so that all tasks' problems are reported at once."""
-    global _GATE_INSTALLED
-
     def make(original: Callable[..., Any]) -> Callable[..., Any]:
         def build_all_requests(self: Any, *args: Any, **kwargs: Any) -> Any:
             raise_pending_bad_records()
@@ -135,8 +126,7 @@ def install_record_gate() -> bool:
 
         return build_all_requests
 
-    _GATE_INSTALLED = wrap_task_method("build_all_requests", "_earthsci_record_gate", make, entry="bad-record gate")
-    return _GATE_INSTALLED
+    return wrap_task_method("build_all_requests", make, entry=ENTRIES["bad-record gate"])
 
 
 def leave_images_undecoded(task: Any) -> None:
@@ -196,9 +186,11 @@ def validate_task(task: Any) -> dict | None:
     if mode == "raise" or empty:
         report = f"{name}: {len(problems)} invalid record(s) in {source}" + (" (no valid record left)" if empty else "") + ":\n  " + "\n  ".join(problems)
         logger.error("lmms_eval_earthsci: %s", report)
-        with _PENDING_LOCK:
-            _PENDING_BAD[name] = report
-        if empty or not _GATE_INSTALLED:  # lmms-eval cannot build an empty task; no later hook: stop here
+        rt = current()
+        with rt.lock:
+            rt.pending_bad[name] = report
+        cls = task_class()
+        if empty or cls is None or not installed(ENTRIES["bad-record gate"], where(cls, "build_all_requests")):  # lmms-eval cannot build an empty task; no later hook: stop here
             raise_pending_bad_records()
         return None
     logger.warning("lmms_eval_earthsci: %s: %d invalid record(s) left out (%s=skip):\n  %s", name, len(problems), BAD_RECORDS_ENV, "\n  ".join(problems))

@@ -13,12 +13,15 @@ import traceback
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from lmms_eval_earthsci.core.adapter import run_status
 from lmms_eval_earthsci.core.adapter.harness import leaf_tasks
-from lmms_eval_earthsci.core.adapter.patching import warn_missing, warn_registration, wrap_method
+from lmms_eval_earthsci.core.adapter.integration import install_data_hooks
+from lmms_eval_earthsci.core.adapter.inventory import ENTRIES
 from lmms_eval_earthsci.core.data.loading import HubRefusedError, NoDataRouteError
 from lmms_eval_earthsci.core.runtime import current
 from lmms_eval_earthsci.core.settings import is_cli_run
+from lmms_eval_earthsci.core.upstream import ledger, taps
+from lmms_eval_earthsci.core.upstream.inventory import warn_missing, warn_registration
+from lmms_eval_earthsci.core.upstream.patching import installed, where, wrap_method
 
 
 def with_our_tasks(include_path: Any) -> list:
@@ -52,7 +55,7 @@ def patch_task_manager(task_manager_cls: Any) -> bool:
 
         return initialize_tasks
 
-    return wrap_method(task_manager_cls, "initialize_tasks", "_earthsci_patched", make, entry="registration")
+    return wrap_method(task_manager_cls, "initialize_tasks", make, entry=ENTRIES["registration"])
 
 
 def _our_task_dirs() -> tuple[str, ...]:
@@ -73,7 +76,7 @@ def why_not_loaded(task: str, exc: BaseException) -> str:
     if isinstance(exc, HubRefusedError):
         return str(exc)
     traceback.print_exception(exc)
-    return f"{run_status.in_one_line(exc)} (traceback above)" + run_status.known_cause(exc)
+    return f"{ledger.in_one_line(exc)} (traceback above)" + ledger.known_cause(exc)
 
 
 def _ungrouped(name: str, loaded: dict) -> dict:
@@ -83,37 +86,35 @@ def _ungrouped(name: str, loaded: dict) -> dict:
     (group, tasks), = loaded.items()
     if isinstance(group, str) or not isinstance(tasks, dict) or not (getattr(group, "config", None) or {}).get("aggregate_metric_list"):
         return loaded  # a task, or a group without a score of its own
-    run_status.note_ungrouped(name, len(tasks))
+    ledger.note_ungrouped(name, len(tasks))
     return dict(tasks)
 
 
 def leave_out_what_cannot_load(task_manager_cls: Any) -> bool:
     """In an lmms-eval CLI run, a task of ours that cannot load is left out and noted
-    (:mod:`.run_status`: one line now), a group that lost one of its tasks loses its group score, and the
+    (:mod:`..upstream.ledger`: one line now), a group that lost one of its tasks loses its group score, and the
     other tasks run (lmms-eval stops the whole run at the first task that cannot load, and exits 0). The
     failures of other tasks, and every failure outside a CLI run, are lmms-eval's as before (the run-wide
     hardening leaves tasks not ours out too). Returns success."""
 
-    def make(original: Callable[..., Any]) -> Callable[..., Any]:
-        def _load_individual_task_or_group(self: Any, name_or_config: Any = None, *args: Any, **kwargs: Any) -> Any:
-            name = name_or_config.get("task") if isinstance(name_or_config, dict) else name_or_config
-            before = run_status.failures_seen()
-            try:
-                loaded = original(self, name_or_config, *args, **kwargs)
-            except (Exception, NoDataRouteError) as exc:
-                if isinstance(name, str) and is_cli_run() and is_ours(self, name):
-                    run_status.note_not_loaded(name, why_not_loaded(name, exc))
-                    return {}
-                if isinstance(exc, NoDataRouteError):  # another task on a dataset of ours: it stops the run, with its line
-                    exc.say()
-                raise
-            if run_status.failures_seen() > before and isinstance(name, str):
-                return _ungrouped(name, loaded)
-            return loaded
+    def leave_out(call: Callable[..., Any], self: Any, name_or_config: Any = None, *args: Any, **kwargs: Any) -> Any:
+        name = name_or_config.get("task") if isinstance(name_or_config, dict) else name_or_config
+        before = ledger.failures_seen()
+        try:
+            loaded = call(self, name_or_config, *args, **kwargs)
+        except (Exception, NoDataRouteError) as exc:
+            if isinstance(name, str) and is_cli_run() and is_ours(self, name):
+                ledger.note_not_loaded(name, why_not_loaded(name, exc))
+                return {}
+            if isinstance(exc, NoDataRouteError):  # another task on a dataset of ours: it stops the run, with its line
+                exc.say()
+            raise
+        if ledger.failures_seen() > before and isinstance(name, str):
+            return _ungrouped(name, loaded)
+        return loaded
 
-        return _load_individual_task_or_group
-
-    if not wrap_method(task_manager_cls, "_load_individual_task_or_group", "_earthsci_leaves_out", make, entry="tasks of ours that cannot load"):
+    if taps.subscribe("task loader", task_manager_cls, "_load_individual_task_or_group", "ours left out", leave_out,
+                      entry=ENTRIES["tasks of ours that cannot load"]) is None:
         return False
     current().loader_leaves_out = True  # the loader says a dataset route's line (core.data.loading)
     return True
@@ -122,7 +123,7 @@ def leave_out_what_cannot_load(task_manager_cls: Any) -> bool:
 def is_registered() -> bool:
     from lmms_eval.tasks import TaskManager  # noqa: PLC0415 - lmms-eval's task machinery loads in seconds
 
-    return bool(getattr(TaskManager, "_earthsci_patched", False))
+    return installed(ENTRIES["registration"], where(TaskManager, "initialize_tasks"))
 
 
 def task_manager_class() -> Any:
@@ -140,15 +141,16 @@ def install(task_manager_cls: Any) -> None:
     left out."""
     patch_task_manager(task_manager_cls)
     if not leave_out_what_cannot_load(task_manager_cls):
-        warn_missing("tasks of ours that cannot load", "a task of ours that cannot load stops the whole run")
+        warn_missing(ENTRIES["tasks of ours that cannot load"], "a task of ours that cannot load stops the whole run")
 
 
 def build_tasks(names: Iterable[str], include_path: list[str]) -> dict:
     """The tasks ``names`` as lmms-eval builds them from ``include_path`` (besides its own), to read their docs
-    and figures (``report``): ``{name: task}`` for the leaf tasks with images; nothing is evaluated, and the task
-    modules install the mirror hook and record gate only, not a run's hooks."""
+    and figures (``report``): ``{name: task}`` for the leaf tasks with images; nothing is evaluated: the mirror hook
+    and the record gate are installed, not a run's hooks, and a dataset with no route is an error the caller reports."""
     from lmms_eval.tasks import TaskManager, get_task_dict  # noqa: PLC0415 - lmms-eval's task machinery loads in seconds; only when a command reads a task's data
 
+    install_data_hooks()
     tm = TaskManager(include_path=include_path)
     with current().reading_data_only():
         return {name: task for name, task in leaf_tasks(get_task_dict(sorted(names), tm)) if hasattr(task, "doc_to_visual")}

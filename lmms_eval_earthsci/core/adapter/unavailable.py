@@ -21,7 +21,8 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from lmms_eval_earthsci.core.adapter.patching import wrap_method
+from lmms_eval_earthsci.core.adapter.inventory import ENTRIES
+from lmms_eval_earthsci.core.upstream.patching import wrap_method
 
 KEY = "earthsci_unavailable"
 
@@ -94,7 +95,7 @@ def record_reasons(task_output: Any) -> None:
         meta.setdefault(KEY, {}).update(found)
 
 
-def _after_task_output(method: str, marker: str, steps: tuple[Callable[[Any], None], ...], courtesy: tuple[Callable[[Any], None], ...], *, entry: str) -> bool:
+def _after_task_output(method: str, steps: tuple[Callable[[Any], None], ...], courtesy: tuple[Callable[[Any], None], ...], *, entry: str) -> bool:
     """Wrap lmms-eval's ``TaskOutput.<method>`` so that ``steps`` run after it, then ``courtesy`` steps
     whose failure never fails the run. Idempotent; False when lmms-eval has no such method."""
     try:
@@ -117,17 +118,17 @@ def _after_task_output(method: str, marker: str, steps: tuple[Callable[[Any], No
 
         return wrapped
 
-    return wrap_method(TaskOutput, method, marker, make, entry=entry)
+    return wrap_method(TaskOutput, method, make, entry=ENTRIES[entry])
 
 
 def install_clt_hook() -> bool:
     """After lmms-eval's ``TaskOutput.calculate_clt_aggregate_metric`` (0.7.3): :func:`no_error_without_value`.
     False when this lmms-eval has no such method (0.6.1 writes no CLT errors)."""
-    return _after_task_output("calculate_clt_aggregate_metric", "_earthsci_clt", (), (no_error_without_value,), entry="CLT errors of a null metric")
+    return _after_task_output("calculate_clt_aggregate_metric", (), (no_error_without_value,), entry="CLT errors of a null metric")
 
 
 def install_unavailable_hook() -> bool:
     """After lmms-eval's ``TaskOutput.calculate_aggregate_metric`` (rank 0, after the gather):
     :func:`drop_undeclared` (before lmms-eval's CLT errors and its results), then :func:`record_reasons`.
     Idempotent; False when lmms-eval has no such method."""
-    return _after_task_output("calculate_aggregate_metric", "_earthsci_unavailable", (drop_undeclared,), (record_reasons,), entry="aggregation")
+    return _after_task_output("calculate_aggregate_metric", (drop_undeclared,), (record_reasons,), entry="aggregation")

@@ -14,18 +14,19 @@
 
 What this part may touch: a run's model object and its processor and engine classes, lmms-eval's
 ``evaluator.evaluate`` and ``_process_document_results``, and the task methods that hand a class its docs, each
-through :func:`..adapter.patching.patch` under its inventory entry, and restored where the entry says the patch
-is for one probe request. It notes an evaluation that raised in the ledger (:mod:`..adapter.run_status`) and
-reads the runtime; it changes no score. README.md beside this file says the same for a maintainer.
+through :func:`..upstream.patching.patch` under its inventory entry, and restored where the entry says the patch
+is for one probe request. It notes an evaluation that raised in the ledger (:mod:`..upstream.ledger`) and
+reads the runtime; it changes no score. README.md beside this file shows the part in ten lines.
 """
 
 from __future__ import annotations
 
-from lmms_eval_earthsci.core.adapter.patching import warn_missing
+from lmms_eval_earthsci.core.boundary.inventory import ENTRIES
 from lmms_eval_earthsci.core.boundary.probe import install_layout_probe
+from lmms_eval_earthsci.core.upstream.inventory import warn_missing
 
 
 def install() -> None:
     """The probe before a run's first doc (which installs the rest of the part on the run's model)."""
     if not install_layout_probe():
-        warn_missing("layout probe", "the run does not check that each task's layout reaches the model (lmms-eval-earthsci check-model does)")
+        warn_missing(ENTRIES["layout probe"], "the run does not check that each task's layout reaches the model (lmms-eval-earthsci check-model does)")

@@ -31,12 +31,13 @@ import statistics
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from lmms_eval_earthsci.core.adapter.patching import patch
 from lmms_eval_earthsci.core.boundary import observe
 from lmms_eval_earthsci.core.boundary.interleave import applies as interleaves
 from lmms_eval_earthsci.core.boundary.interleave import numbered_form
+from lmms_eval_earthsci.core.boundary.inventory import ENTRIES
 from lmms_eval_earthsci.core.data.loading import sizes_only, undecoded
 from lmms_eval_earthsci.core.runtime import current
+from lmms_eval_earthsci.core.upstream.patching import patch
 
 logger = logging.getLogger("lmms_eval_earthsci")
 
@@ -193,7 +194,7 @@ def _pixel_settings(image_processor: Any, kwargs: dict[str, int]) -> Iterator[No
     undo: list[Callable[[], None]] = []
 
     def tried(key: str, value: Any) -> None:
-        undo.append(patch(image_processor, key, value, entry="budget: the processor's cap tried"))
+        undo.append(patch(image_processor, key, value, entry=ENTRIES["budget: the processor's cap tried"]))
 
     try:
         if isinstance(size, dict):

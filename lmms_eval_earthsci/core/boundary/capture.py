@@ -2,7 +2,7 @@
 processor loaded through ``AutoProcessor.from_pretrained`` records the prompt text and the images it is
 called with (whatever the call's shape: positional or keyword, PIL images, data URLs or paths; its image
 token is the one that occurs once per image, :meth:`.observe.Observation.marker`), and ``generate`` records the input ids it receives (decoded with the processor's tokenizer,
-special tokens kept). Records go to a list in this process and, when a path is given, to a JSON-lines
+special tokens kept). Records go to the runtime's ``capture.records`` in this process and, when a path is given, to a JSON-lines
 file (one per call), so that a test can read what a real ``lmms-eval`` process fed its model.
 
 Used by ``check-model`` (in-process) and by the model-class test tier (``tests/models/test_model_classes.py``,
@@ -12,72 +12,81 @@ seen (the check then says "not checked").
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import re
-import threading
 from collections.abc import Callable
 from typing import Any
 
-from lmms_eval_earthsci.core.adapter.patching import patch
 from lmms_eval_earthsci.core.boundary import observe
+from lmms_eval_earthsci.core.boundary.inventory import ENTRIES
 from lmms_eval_earthsci.core.boundary.layout_verdict import Layout, layout_of, mean_colour
 from lmms_eval_earthsci.core.boundary.probe import install_layout_probe, our_tasks, task_messages
 from lmms_eval_earthsci.core.runtime import current
+from lmms_eval_earthsci.core.upstream import taps
+from lmms_eval_earthsci.core.upstream.patching import installed, patch, where, wrap_method
 
-RECORDS: list[dict[str, Any]] = []
-_LOCK = threading.Lock()
-_STATE: dict[str, Any] = {"path": None, "installed": False, "processor": None}
+
+def records() -> list[dict[str, Any]]:
+    """What the run captured so far (the runtime's ``capture.records``)."""
+    rt = current()
+    with rt.lock:
+        return list(rt.capture.records)
 
 
 def _write(record: dict[str, Any]) -> None:
-    with _LOCK:
-        RECORDS.append(record)
-        path = _STATE["path"]
+    rt = current()
+    with rt.lock:
+        rt.capture.records.append(record)
+        path = rt.capture.path
         if path:
             with open(path, "a") as f:
                 f.write(json.dumps(record) + "\n")
 
 
-def _wrap_processor_class(cls: type) -> None:
-    if getattr(cls, "_earthsci_capture", False):
-        return
-    original: Callable[..., Any] = cls.__call__
+def _call(original: Callable[..., Any], go_on: Callable[..., Any], self: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """Record one processor (or tokenizer) call of the run, then make it."""
+    text, images = observe.bind_call(original, args, kwargs)  # keywords or positional, by the processor's signature
+    texts = [text] if isinstance(text, str) else [t for t in (text or []) if isinstance(t, str)]
+    imgs = [observe.load_any_image(i) for i in observe.flatten(images)]  # PIL, arrays, data URLs, paths
+    seen = observe.Observation(text=texts[0] if texts else None, images=imgs, markers=observe.image_markers(self))
+    current().capture.processor = self
+    _write({"event": "processor", "text": texts, "images": [list(mean_colour(i)) if i is not None else None for i in imgs], "image_token": seen.marker()})
+    return go_on(self, *args, **kwargs)
 
-    @functools.wraps(original)
+
+def _processor_call(call: taps.Next, self: Any, *args: Any, **kwargs: Any) -> Any:
+    return _call(call.original, call, self, args, kwargs)
+
+
+def _tokenizer_call(original: Callable[..., Any]) -> Callable[..., Any]:
     def __call__(self: Any, *args: Any, **kwargs: Any) -> Any:
         if observe.active():  # the layout probe's own request, not one of the run's
             return original(self, *args, **kwargs)
-        text, images = observe.bind_call(original, args, kwargs)  # keywords or positional, by the processor's signature
-        texts = [text] if isinstance(text, str) else [t for t in (text or []) if isinstance(t, str)]
-        imgs = [observe.load_any_image(i) for i in observe.flatten(images)]  # PIL, arrays, data URLs, paths
-        seen = observe.Observation(text=texts[0] if texts else None, images=imgs, markers=observe.image_markers(self))
-        _STATE["processor"] = self
-        _write({"event": "processor", "text": texts, "images": [list(mean_colour(i)) if i is not None else None for i in imgs], "image_token": seen.marker()})
-        return original(self, *args, **kwargs)
+        return _call(original, original, self, args, kwargs)
 
+    return __call__
+
+
+def _wrap_processor_class(cls: type) -> None:
     from transformers import PreTrainedTokenizerBase, ProcessorMixin  # noqa: PLC0415 - transformers, loaded: the class is one of its
 
     # AutoProcessor gives a tokenizer where the checkpoint has no processor config (an image processor alone: not captured)
     if issubclass(cls, ProcessorMixin):
-        patch(cls, "__call__", __call__, entry="capture: processor call")
+        taps.subscribe("processor call", cls, "__call__", "capture", _processor_call, entry=ENTRIES["capture: processor call"])
     elif issubclass(cls, PreTrainedTokenizerBase):
-        patch(cls, "__call__", __call__, entry="capture: tokenizer call")
-    else:
-        return
-    setattr(cls, "_earthsci_capture", True)  # noqa: B010 - a marker on the class: wrapped once
+        wrap_method(cls, "__call__", _tokenizer_call, entry=ENTRIES["capture: tokenizer call"])
 
 
 def install(path: str | None = None) -> None:
     """Start capturing (``path``: also append each record to this JSON-lines file)."""
     if path:
-        _STATE["path"] = os.path.abspath(path)
-    if _STATE["installed"]:
-        return
+        current().capture.path = os.path.abspath(path)
     from transformers import AutoProcessor  # noqa: PLC0415 - transformers (~1 s), only when capturing
     from transformers.generation.utils import GenerationMixin  # noqa: PLC0415 - as above
 
+    if installed(ENTRIES["capture: processor loaded"], where(AutoProcessor, "from_pretrained")):
+        return
     load = AutoProcessor.from_pretrained.__func__  # type: ignore[attr-defined]
 
     def from_pretrained(cls: Any, *args: Any, **kwargs: Any) -> Any:
@@ -85,23 +94,17 @@ def install(path: str | None = None) -> None:
         _wrap_processor_class(type(processor))
         return processor
 
-    patch(AutoProcessor, "from_pretrained", classmethod(from_pretrained), entry="capture: processor loaded")
-    generate = GenerationMixin.generate
+    patch(AutoProcessor, "from_pretrained", classmethod(from_pretrained), entry=ENTRIES["capture: processor loaded"])
 
-    @functools.wraps(generate)
-    def wrapped(self: Any, *args: Any, **kwargs: Any) -> Any:
-        if observe.active():
-            return generate(self, *args, **kwargs)
+    def generate(call: taps.Next, self: Any, *args: Any, **kwargs: Any) -> Any:
         ids = kwargs.get("input_ids", args[0] if args else None)
-        processor = _STATE["processor"]
-        tokenizer = getattr(processor, "tokenizer", None)
+        tokenizer = getattr(current().capture.processor, "tokenizer", None)
         if ids is not None and tokenizer is not None:
             rows = ids.tolist() if hasattr(ids, "tolist") else list(ids)
             _write({"event": "generate", "decoded": [tokenizer.decode(r, skip_special_tokens=False) for r in rows]})
-        return generate(self, *args, **kwargs)
+        return call(self, *args, **kwargs)
 
-    patch(GenerationMixin, "generate", wrapped, entry="capture: generate")
-    _STATE["installed"] = True
+    taps.subscribe("generate", GenerationMixin, "generate", "capture", generate, entry=ENTRIES["capture: generate"])
 
 
 def read(path: str) -> list[dict[str, Any]]:

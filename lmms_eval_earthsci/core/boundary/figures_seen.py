@@ -21,19 +21,22 @@ Not read, and the sample carries no ``earthsci_figures``: a class that sends fig
 (the simple Qwen classes, Gemma 3, lmms-eval's ``vllm``), an image whose ``info`` a class drops (a new image
 built from it), an output that does not give one size per image (LLaVA-OneVision's and InternVL's tiles),
 lmms-eval 0.6.x. ``tests/models/test_model_classes.py`` says which classes are read, on the real ones. The cost per request is
-a look at each image's ``info`` and at the processor's output fields. ``core.adapter.patching.INVENTORY``:
+a look at each image's ``info`` and at the processor's output fields. ``core.activation.INVENTORY``:
 "figures per sample: ...".
 """
 
 from __future__ import annotations
 
 import operator
-import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from lmms_eval_earthsci.core.adapter.patching import patch_item, warn_missing, wrap_method, wrap_task_method
 from lmms_eval_earthsci.core.boundary import observe
+from lmms_eval_earthsci.core.boundary.inventory import ENTRIES
+from lmms_eval_earthsci.core.runtime import current
+from lmms_eval_earthsci.core.upstream import taps
+from lmms_eval_earthsci.core.upstream.inventory import warn_missing
+from lmms_eval_earthsci.core.upstream.patching import patch_item, wrap_method, wrap_task_method
 
 #: the key a doc of ours carries while the class reads it (taken off before any function of the task sees it)
 DOC_KEY = "__earthsci_doc__"
@@ -41,10 +44,6 @@ DOC_KEY = "__earthsci_doc__"
 TAG = "earthsci_doc"
 #: the logged sample's field
 FIELD = "earthsci_figures"
-
-_SEEN: dict[tuple[str, int], list[dict[str, Any]]] = {}
-_LOCK = threading.Lock()
-
 
 class _Docs:
     """A split of a task of ours as the class reads it: ``[doc_id]`` gives the doc with :data:`DOC_KEY`;
@@ -120,33 +119,30 @@ def record(processor: Any, call: Callable[..., Any], args: tuple[Any, ...], kwar
     if not isinstance(reached, list) or len(reached) != len(flat):
         return
     per_image = tokens if isinstance(tokens, list) and len(tokens) == len(flat) else [None] * len(flat)
-    with _LOCK:
+    rt = current()
+    with rt.lock:
         for tag, size, n in zip(tags, reached, per_image, strict=True):
             if tag:
                 task, doc_id, sent = tag
-                _SEEN.setdefault((task, doc_id), []).append({"sent": sent, "reached": list(size), "tokens": n})
+                rt.figures.setdefault((task, doc_id), []).append({"sent": sent, "reached": list(size), "tokens": n})
 
 
-def _processor_call(original: Callable[..., Any]) -> Callable[..., Any]:
-    def __call__(self: Any, *args: Any, **kwargs: Any) -> Any:
-        output = original(self, *args, **kwargs)
-        if not observe.active():  # the probe's own requests are read by the probe
-            try:
-                record(self, original, args, kwargs, output)
-            except Exception:  # an output of another shape: nothing recorded, the request as ever
-                pass
-        return output
-
-    return __call__
+def _processor_call(call: taps.Next, self: Any, *args: Any, **kwargs: Any) -> Any:
+    output = call(self, *args, **kwargs)
+    try:
+        record(self, call.original, args, kwargs, output)
+    except Exception:  # an output of another shape: nothing recorded, the request as ever
+        pass
+    return output
 
 
 def _seen(task: str, doc_id: int) -> list[dict[str, Any]] | None:
-    with _LOCK:
-        return _SEEN.get((task, doc_id))
-
-
-#: where a logged sample's figures come from: this run's requests, or (rescore) the run it replays
-_SOURCE: list[Callable[[str, int], Any]] = [_seen]
+    """What this run's requests recorded for a doc, or (rescore) what the run it replays did."""
+    rt = current()
+    if rt.figures_source is not None:
+        return rt.figures_source(task, doc_id)
+    with rt.lock:
+        return rt.figures.get((task, doc_id))
 
 
 def _into_sample(original: Callable[..., Any]) -> Callable[..., Any]:
@@ -156,7 +152,7 @@ def _into_sample(original: Callable[..., Any]) -> Callable[..., Any]:
         task = getattr(getattr(kwargs.get("task"), "config", None), "task", None)
         if isinstance(sample, dict) and task is not None:
             try:
-                seen = _SOURCE[0](task, item[0])
+                seen = _seen(task, item[0])
             except Exception:  # nothing to add; the sample as lmms-eval built it
                 seen = None
             if seen:
@@ -169,9 +165,10 @@ def _into_sample(original: Callable[..., Any]) -> Callable[..., Any]:
 def install(lm: Any, task_dict: Mapping[str, Any], ours: list[str]) -> bool:
     """Read the figures' sizes from this run's requests of ``ours`` (see the module docstring): only for a
     class with a transformers processor (another has nothing to read here). Returns whether it is on."""
-    with _LOCK:
-        _SEEN.clear()
-    _SOURCE[0] = _seen
+    rt = current()
+    with rt.lock:
+        rt.figures.clear()
+        rt.figures_source = None
     replayed = getattr(lm, "earthsci_figures", None)  # a replaying class (rescore) answers for the run it replays
     processors, _ = ([], []) if callable(replayed) else observe.observable(lm)
     held: Any = getattr(lm, "task_dict", None)
@@ -183,27 +180,27 @@ def install(lm: Any, task_dict: Mapping[str, Any], ours: list[str]) -> bool:
         return False
     if not hasattr(evaluator, "_process_document_results"):  # lmms-eval 0.6.x builds its samples inline: nothing to add them to
         return False
-    if not wrap_method(evaluator, "_process_document_results", "_earthsci_figures", _into_sample, entry="figures per sample: logged sample"):
-        warn_missing("figures per sample: logged sample", "the samples carry no earthsci_figures")
+    if not wrap_method(evaluator, "_process_document_results", _into_sample, entry=ENTRIES["figures per sample: logged sample"]):
+        warn_missing(ENTRIES["figures per sample: logged sample"], "the samples carry no earthsci_figures")
         return False
     if callable(replayed):
-        _SOURCE[0] = replayed
+        rt.figures_source = replayed
         return True
     try:
         from lmms_eval.api.task import ConfigurableMessagesTask  # noqa: PLC0415 - loaded: this runs inside evaluate()
     except Exception:  # pragma: no cover - lmms-eval's layout changed
         ConfigurableMessagesTask = None  # noqa: N806
-    if not wrap_task_method("doc_to_visual", "_earthsci_figures", _doc_function, entry="figures per sample: doc_to_visual"):
-        warn_missing("figures per sample: doc_to_visual", "the samples carry no earthsci_figures")
+    if not wrap_task_method("doc_to_visual", _doc_function, entry=ENTRIES["figures per sample: doc_to_visual"]):
+        warn_missing(ENTRIES["figures per sample: doc_to_visual"], "the samples carry no earthsci_figures")
         return False
-    if ConfigurableMessagesTask is None or not wrap_method(ConfigurableMessagesTask, "doc_to_messages", "_earthsci_figures_messages", _doc_function, entry="figures per sample: doc_to_messages"):
-        warn_missing("figures per sample: doc_to_messages", "the samples of chat classes carry no earthsci_figures")
+    if ConfigurableMessagesTask is None or not wrap_method(ConfigurableMessagesTask, "doc_to_messages", _doc_function, entry=ENTRIES["figures per sample: doc_to_messages"]):
+        warn_missing(ENTRIES["figures per sample: doc_to_messages"], "the samples of chat classes carry no earthsci_figures")
     for cls in dict.fromkeys(type(p) for p in processors):
-        wrap_method(cls, "__call__", "_earthsci_figures", _processor_call, entry="figures per sample: processor call")
+        taps.subscribe("processor call", cls, "__call__", "figures seen", _processor_call, entry=ENTRIES["figures per sample: processor call"])
     for name in ours:
         splits: Any = held.get(name)
         if hasattr(splits, "items"):  # a DatasetDict or a dict of splits
             patch_item(lm, "task_dict", name, {split: data if isinstance(data, _Docs) else _Docs(data, name) for split, data in splits.items()},
-                       entry="figures per sample: docs handed out")
+                       entry=ENTRIES["figures per sample: docs handed out"])
     return True
 

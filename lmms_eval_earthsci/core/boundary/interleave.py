@@ -12,7 +12,7 @@ form these classes read, before they read it: ``<image_k>`` -> ``<image r>`` (``
 among the numbers the text names, which is where ``doc_to_visual`` puts that image; a repeat names the
 same image again), the i-th ``<image>`` -> ``<image i>``, and a text that names no image gets
 ``<image 1>`` ... ``<image n>`` before it (where the classes put images without the flag). Other tasks'
-requests, and runs without the flag, are untouched. ``core.adapter.patching.INVENTORY``: "interleave_visuals".
+requests, and runs without the flag, are untouched. ``core.activation.INVENTORY``: "interleave_visuals".
 """
 
 from __future__ import annotations
@@ -21,8 +21,9 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from lmms_eval_earthsci.core.adapter.patching import wrap_method
+from lmms_eval_earthsci.core.boundary.inventory import ENTRIES
 from lmms_eval_earthsci.core.prompts.messages import PLACEHOLDER_RE, referenced_images
+from lmms_eval_earthsci.core.upstream.patching import wrap_method
 
 
 def numbered_form(text: str, n_images: Callable[[], int]) -> str:
@@ -95,4 +96,4 @@ def install_interleave_fix(lm: Any) -> bool:
 
         return generate_until
 
-    return wrap_method(type(lm), "generate_until", "_earthsci_interleave", make, entry="interleave_visuals")
+    return wrap_method(type(lm), "generate_until", make, entry=ENTRIES["interleave_visuals"])

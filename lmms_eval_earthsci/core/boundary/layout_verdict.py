@@ -12,7 +12,10 @@ list of images it passed. :func:`check_prompt` compares the two and names what w
 - ``text changed``: a text part is not in the prompt as written.
 
 Nothing here names a benchmark or a model class: the caller says how an image appears in the prompt
-(``span``, a regex) and which images were passed.
+(``span``, a regex) and which images were passed. The verdicts the probe gives are made here too, so that its data go
+one way (``probe`` asks ``observe`` what reached the processor, then this module what that means):
+:func:`verdict_of` (an observation), :func:`simple_verdict` (a simple class's known handling), :func:`fix_for`
+(the fix for what was lost).
 """
 
 from __future__ import annotations
@@ -20,7 +23,11 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
+
+from lmms_eval_earthsci.core.boundary import observe
+from lmms_eval_earthsci.core.boundary.interleave import numbered_form
 
 _SENTINEL = "\x00"
 # placeholders of our prompts and of lmms-eval's simple classes, as text
@@ -191,3 +198,78 @@ def mean_colour(image: Any) -> tuple[float, float, float]:
         arr = np.stack([arr] * 3, axis=-1)
     m = arr.reshape(-1, arr.shape[-1])[:, :3].mean(axis=0)
     return float(m[0]), float(m[1]), float(m[2])
+
+
+# --------------------------------------------------------------------------- the probe's verdicts
+
+#: what reached the model could not be observed (and no fallback knew the class): one warning per run
+NOT_OBSERVED = "not observed"
+#: the observed prompt kept in a verdict (``rendered``), at most
+RENDERED_CHARS = 6000
+#: the fix for each kind of loss: on a simple route, and through a chat class
+FIXES = MappingProxyType({
+    "images first": ("the class's chat route (drop --force_simple; with qwen2_5_vl/qwen3_vl simple, interleave_visuals=True interleaves placeholder prompts)",
+                     "a class whose chat template keeps images where the messages put them (qwen2_5_vl, qwen3_vl, internvl_hf): this family's template puts them first"),
+    "labels cut off from their figures": ("the class's chat route; the paper reports no number for models without interleaved input",
+                                          "a class that interleaves (qwen2_5_vl, qwen3_vl, internvl_hf); the paper reports no number for models without interleaved input"),
+    "system prompt dropped": ("the class's chat route", "a class that keeps the task's system turn"),
+    "placeholder text left": ("the class's chat route (our chat messages carry no placeholder text)", "report it: our chat messages carry no placeholder text"),
+    "images": ("the class's chat route", "a class that passes every image of the messages"),
+})
+
+
+def fix_for(verdict: Verdict | Sequence[str], simple: bool = False) -> str:
+    """The fix for what ``verdict`` (or a list of losses) says was lost."""
+    lost = verdict.lost if isinstance(verdict, Verdict) else list(verdict)
+    for key, (on_simple, on_chat) in FIXES.items():
+        if any(key in x for x in lost):
+            return on_simple if simple else on_chat
+    return "the class's chat route" if simple else "lmms-eval-earthsci check-model names what is lost"
+
+
+_SPAN = "\x01IMG\x01"
+
+
+def simple_verdict(handling: str, layout: Layout, text: str, n_images: int, system: str | None = None) -> Verdict:
+    """What a simple class with ``handling`` makes of ``text`` and ``n_images`` images."""
+    if handling == "interleave":  # interleave_visuals=True with our rewrite: <image i> is the i-th image
+        prompt = re.sub(r"<image \d+>", _SPAN, numbered_form(text, lambda: n_images))
+    elif handling == "strip":
+        prompt = _SPAN * n_images + text.replace("<image>", "")
+    else:
+        prompt = text.replace("<image>", _SPAN) if "<image>" in text else _SPAN * n_images + "\n" + text
+    return check_prompt(layout, (system or "") + "\n" + prompt, re.escape(_SPAN), images_passed=n_images)
+
+
+def verdict_of(seen: observe.Observation, layout: Layout, expected: Sequence[Sequence[float]]) -> Verdict | dict[str, Any]:
+    """What an observation says of ``layout`` (``expected``: the probe colours of its images in order)."""
+    if seen.error:
+        return {"status": NOT_OBSERVED, "why": f"the class's processor call raised {seen.error}: the run will fail on its first doc", "broken": True}
+    if not seen.seen:
+        return {"status": NOT_OBSERVED, "why": seen.why or "nothing reached a processor"}
+    marker = seen.marker()
+    if marker is None:
+        return {"status": NOT_OBSERVED, "why": f"no image token of the processor occurs once per image in its text ({len(seen.images)} images)"}
+    verdict = check_prompt(layout, str(seen.text), re.escape(marker), images_passed=len(seen.images))
+    if verdict.ok and expected:
+        images = [observe.load_any_image(i) for i in seen.images]
+        if all(i is not None for i in images):
+            order = image_order(expected, [mean_colour(i) for i in images])
+            if order:
+                verdict.lost.append(order)
+    verdict.observed = True
+    verdict.rendered = canonical_prompt(seen)[:RENDERED_CHARS]
+    verdict.tokens = (seen.sizes or {}).get("per_image")
+    return verdict
+
+
+def canonical_prompt(seen: observe.Observation) -> str:
+    """The observed prompt with each image's tokens as one ``<image>``: every run of the image tokens that
+    occur once per image (``<|vision_start|><|image_pad|><|vision_end|>``), so that two classes or backends
+    that name an image by different ones of its tokens compare equal."""
+    text, n = str(seen.text), len(seen.images)
+    once = [m for m in seen.markers if n and text.count(m) == n] or [m for m in [seen.marker()] if m]
+    if not once:
+        return text
+    run = "(?:" + "|".join(re.escape(m) for m in sorted(once, key=len, reverse=True)) + ")+"
+    return re.sub(run, "<image>", text)

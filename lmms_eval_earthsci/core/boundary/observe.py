@@ -15,7 +15,7 @@ stopped where it reaches a transformers processor, before the model generates.
   and the class's model objects' ``generate``) are removed when the request stops; :class:`Observed` is
   a ``BaseException`` so that a class that catches ``Exception`` around its processor or ``generate``
   neither swallows nor logs it; what the class prints (its progress bar) goes nowhere; the probe's doc
-  is removed from the class's ``task_dict``. ``core.adapter.patching.INVENTORY``: "observe: processor call",
+  is removed from the class's ``task_dict``. ``core.activation.INVENTORY``: "observe: processor call",
   "observe: generate".
 
 A class with no transformers processor or model among its attributes (API and server classes) is never
@@ -32,9 +32,13 @@ import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
-from lmms_eval_earthsci.core.adapter.patching import patch, patch_item
+from lmms_eval_earthsci.core.boundary.inventory import ENTRIES
+from lmms_eval_earthsci.core.runtime import current
+from lmms_eval_earthsci.core.upstream import taps
+from lmms_eval_earthsci.core.upstream.patching import patch, patch_item
 
 #: the probe's doc in the class's ``task_dict`` (removed after the request); its id is not 0, where
 #: classes log the prompt of every hundredth doc
@@ -45,15 +49,13 @@ PALETTE = ((230, 25, 75), (60, 180, 75), (255, 225, 25), (0, 130, 200), (245, 13
 #: the probe images' size: above every processor's minimum we know of (Qwen's 28/32 px factors), tiny otherwise
 SIDE = 64
 #: generation kwargs of the probe request (it stops before generation; if a class generates anyway, one token)
-GEN_KWARGS = {"max_new_tokens": 1, "temperature": 0, "do_sample": False, "until": []}
-
-
-_ACTIVE: list[bool] = []  # non-empty while a probe request is under way
+GEN_KWARGS = MappingProxyType({"max_new_tokens": 1, "temperature": 0, "do_sample": False, "until": ()})
 
 
 def active() -> bool:
-    """Whether a probe request is under way in this process (``core.boundary.capture`` does not record it)."""
-    return bool(_ACTIVE)
+    """Whether a probe request is under way in this process (its calls reach the processor and the model alone:
+    the subscribers inside the probe's on each tap are skipped)."""
+    return current().probing > 0
 
 
 class Observed(BaseException):  # noqa: N818 - a stop signal, not an error
@@ -375,12 +377,17 @@ def _watching(processors: list[Any], models: list[Any], record: dict[str, Any]) 
     undo: list[Callable[[], None]] = []
 
     def replace(owner: Any, name: str, value: Any, entry: str) -> None:
-        undo.append(patch(owner, name, value, entry=entry))
+        undo.append(patch(owner, name, value, entry=ENTRIES[entry]))
+
+    def watch(tap: str, owner: Any, name: str, around: Callable[..., Any], entry: str) -> None:
+        leave = taps.subscribe(tap, owner, name, "observe", around, entry=ENTRIES[entry])
+        if leave is not None:
+            undo.append(leave)
 
     for cls in dict.fromkeys(type(p) for p in processors):
-        original = cls.__call__
 
-        def call(self: Any, *args: Any, _original: Callable[..., Any] = original, **kwargs: Any) -> Any:
+        def call(rest: taps.Next, self: Any, *args: Any, **kwargs: Any) -> Any:
+            _original = rest.original  # the processor itself: a probe request is no call of the run's
             if "text" not in record:
                 text, images = bind_call(_original, args, kwargs)
                 record.update(text=_first_text(text), images=flatten(images), markers=image_markers(self))
@@ -392,7 +399,7 @@ def _watching(processors: list[Any], models: list[Any], record: dict[str, Any]) 
                     record["sizes"] = processor_sizes(self, output, len(record["images"]))
             raise Observed
 
-        replace(cls, "__call__", call, "observe: processor call")
+        watch("processor call", cls, "__call__", call, "observe: processor call")
 
     def stop(*args: Any, **kwargs: Any) -> Any:
         record.setdefault("generate", True)
@@ -405,13 +412,13 @@ def _watching(processors: list[Any], models: list[Any], record: dict[str, Any]) 
 
         return stop_engine
 
-    replace(GenerationMixin, "generate", lambda self, *a, **k: stop(), "observe: generate")
+    watch("generate", GenerationMixin, "generate", lambda rest, self, *a, **k: stop(), "observe: generate")
     for model in models:
         if is_engine(model):
             replace(model, "chat", engine_stop(model, "chat"), "observe: engine chat")
             replace(model, "generate", engine_stop(model, "generate"), "observe: engine generate")
         else:
-            replace(model, "generate", stop, "observe: generate")
+            replace(model, "generate", stop, "observe: model generate")
     try:
         yield
     finally:
@@ -544,8 +551,8 @@ def request_args(simple: bool, text: str, visuals_or_messages: Any) -> tuple[Any
         return visuals_or_messages
 
     if simple:
-        return (text, dict(GEN_KWARGS), give, PROBE_DOC, PROBE_TASK, PROBE_SPLIT)
-    return (text, give, dict(GEN_KWARGS), PROBE_DOC, PROBE_TASK, PROBE_SPLIT)
+        return (text, dict(GEN_KWARGS, until=[]), give, PROBE_DOC, PROBE_TASK, PROBE_SPLIT)
+    return (text, give, dict(GEN_KWARGS, until=[]), PROBE_DOC, PROBE_TASK, PROBE_SPLIT)
 
 
 def observe(lm: Any, arguments: tuple[Any, ...]) -> Observation:
@@ -560,11 +567,13 @@ def observe(lm: Any, arguments: tuple[Any, ...]) -> Observation:
     record: dict[str, Any] = {}
     restore = []
     if not isinstance(getattr(lm, "task_dict", None), dict):
-        restore.append(patch(lm, "task_dict", {}, entry="observe: probe doc"))
+        restore.append(patch(lm, "task_dict", {}, entry=ENTRIES["observe: probe doc"]))
     # the request's functions ignore the doc
-    restore.append(patch_item(lm, "task_dict", PROBE_TASK, {PROBE_SPLIT: [{}] * (PROBE_DOC + 1)}, entry="observe: probe doc"))
+    restore.append(patch_item(lm, "task_dict", PROBE_TASK, {PROBE_SPLIT: [{}] * (PROBE_DOC + 1)}, entry=ENTRIES["observe: probe doc"]))
     sink = io.StringIO()
-    _ACTIVE.append(True)
+    rt = current()
+    with rt.lock:
+        rt.probing += 1
     try:
         with _watching(processors, models, record), contextlib.redirect_stderr(sink), contextlib.redirect_stdout(sink):
             lm.generate_until([request])
@@ -576,7 +585,8 @@ def observe(lm: Any, arguments: tuple[Any, ...]) -> Observation:
     finally:
         for undo in reversed(restore):
             undo()
-        _ACTIVE.pop()
+        with rt.lock:
+            rt.probing -= 1
     if "text" in record:
         return Observation(text=record["text"], images=record["images"], markers=record["markers"], error=record.get("error"),
                            why=None if record["text"] is not None else "the processor call had no text", sizes=record.get("sizes") or {})

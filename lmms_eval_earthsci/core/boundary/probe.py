@@ -16,7 +16,7 @@ Where a layout is lost, one warning line names the class, the task, what is lost
 task's ``metadata.earthsci_layout`` in the results JSON records the verdict (``report`` reads it). The
 probe costs milliseconds per task and never stops a run.
 
-The same wrap of ``evaluate`` notes an evaluation of our tasks that raised (:mod:`..adapter.run_status`: lmms-eval
+The same wrap of ``evaluate`` notes an evaluation of our tasks that raised (:mod:`..upstream.ledger`: lmms-eval
 prints the traceback and would exit 0).
 """
 
@@ -26,69 +26,48 @@ import logging
 import re
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
+from types import MappingProxyType
 from typing import Any
 
-from lmms_eval_earthsci.core.adapter import run_status
 from lmms_eval_earthsci.core.adapter.harness import is_cli_run, leaf_tasks
-from lmms_eval_earthsci.core.adapter.patching import patch, wrap_method, wrap_task_method
 from lmms_eval_earthsci.core.boundary import budget, figures_seen, observe
 from lmms_eval_earthsci.core.boundary.interleave import applies as interleaves
 from lmms_eval_earthsci.core.boundary.interleave import install_interleave_fix, numbered_form
-from lmms_eval_earthsci.core.boundary.layout_verdict import Layout, Verdict, check_prompt, image_order, layout_of, mean_colour
+from lmms_eval_earthsci.core.boundary.inventory import ENTRIES
+from lmms_eval_earthsci.core.boundary.layout_verdict import NOT_OBSERVED, Layout, Verdict, check_prompt, fix_for, layout_of, simple_verdict, verdict_of
 from lmms_eval_earthsci.core.prompts.messages import unrecorded
 from lmms_eval_earthsci.core.runtime import current
+from lmms_eval_earthsci.core.upstream import ledger, taps
+from lmms_eval_earthsci.core.upstream.patching import patch, task_class, wrap_method
 
 logger = logging.getLogger("lmms_eval_earthsci")
 
 AS_WRITTEN, LOST, NOT_CHECKED, SERVER = "as written", "lost", "not checked", "depends on the server"
-#: what reached the model could not be observed (and no fallback knew the class): one warning per run
-NOT_OBSERVED = "not observed"
 INTERLEAVE_FIX = ("interleave_visuals=True in --model_args (the class then places each image where the text names it; "
                   "lmms_eval_earthsci rewrites our placeholders to the <image i> it reads)")
 
 #: simple classes whose handling of images we know (lmms-eval 0.6.1-0.7.3): ``strip``: ``<image>`` is
 #: removed from the text and every image goes before it; ``keep``: ``<image>`` tokens stay where they are
 #: (images first only when the text has none)
-SIMPLE_HANDLING = {"Qwen2_5_VL": "strip", "Qwen3_VL": "strip", "Qwen2_VL": "strip", "LlavaHf": "keep"}
+SIMPLE_HANDLING = MappingProxyType({"Qwen2_5_VL": "strip", "Qwen3_VL": "strip", "Qwen2_VL": "strip", "LlavaHf": "keep"})
 #: chat classes that insert a default system turn before the task's messages (our list subclass keeps
 #: the task's own: :class:`lmms_eval_earthsci.core.prompts.messages.Messages`)
-INSERTS_SYSTEM = {"Qwen3_VL"}
+INSERTS_SYSTEM = frozenset({"Qwen3_VL"})
 #: chat classes lmms-eval breaks for every task: ``{module: why}`` (the probe says so before the crash)
-BROKEN_CLASSES = {
+BROKEN_CLASSES = MappingProxyType({
     "lmms_eval.models.chat.huggingface": "lmms-eval 0.7.3's huggingface class crashes for every model: it passes audios= and videos=[] to the processor "
     "and compares model types with config classes, loading a model without generate (models/chat/huggingface.py); use the family's own class "
     "(qwen2_5_vl, qwen3_vl, internvl_hf, llava_hf) or vllm",
-}
+})
 #: classes that send the messages to a server as written (the in-process vLLM classes are observed: their
 #: engine renders the probe request); the server's template decides the layout: one info line per run
-SERVER_CLASSES = {"OpenAICompatible": AS_WRITTEN, "AsyncOpenAIChat": AS_WRITTEN, "Sglang": SERVER, "SGLang": SERVER}
+SERVER_CLASSES = MappingProxyType({"OpenAICompatible": AS_WRITTEN, "AsyncOpenAIChat": AS_WRITTEN, "Sglang": SERVER, "SGLang": SERVER})
 SERVER_NOTE = ("the messages are sent as written; the server's chat template decides where images go: vLLM keeps them in place with a template that iterates "
                "the content parts (Qwen's, InternVL's), and with a string-format template only when started with --interleave-mm-strings; SGLang: a chat "
                "template that keeps images in place. `lmms-eval-earthsci check-model --model vllm --model_args model=<the served model>` shows what the engine builds")
 VLLM_FIX = ("interleave_mm_strings=True in --model_args (a vLLM engine argument: with a chat template that renders the content as one string, the engine "
             "keeps each image where the messages put it instead of before the text)")
-
-#: the fix for each kind of loss: on a simple route, and through a chat class
-FIXES = {
-    "images first": ("the class's chat route (drop --force_simple; with qwen2_5_vl/qwen3_vl simple, interleave_visuals=True interleaves placeholder prompts)",
-                     "a class whose chat template keeps images where the messages put them (qwen2_5_vl, qwen3_vl, internvl_hf): this family's template puts them first"),
-    "labels cut off from their figures": ("the class's chat route; the paper reports no number for models without interleaved input",
-                                          "a class that interleaves (qwen2_5_vl, qwen3_vl, internvl_hf); the paper reports no number for models without interleaved input"),
-    "system prompt dropped": ("the class's chat route", "a class that keeps the task's system turn"),
-    "placeholder text left": ("the class's chat route (our chat messages carry no placeholder text)", "report it: our chat messages carry no placeholder text"),
-    "images": ("the class's chat route", "a class that passes every image of the messages"),
-}
-
-
-def fix_for(verdict: Verdict | Sequence[str], simple: bool = False) -> str:
-    """The fix for what ``verdict`` (or a list of losses) says was lost."""
-    lost = verdict.lost if isinstance(verdict, Verdict) else list(verdict)
-    for key, (on_simple, on_chat) in FIXES.items():
-        if any(key in x for x in lost):
-            return on_simple if simple else on_chat
-    return "the class's chat route" if simple else "lmms-eval-earthsci check-model names what is lost"
-
 
 def our_tasks(task_dict: Mapping[Any, Any]) -> Iterator[tuple[str, Any]]:
     """``(name, task)`` for every task of ours in lmms-eval's (possibly nested) task dict."""
@@ -119,20 +98,6 @@ def _simple_inputs(task: Any, doc: Any) -> tuple[str, int]:
     return str(task.doc_to_text(doc)), len(task.doc_to_visual(doc) or [])
 
 
-_SPAN = "\x01IMG\x01"
-
-
-def simple_verdict(handling: str, layout: Layout, text: str, n_images: int, system: str | None = None) -> Verdict:
-    """What a simple class with ``handling`` makes of ``text`` and ``n_images`` images."""
-    if handling == "interleave":  # interleave_visuals=True with our rewrite: <image i> is the i-th image
-        prompt = re.sub(r"<image \d+>", _SPAN, numbered_form(text, lambda: n_images))
-    elif handling == "strip":
-        prompt = _SPAN * n_images + text.replace("<image>", "")
-    else:
-        prompt = text.replace("<image>", _SPAN) if "<image>" in text else _SPAN * n_images + "\n" + text
-    return check_prompt(layout, (system or "") + "\n" + prompt, re.escape(_SPAN), images_passed=n_images)
-
-
 def processor_of(lm: Any) -> Any:
     for name in ("processor", "_image_processor", "_processor"):
         p = getattr(lm, name, None)
@@ -156,8 +121,6 @@ def chat_verdict(lm: Any, processor: Any, messages: list[dict[str, Any]], layout
     return check_prompt(layout, str(prompt), re.escape(str(token)), images_passed=layout.images)
 
 
-#: the observed prompt kept in a verdict (``rendered``), at most
-RENDERED_CHARS = 6000
 #: docs of a task looked at when its first one arrives as written but the class loses a probe conversation
 #: with text before a figure (EMMA: a doc that opens with its figure says nothing of the next)
 MORE_DOCS = 8
@@ -190,40 +153,6 @@ def observed_verdict(lm: Any, task: Any, doc: Any, messages: list[dict[str, Any]
             text = numbered_form(text, lambda: len(visuals))
         return verdict_of(observe.observe(lm, observe.request_args(True, text, visuals)), layout, expected)
     return verdict_of(observe.observe(lm, observe.request_args(False, text, probe_messages)), layout, expected)
-
-
-def verdict_of(seen: observe.Observation, layout: Layout, expected: Sequence[Sequence[float]]) -> Verdict | dict[str, Any]:
-    """What an observation says of ``layout`` (``expected``: the probe colours of its images in order)."""
-    if seen.error:
-        return {"status": NOT_OBSERVED, "why": f"the class's processor call raised {seen.error}: the run will fail on its first doc", "broken": True}
-    if not seen.seen:
-        return {"status": NOT_OBSERVED, "why": seen.why or "nothing reached a processor"}
-    marker = seen.marker()
-    if marker is None:
-        return {"status": NOT_OBSERVED, "why": f"no image token of the processor occurs once per image in its text ({len(seen.images)} images)"}
-    verdict = check_prompt(layout, str(seen.text), re.escape(marker), images_passed=len(seen.images))
-    if verdict.ok and expected:
-        images = [observe.load_any_image(i) for i in seen.images]
-        if all(i is not None for i in images):
-            order = image_order(expected, [mean_colour(i) for i in images])
-            if order:
-                verdict.lost.append(order)
-    verdict.observed = True
-    verdict.rendered = canonical_prompt(seen)[:RENDERED_CHARS]
-    verdict.tokens = (seen.sizes or {}).get("per_image")
-    return verdict
-
-
-def canonical_prompt(seen: observe.Observation) -> str:
-    """The observed prompt with each image's tokens as one ``<image>``: every run of the image tokens that
-    occur once per image (``<|vision_start|><|image_pad|><|vision_end|>``), so that two classes or backends
-    that name an image by different ones of its tokens compare equal."""
-    text, n = str(seen.text), len(seen.images)
-    once = [m for m in seen.markers if n and text.count(m) == n] or [m for m in [seen.marker()] if m]
-    if not once:
-        return text
-    run = "(?:" + "|".join(re.escape(m) for m in sorted(once, key=len, reverse=True)) + ")+"
-    return re.sub(run, "<image>", text)
 
 
 def _fallback_verdict(lm: Any, task: Any, messages: list[dict[str, Any]], layout: Layout, doc: Any) -> Verdict | None:
@@ -281,7 +210,7 @@ def _helps(owner: Any, setting: str, lm: Any, task: Any, doc: Any, messages: lis
     it set for one probe request, then switched off again."""
     if owner is None or getattr(owner, setting, None) is not False:
         return False
-    undo = patch(owner, setting, True, entry=f"layout probe: {setting} tried")
+    undo = patch(owner, setting, True, entry=ENTRIES[f"layout probe: {setting} tried"])
     try:
         seen = observed_verdict(lm, task, doc, messages, layout)
     finally:
@@ -354,10 +283,6 @@ def verdict_for(lm: Any, task: Any) -> dict[str, Any] | None:
     return out
 
 
-#: the verdicts of this process's last probe, by task (``check-model`` reads them when lmms-eval stops later)
-VERDICTS: dict[str, dict[str, Any]] = {}
-
-
 def _record(task: Any, key: str, value: dict[str, Any]) -> None:
     try:
         if not isinstance(task.config.metadata, dict):
@@ -415,7 +340,7 @@ def probe(lm: Any, task_dict: Mapping[Any, Any], limit: Any = None) -> dict[str,
             verdict = {"status": NOT_CHECKED, "class": type(lm).__name__, "why": f"probe failed: {type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"}
         if verdict is None:
             continue
-        verdicts[name] = VERDICTS[name] = verdict
+        verdicts[name] = current().verdicts[name] = verdict  # check-model reads them when lmms-eval stops later
         _record(task, "earthsci_layout", verdict)
         figure_budget = _budget(lm, task, verdict, limit)
         if figure_budget is not None:
@@ -459,12 +384,9 @@ def _warn_unseen(verdicts: dict[str, dict[str, Any]], budgets: dict[str, dict[st
                        "`lmms-eval-earthsci check-model --model <name> --model_args ...` shows it", first["class"], first["why"])
 
 
-def _later(original: Callable[..., Any]) -> Callable[..., Any]:
-    def download(self: Any, *args: Any, **kwargs: Any) -> Any:
-        install_layout_probe()
-        return original(self, *args, **kwargs)
-
-    return download
+def _later(call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    install_layout_probe()
+    return call(*args, **kwargs)
 
 
 def install_layout_probe() -> bool:
@@ -474,7 +396,9 @@ def install_layout_probe() -> bool:
     if loading is not None and not hasattr(loading, "evaluate"):
         # our entry point runs while lmms-eval's evaluator is still importing (it imports lmms_eval.models,
         # which loads entry points): wrap it when the first task loads, after that import has finished
-        return wrap_task_method("download", "_earthsci_layout_later", _later, entry="layout probe, once the evaluator is imported")
+        cls = task_class()
+        return cls is not None and taps.subscribe("task download", cls, "download", "layout probe", _later,
+                                                  entry=ENTRIES["layout probe, once the evaluator is imported"]) is not None
     try:
         from lmms_eval import evaluator  # noqa: PLC0415 - lmms-eval's evaluator (torch, seconds), only inside a run
     except Exception:
@@ -498,9 +422,9 @@ def install_layout_probe() -> bool:
             except Exception as exc:  # lmms-eval prints it and exits 0: our tasks that had no results end the run non-zero
                 ours = [name for name, _ in our_tasks(task_dict)]
                 if ours and is_cli_run():
-                    run_status.note_stopped(ours, exc)
+                    ledger.note_stopped(ours, exc)
                 raise
 
         return evaluate
 
-    return wrap_method(evaluator, "evaluate", "_earthsci_layout", make, entry="layout probe")
+    return wrap_method(evaluator, "evaluate", make, entry=ENTRIES["layout probe"])

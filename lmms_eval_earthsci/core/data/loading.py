@@ -37,8 +37,8 @@ import json
 import logging
 import os
 import sys
-import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
@@ -56,11 +56,9 @@ __all__ = [  # what ``lmms_eval_earthsci.core.data`` re-exports (it was this mod
     "BadRecordsError",
     "DataRouteError",
     "HubRefusedError",
-    "KNOWN_DATASETS",
     "LISTED_BAD_RECORDS",
     "MIRROR_ENV",
     "MirrorError",
-    "NO_ROUTE_STOPS",
     "NoDataRouteError",
     "RecordError",
     "STORED_BYTES_ATTR",
@@ -77,7 +75,6 @@ __all__ = [  # what ``lmms_eval_earthsci.core.data`` re-exports (it was this mod
     "mirror_env",
     "mirror_path",
     "mirror_root",
-    "no_route_as_error",
     "prepare_load",
     "record_check",
     "record_problems",
@@ -99,12 +96,12 @@ MIRROR_ENV = "EARTHSCI_DATA_MIRROR"
 # imports it while reading the task's YAML, before any download). With the mirror variable set, a missing
 # copy of one of these is an error (falling back to the Hub would hang on an air-gapped node); other
 # repos fall back silently.
-KNOWN_DATASETS: set[str] = set()
-
-
 def declare_datasets(repos: Iterable[str]) -> None:
-    """Declare the Hub repos a benchmark's tasks read (see :data:`KNOWN_DATASETS`)."""
-    KNOWN_DATASETS.update(repos)
+    """Declare the Hub repos a benchmark's tasks read (the runtime's ``datasets``: their loads go through our
+    route checks, a mirror without them says so)."""
+    rt = current()
+    with rt.lock:
+        rt.datasets.update(repos)
 
 
 BAD_RECORDS_ENV = "EARTHSCI_BAD_RECORDS"
@@ -158,7 +155,7 @@ def mirror_path(dataset_path: str | None) -> str | None:
     local = os.path.join(root, *dataset_path.split("/"))
     if os.path.isdir(local):
         return local
-    if dataset_path in KNOWN_DATASETS:
+    if dataset_path in current().datasets:
         parent = os.path.dirname(root)
         if os.path.isdir(os.path.join(parent, *dataset_path.split("/"))) or _holds_repo_folders(root):
             raise MirrorError(
@@ -174,7 +171,7 @@ def mirror_path(dataset_path: str | None) -> str | None:
 
 def _holds_repo_folders(root: str) -> bool:
     """Whether ``root`` holds, at its top, the ``<name>`` folder of one of our Hub repos (``<org>/<name>``)."""
-    return any(os.path.isdir(os.path.join(root, repo.split("/", 1)[1])) for repo in KNOWN_DATASETS if "/" in repo)
+    return any(os.path.isdir(os.path.join(root, repo.split("/", 1)[1])) for repo in current().datasets if "/" in repo)
 
 
 def resolve_dataset(dataset_path: str, dataset_kwargs: Mapping[str, Any] | None) -> tuple[str, dict]:
@@ -319,29 +316,11 @@ class NoDataRouteError(SystemExit):
     def said(cls, line: str) -> NoDataRouteError:
         """The error, its line said on stderr now unless lmms-eval's task loader will deal with it: in an
         lmms-eval CLI run with our loader wrap (``adapter.task_manager.leave_out_what_cannot_load``), which leaves
-        a task of ours out and says why (:mod:`..adapter.run_status`), or says the line of any other task."""
+        a task of ours out and says why (:mod:`..upstream.ledger`), or says the line of any other task."""
         err = cls(line)
         if not (current().loader_leaves_out and is_cli_run()):
             err.say()
         return err
-
-
-_WARNED_CACHED: set[str] = set()
-# set by a command that loads tasks to read what a finished run read (the report's figures): no route is
-# then an ordinary error it reports in place (DataRouteError), not a run's stop with a line on stderr
-NO_ROUTE_STOPS = {"process": True}
-
-
-@contextlib.contextmanager
-def no_route_as_error() -> Iterator[None]:
-    """Within the block, :func:`ensure_hub_route` raises :class:`DataRouteError` (quietly) instead of
-    stopping the process."""
-    before = NO_ROUTE_STOPS["process"]
-    NO_ROUTE_STOPS["process"] = False
-    try:
-        yield
-    finally:
-        NO_ROUTE_STOPS["process"] = before
 
 
 def ensure_hub_route(repo: str, revision: str | None) -> None:
@@ -354,8 +333,7 @@ def ensure_hub_route(repo: str, revision: str | None) -> None:
         return
     where = hub.dataset_cached(repo, revision)
     if where is not None:
-        if state != "offline" and repo not in _WARNED_CACHED:
-            _WARNED_CACHED.add(repo)
+        if state != "offline" and current().first_time(f"read from the cache: {repo}"):
             print(f"lmms-eval-earthsci: the Hugging Face Hub is {state} ({seen}); {repo} is read from the cache {where} after datasets' Hub retries: HF_HUB_OFFLINE=1 skips them", file=sys.stderr, flush=True)
         return
     at = f" at {revision[:12]}" if revision else ""
@@ -364,7 +342,7 @@ def ensure_hub_route(repo: str, revision: str | None) -> None:
         f"lmms-eval-earthsci: {repo}{at} cannot be read: {why}. On a machine with the Hub run `lmms-eval-earthsci mirror DIR`, "
         f"then here `export {MIRROR_ENV}=DIR` (or HF_HUB_OFFLINE=1 with that machine's Hugging Face cache copied here)"
     )
-    if not NO_ROUTE_STOPS["process"]:
+    if current().data_only:  # a command reading what a finished run read (report's figures): an error it reports in place
         raise DataRouteError(line[len("lmms-eval-earthsci: ") :])
     raise NoDataRouteError.said(line)
 
@@ -374,11 +352,11 @@ class HubRefusedError(RuntimeError):
     the revision and the likely fix, in one line."""
 
 
-_HUB_FIXES = {
+_HUB_FIXES = MappingProxyType({
     401: "the repo needs a token (gated or private): set HF_TOKEN (or run `hf auth login`), or use a local mirror (EARTHSCI_DATA_MIRROR)",
     403: "the token may not read it: accept the dataset's terms on its Hub page with the account of HF_TOKEN, or check the token's scope; or use a local mirror (EARTHSCI_DATA_MIRROR)",
     404: "no such file at that revision: check the pin (dataset_kwargs.revision in the task YAML) against the repo, or use a local mirror (EARTHSCI_DATA_MIRROR)",
-}
+})
 
 
 _NO_REPO_FIX = "no such repo or revision: check the repo name and the pin (dataset_kwargs.revision in the task YAML), or use a local mirror (EARTHSCI_DATA_MIRROR)"
@@ -393,7 +371,7 @@ def hub_refusal(exc: BaseException | None, repo: str | None, revision: str | Non
         seen.add(id(exc))
         response = getattr(exc, "response", None)
         status = getattr(response, "status_code", None)
-        if status in _HUB_FIXES:
+        if isinstance(status, int) and status in _HUB_FIXES:
             url = str(getattr(response, "url", "") or getattr(getattr(response, "request", None), "url", "") or "")
             file, rev = None, revision
             if "/resolve/" in url:
@@ -465,25 +443,24 @@ def load_image(value: Any, *, dataset: str, record_id: Any, field: str) -> Image
 
 # --------------------------------------------------------------------------- figure sizes without decoding
 
-_SIZES = threading.local()
-
-
 @contextlib.contextmanager
 def sizes_only() -> Iterator[None]:
     """Inside the block our image loaders decode nothing: :func:`load_image` returns the image as PIL opened
     it (its header read, its pixels not), and a file our repo-file loader would decode and downscale is
     a :class:`FigureSize` of the size it would have. A task's ``doc_to_visual`` then says the size of every
     figure a doc sends at the cost of reading headers (the layout probe's figure statistics)."""
-    _SIZES.on = True
+    thread = current().thread
+    before = getattr(thread, "sizes_only", False)
+    thread.sizes_only = True
     try:
         yield
     finally:
-        _SIZES.on = False
+        thread.sizes_only = before
 
 
 def reading_sizes() -> bool:
     """Whether this thread is inside :func:`sizes_only`."""
-    return bool(getattr(_SIZES, "on", False))
+    return bool(getattr(current().thread, "sizes_only", False))
 
 
 class FigureSize:

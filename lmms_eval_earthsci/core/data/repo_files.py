@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from lmms_eval_earthsci.core.data import RecordError, hub_refusal, mirror_path, mirror_root
 from lmms_eval_earthsci.core.data.loading import FigureSize, reading_sizes
+from lmms_eval_earthsci.core.runtime import current
 
 if TYPE_CHECKING:
     from huggingface_hub import DatasetInfo
@@ -309,18 +310,10 @@ def record_image(store: RepoFiles, cache: DecodedCache, doc: Mapping[str, Any], 
         raise RecordError(dataset, record_id, field, f"{what} {path} cannot be decoded ({exc})") from exc
 
 
-_STORES: dict[tuple, RepoFiles] = {}
-_STORES_LOCK = threading.Lock()
-
-
 def repo_files(repo_id: str, revision: str | None = None, rewrites: Sequence[tuple[str, str]] = (), strip_prefixes: Sequence[str] = ()) -> RepoFiles:
     """The process-wide :class:`RepoFiles` for this repo, revision and mirror setting."""
     key = (repo_id, revision, tuple(rewrites), tuple(strip_prefixes), mirror_root(), os.environ.get("HF_ENDPOINT"))
-    with _STORES_LOCK:
-        store = _STORES.get(key)
-        if store is None:
-            store = _STORES[key] = RepoFiles(repo_id, revision, rewrites, strip_prefixes)
-        return store
+    return current().resource(("repo files", key), lambda: RepoFiles(repo_id, revision, rewrites, strip_prefixes))
 
 
 # --------------------------------------------------------------------------- decoding

@@ -9,14 +9,14 @@ includes tasks of ours ends non-zero, with one line per task that did not run an
   ("nothing left to run");
 - what stops the run outside the evaluation of our tasks (a model that cannot load): exit 3 ("run outcome"),
   results that could not be written ("results written");
-- at exit, the ledger (:mod:`..adapter.run_status`) decides the code and prints its last lines ("exit status").
+- at exit, what the ledger (:mod:`..upstream.ledger`) noted decides the code, set with its last lines
+  (:mod:`.exit_status`, "exit status").
 
 Without this part (``EARTHSCI_HARDENING=0``) a task of ours that cannot load is still left out with its line
 (the integration's), and the process exits as lmms-eval decides."""
 
 from __future__ import annotations
 
-import atexit
 import functools
 import glob
 import os
@@ -24,12 +24,15 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from lmms_eval_earthsci.core.adapter import run_status
-from lmms_eval_earthsci.core.adapter.patching import register, warn_missing, wrap_method
 from lmms_eval_earthsci.core.adapter.task_manager import is_ours, why_not_loaded
 from lmms_eval_earthsci.core.data.loading import NoDataRouteError
+from lmms_eval_earthsci.core.hardening import exit_status
+from lmms_eval_earthsci.core.hardening.inventory import ENTRIES
 from lmms_eval_earthsci.core.runtime import current
 from lmms_eval_earthsci.core.settings import cli_value, is_cli_run
+from lmms_eval_earthsci.core.upstream import ledger, taps
+from lmms_eval_earthsci.core.upstream.inventory import warn_missing
+from lmms_eval_earthsci.core.upstream.patching import wrap_method
 
 
 def _unknown(task_list: Any, matched: Any) -> list[str]:
@@ -42,7 +45,7 @@ def stop_on_unknown_names(task_manager_cls: Any) -> bool:
     stops the run with exit 2 and one line per name (did you mean ...), before the model loads (lmms-eval
     says "Tasks not found" and exits 0). In a CLI run that includes tasks of ours, any other name lmms-eval
     does not know stops it there too, with exit 3 and one line naming ours; the run's names of ours (and
-    those of lmms-eval's own close to ours) are noted for its end (:mod:`..adapter.run_status`). Returns
+    those of lmms-eval's own close to ours) are noted for its end (:mod:`..upstream.ledger`). Returns
     success."""
 
     def make(original: Callable[..., Any]) -> Callable[..., Any]:
@@ -52,7 +55,7 @@ def stop_on_unknown_names(task_manager_cls: Any) -> bool:
             hint = current().looks_ours_but_unknown
             lines = [f"lmms_eval_earthsci: {name} is none of our tasks or groups ({why})" for name in task_list if name not in matched and (why := hint(name, known))]
             if lines:
-                run_status.say("\n".join(lines))
+                ledger.say("\n".join(lines))
                 raise SystemExit(2)
             if is_cli_run() and isinstance(task_list, list):
                 _note_requested(self, task_list, matched, known)
@@ -60,7 +63,7 @@ def stop_on_unknown_names(task_manager_cls: Any) -> bool:
 
         return match_tasks
 
-    return wrap_method(task_manager_cls, "match_tasks", "_earthsci_names_checked", make, entry="task-name typos")
+    return wrap_method(task_manager_cls, "match_tasks", make, entry=ENTRIES["task-name typos"])
 
 
 def _is_zero(value: str) -> bool:
@@ -80,32 +83,32 @@ def _note_requested(task_manager: Any, task_list: list, matched: Any, known: set
     unknown = _unknown(task_list, matched)
     limit = cli_value(sys.argv, "--limit")
     if ours and limit is not None and _is_zero(limit):  # lmms-eval would load every task, then raise "did not find any docs" and exit 1
-        run_status.say(f"lmms_eval_earthsci: --limit {limit} evaluates no doc: {', '.join(ours)} did not run (exit 2); give --limit N (N >= 1, or a share "
+        ledger.say(f"lmms_eval_earthsci: --limit {limit} evaluates no doc: {', '.join(ours)} did not run (exit 2); give --limit N (N >= 1, or a share "
                        "0 < x < 1) or leave it out for every doc")
         raise SystemExit(2)
     if ours and unknown:
-        run_status.say("\n".join([*(f"lmms_eval_earthsci: {name} is no task lmms-eval knows ({current().did_you_mean(name, known, 0.75)})" for name in unknown),
-                                  f"lmms_eval_earthsci: {', '.join(ours)} did not run (exit {run_status.OTHER}): the run stopped before the model loaded, at the name(s) above"]))
-        raise SystemExit(run_status.OTHER)
-    run_status.note_requested(ours, near)
+        ledger.say("\n".join([*(f"lmms_eval_earthsci: {name} is no task lmms-eval knows ({current().did_you_mean(name, known, 0.75)})" for name in unknown),
+                                  f"lmms_eval_earthsci: {', '.join(ours)} did not run (exit {ledger.OTHER}): the run stopped before the model loaded, at the name(s) above"]))
+        raise SystemExit(ledger.OTHER)
+    ledger.note_requested(ours, near)
     if ours or near:
         _install_outcome_hooks()
 
 
 def note_outcome(original: Callable[..., Any]) -> Callable[..., Any]:
-    """``lmms_eval.evaluator.simple_evaluate`` noting how the run ended (:mod:`..adapter.run_status`): what it
+    """``lmms_eval.evaluator.simple_evaluate`` noting how the run ended (:mod:`..upstream.ledger`): what it
     raised, outside the evaluation of our tasks; on a rank other than 0 (it returns None), done."""
 
     @functools.wraps(original)
     def simple_evaluate(*args: Any, **kwargs: Any) -> Any:
-        run_status.note_started()
+        ledger.note_started()
         try:
             results = original(*args, **kwargs)
         except Exception as exc:
-            run_status.note_run_stopped(f"the run stopped before them ({run_status.in_one_line(exc)}; lmms-eval's traceback above){run_status.known_cause(exc)}", exc)
+            ledger.note_run_stopped(f"the run stopped before them ({ledger.in_one_line(exc)}; lmms-eval's traceback above){ledger.known_cause(exc)}", exc)
             raise
         if results is None:
-            run_status.note_done()
+            ledger.note_done()
         return results
 
     return simple_evaluate
@@ -121,9 +124,9 @@ def note_written(original: Callable[..., Any]) -> Callable[..., Any]:
         where = getattr(self, "output_path", None)
         stamp = getattr(self, "date_id", None)
         if where and stamp and not glob.glob(os.path.join(glob.escape(str(where)), "**", f"{glob.escape(str(stamp))}_results.json"), recursive=True):
-            run_status.note_run_stopped(f"lmms-eval could not write the results under {where} (its warning 'Could not save results aggregated' above)")
+            ledger.note_run_stopped(f"lmms-eval could not write the results under {where} (its warning 'Could not save results aggregated' above)")
         else:
-            run_status.note_done()
+            ledger.note_done()
         return out
 
     return save_results_aggregated
@@ -135,31 +138,30 @@ def _install_outcome_hooks() -> None:
     then: our entry point runs while it imports)."""
     evaluator = sys.modules.get("lmms_eval.evaluator")
     tracker = getattr(sys.modules.get("lmms_eval.loggers.evaluation_tracker"), "EvaluationTracker", None)
-    if evaluator is None or not wrap_method(evaluator, "simple_evaluate", "_earthsci_outcome", note_outcome, entry="run outcome"):
-        warn_missing("run outcome", "a run of our tasks stopped by something else (a model that cannot load) may exit 0")
-    if tracker is None or not wrap_method(tracker, "save_results_aggregated", "_earthsci_written", note_written, entry="results written"):
-        warn_missing("results written", "a run whose results could not be written may exit 0")
+    if evaluator is None or not wrap_method(evaluator, "simple_evaluate", note_outcome, entry=ENTRIES["run outcome"]):
+        warn_missing(ENTRIES["run outcome"], "a run of our tasks stopped by something else (a model that cannot load) may exit 0")
+    if tracker is None or not wrap_method(tracker, "save_results_aggregated", note_written, entry=ENTRIES["results written"]):
+        warn_missing(ENTRIES["results written"], "a run whose results could not be written may exit 0")
 
 
 def leave_out_upstream_tasks(task_manager_cls: Any) -> bool:
     """In a CLI run that includes tasks of ours, a task not ours that cannot load is left out and noted
-    (exit 3), the others run (lmms-eval would stop the whole run, and exit 0). Installed before the
-    integration's wrap of the same method (tasks of ours), so it runs inside it. Returns success."""
+    (exit 3), the others run (lmms-eval would stop the whole run, and exit 0). It runs inside the
+    integration's subscriber of the same tap (tasks of ours; the order is ``core.upstream.taps.ORDER``). Returns
+    success."""
 
-    def make(original: Callable[..., Any]) -> Callable[..., Any]:
-        def _load_individual_task_or_group(self: Any, name_or_config: Any = None, *args: Any, **kwargs: Any) -> Any:
-            name = name_or_config.get("task") if isinstance(name_or_config, dict) else name_or_config
-            try:
-                return original(self, name_or_config, *args, **kwargs)
-            except (Exception, NoDataRouteError) as exc:
-                if isinstance(name, str) and is_cli_run() and not is_ours(self, name) and run_status.requested_ours():
-                    run_status.note_other_not_loaded(name, why_not_loaded(name, exc))
-                    return {}
-                raise
+    def leave_out(call: Callable[..., Any], self: Any, name_or_config: Any = None, *args: Any, **kwargs: Any) -> Any:
+        name = name_or_config.get("task") if isinstance(name_or_config, dict) else name_or_config
+        try:
+            return call(self, name_or_config, *args, **kwargs)
+        except (Exception, NoDataRouteError) as exc:
+            if isinstance(name, str) and is_cli_run() and not is_ours(self, name) and ledger.requested_ours():
+                ledger.note_other_not_loaded(name, why_not_loaded(name, exc))
+                return {}
+            raise
 
-        return _load_individual_task_or_group
-
-    return wrap_method(task_manager_cls, "_load_individual_task_or_group", "_earthsci_leaves_out_upstream", make, entry="upstream tasks that cannot load")
+    return taps.subscribe("task loader", task_manager_cls, "_load_individual_task_or_group", "upstream left out", leave_out,
+                          entry=ENTRIES["upstream tasks that cannot load"]) is not None
 
 
 def stop_when_nothing_is_left(task_manager_cls: Any) -> bool:
@@ -168,37 +170,25 @@ def stop_when_nothing_is_left(task_manager_cls: Any) -> bool:
 
     def make(original: Callable[..., Any]) -> Callable[..., Any]:
         def load_task_or_group(self: Any, *args: Any, **kwargs: Any) -> Any:
-            before = run_status.failures_seen()
+            before = ledger.failures_seen()
             loaded = original(self, *args, **kwargs)
-            if not loaded and run_status.failures_seen() > before:
-                run_status.stop_nothing_left()
+            if not loaded and ledger.failures_seen() > before:
+                exit_status.stop_nothing_left()
             return loaded
 
         return load_task_or_group
 
-    return wrap_method(task_manager_cls, "load_task_or_group", "_earthsci_nothing_left", make, entry="nothing left to run")
-
-
-_EXIT_STATUS = [False]
-
-
-def install_exit_status() -> None:
-    """The exit handler that ends the process with the ledger's code (idempotent). Installed first of this
-    part's handlers: atexit runs the last registered first, and this one must run after those that print a
-    run's last lines or release its process group."""
-    if not _EXIT_STATUS[0]:
-        _EXIT_STATUS[0] = True
-        register("exit status", "atexit:register", lambda: atexit.register(run_status.exit_with_status))
+    return wrap_method(task_manager_cls, "load_task_or_group", make, entry=ENTRIES["nothing left to run"])
 
 
 def install(task_manager_cls: Any = None) -> None:
     """This module's wraps on ``task_manager_cls`` (when given: registration) and the exit handler."""
-    install_exit_status()
+    exit_status.install()
     if task_manager_cls is None:
         return
     if not stop_on_unknown_names(task_manager_cls):
-        warn_missing("task-name typos", "a mistyped task name of ours says \"Tasks not found\" and exits 0")
+        warn_missing(ENTRIES["task-name typos"], "a mistyped task name of ours says \"Tasks not found\" and exits 0")
     if not leave_out_upstream_tasks(task_manager_cls):
-        warn_missing("upstream tasks that cannot load", "a task not ours that cannot load stops the whole run, and lmms-eval exits 0")
+        warn_missing(ENTRIES["upstream tasks that cannot load"], "a task not ours that cannot load stops the whole run, and lmms-eval exits 0")
     if not stop_when_nothing_is_left(task_manager_cls):
-        warn_missing("nothing left to run", "a run whose every task was left out evaluates nothing and exits 0")
+        warn_missing(ENTRIES["nothing left to run"], "a run whose every task was left out evaluates nothing and exits 0")

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from lmms_eval_earthsci.core.adapter.patching import patch
+from lmms_eval_earthsci.core.hardening.inventory import ENTRIES
+from lmms_eval_earthsci.core.upstream.patching import installed, patch
 
 
 class LibYaml:
@@ -44,9 +45,9 @@ def index_on_libyaml() -> bool:
     import yaml  # noqa: PLC0415 - PyYAML, which lmms-eval has imported already
     from lmms_eval import utils  # noqa: PLC0415 - lmms-eval's task-config loader
 
-    if isinstance(getattr(utils, "yaml", None), LibYaml):
+    if installed(ENTRIES["task index on libyaml"]):
         return True
     if getattr(utils, "yaml", None) is not yaml or not getattr(yaml, "__with_libyaml__", False):
         return False
-    patch(utils, "yaml", LibYaml(yaml), entry="task index on libyaml")
+    patch(utils, "yaml", LibYaml(yaml), entry=ENTRIES["task index on libyaml"])
     return True

@@ -7,7 +7,7 @@ what a doc costs on that route, in the one event loop that also sends the reques
 they are already in the format lmms-eval would send: the same pixels (PNG is lossless: the server
 decodes what our hook decoded), the same MIME label, no encode. Anything else (a converted or shrunk
 image, another format, another task's image) goes through lmms-eval's encode as before.
-``core.adapter.patching.INVENTORY``: "image pass-through".
+``core.activation.INVENTORY``: "image pass-through".
 """
 
 from __future__ import annotations
@@ -16,8 +16,9 @@ import base64
 from collections.abc import Callable
 from typing import Any
 
-from lmms_eval_earthsci.core.adapter.patching import wrap_method
 from lmms_eval_earthsci.core.data.loading import stored_bytes
+from lmms_eval_earthsci.core.hardening.inventory import ENTRIES
+from lmms_eval_earthsci.core.upstream.patching import wrap_method
 
 
 def _format_requested(args: tuple, kwargs: dict) -> str:
@@ -43,4 +44,4 @@ def install_passthrough() -> bool:
 
         return encode_image
 
-    return wrap_method(ChatMessages, "encode_image", "_earthsci_passthrough", make, entry="image pass-through")
+    return wrap_method(ChatMessages, "encode_image", make, entry=ENTRIES["image pass-through"])

@@ -7,7 +7,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from lmms_eval_earthsci.core.adapter.patching import register
+from lmms_eval_earthsci.core.hardening.inventory import ENTRIES
+from lmms_eval_earthsci.core.upstream.patching import installed, register
 
 
 def redact_hf_token() -> bool:
@@ -17,9 +18,9 @@ def redact_hf_token() -> bool:
         from loguru import logger  # noqa: PLC0415 - loguru (~40 ms), optional: lmms-eval's logger
     except ImportError:  # pragma: no cover
         return False
-    previous = getattr(getattr(logger, "_core", None), "patcher", None)
-    if getattr(previous, "_earthsci_redacts", False):
+    if installed(ENTRIES["HF token redaction"]):
         return True
+    previous = getattr(getattr(logger, "_core", None), "patcher", None)
 
     def patch(record: Any) -> None:
         if previous is not None:  # keep a patcher someone else installed
@@ -29,6 +30,5 @@ def redact_hf_token() -> bool:
             if token and token in record["message"]:
                 record["message"] = record["message"].replace(token, "***")
 
-    patch._earthsci_redacts = True  # type: ignore[attr-defined]  # a marker on the function: installed once
-    register("HF token redaction", "loguru:logger.configure", lambda: logger.configure(patcher=patch))
+    register(ENTRIES["HF token redaction"], "loguru:logger.configure", lambda: logger.configure(patcher=patch))
     return True

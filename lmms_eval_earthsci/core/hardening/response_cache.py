@@ -10,8 +10,9 @@ import logging
 import os
 from typing import Any
 
-from lmms_eval_earthsci.core.adapter.patching import patch
+from lmms_eval_earthsci.core.hardening.inventory import ENTRIES
 from lmms_eval_earthsci.core.settings import read_flag
+from lmms_eval_earthsci.core.upstream.patching import installed, patch, where
 
 RECOVER_ENV = "EARTHSCI_RECOVER_RESPONSE_CACHE"
 _RECOVERED_MARKER = ".earthsci_recovered"
@@ -30,7 +31,7 @@ def recover_killed_response_runs() -> bool:
     except Exception:
         return False
     cls = rc.ResponseCache
-    if getattr(cls, "_earthsci_recover", False):
+    if installed(ENTRIES["response-cache recovery"], where(cls, "create")):
         return True
     needed = ("_LAYERED_RUNS_DIRNAME", "_LAYERED_MERGED_MARKER", "_LAYERED_LOCK_DIRNAME", "_merge_lock")
     if not all(hasattr(rc, n) for n in needed) or not hasattr(cls, "merge_shards") or not hasattr(cls, "create"):
@@ -46,8 +47,7 @@ def recover_killed_response_runs() -> bool:
                 logging.getLogger("lmms_eval_earthsci").warning("lmms_eval_earthsci: could not recover unfinished runs of the response cache", exc_info=True)
         return original(klass, cache_root, *args, **kwargs)
 
-    patch(cls, "create", classmethod(create), entry="response-cache recovery")
-    cls._earthsci_recover = True
+    patch(cls, "create", classmethod(create), entry=ENTRIES["response-cache recovery"])
     return True
 
 

@@ -9,9 +9,8 @@ from __future__ import annotations
 import atexit
 import sys
 
-from lmms_eval_earthsci.core.adapter.patching import register
-
-_INSTALLED = [False]
+from lmms_eval_earthsci.core.hardening.inventory import ENTRIES
+from lmms_eval_earthsci.core.upstream.patching import register
 
 
 def _release_distributed() -> None:
@@ -28,6 +27,4 @@ def _release_distributed() -> None:
 
 def release_distributed_at_exit() -> None:
     """Destroy the process group at interpreter exit (idempotent)."""
-    if not _INSTALLED[0]:
-        _INSTALLED[0] = True
-        register("process group at exit", "torch.distributed:destroy_process_group", lambda: atexit.register(_release_distributed))
+    register(ENTRIES["process group at exit"], "torch.distributed:destroy_process_group", lambda: atexit.register(_release_distributed))

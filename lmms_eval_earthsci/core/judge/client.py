@@ -43,6 +43,7 @@ except ImportError:  # pragma: no cover - a declared dependency; the stdlib's is
 from lmms_eval_earthsci.core.judge.cache import VerdictCache
 from lmms_eval_earthsci.core.judge.config import JUDGE_ENV, JudgeConfig, JudgeResult
 from lmms_eval_earthsci.core.judge.transport import Retryable, Transport, TransportError
+from lmms_eval_earthsci.core.runtime import current
 
 logger = logging.getLogger("lmms_eval_earthsci")
 
@@ -212,7 +213,7 @@ def refusal_cause(status: int, raw: bytes) -> str:
 
 # replies that no retry and no other doc can fix: the endpoint, model or key is wrong
 _FATAL_STATUS = (401, 403, 404)
-_FATAL_CAUSES = {f"HTTP {c}" for c in _FATAL_STATUS} | {"TLS certificate not trusted", NO_SUCH_MODEL}
+_FATAL_CAUSES = frozenset({f"HTTP {c}" for c in _FATAL_STATUS} | {"TLS certificate not trusted", NO_SUCH_MODEL})
 # a doc that ran out of retries on these says nothing about the endpoint being dead (rate limiting; a
 # reply without content): such docs neither count towards the breaker nor reset it
 _NEUTRAL_CAUSES = ("HTTP 429",)
@@ -589,19 +590,13 @@ class JudgeClient:
         return results
 
 
-_JUDGES: dict[str, JudgeClient] = {}
-_JUDGES_LOCK = threading.Lock()
-_WARNED: set[str] = set()
-
-
 def get_judge(overrides: Mapping[str, Any] | None = None, purpose: str = "judge metrics", prefix: str = JUDGE_ENV, endpoint_fallback: bool = True) -> JudgeClient | None:
     """The process-wide judge for the current settings (``<prefix>_*`` variables, see
     :meth:`JudgeConfig.from_env`), or None (with one warning) if none is configured. Thread-safe; builds
     no client until first called."""
     cfg = JudgeConfig.from_env(overrides, prefix=prefix, endpoint_fallback=endpoint_fallback)
     if not cfg.configured:
-        if purpose not in _WARNED:
-            _WARNED.add(purpose)
+        if current().first_time(f"no judge: {purpose}"):
             names = cfg.missing(prefix) + ("" if prefix == JUDGE_ENV or not endpoint_fallback else f" (or {JUDGE_ENV}_*)")
             logger.warning(
                 "lmms_eval_earthsci: no LLM judge configured (set %s); %s are reported as unavailable, rule-based metrics are unaffected",
@@ -610,19 +605,24 @@ def get_judge(overrides: Mapping[str, Any] | None = None, purpose: str = "judge 
             )
         return None
     ident = json.dumps({**cfg.public(), "cache_dir": cfg.cache_dir, "timeout": cfg.timeout, "retries": cfg.max_retries, "max_tokens": cfg.max_tokens, "reasoning_effort": cfg.reasoning_effort}, sort_keys=True)
-    with _JUDGES_LOCK:
-        client = _JUDGES.get(ident)
+    rt = current()
+    with rt.lock:
+        clients = rt.resource("judge clients", dict)  # the process's clients, by configuration
+        client = clients.get(ident)
         if client is None or client.config.api_key != cfg.api_key:
-            client = _JUDGES[ident] = JudgeClient(cfg)
+            client = clients[ident] = JudgeClient(cfg)
+            # nothing of ours left running at exit; registered with the first client, once per process
+            rt.resource(("at exit", "judge clients"), lambda: atexit.register(close_all))
         return client
 
 
-@atexit.register
 def close_all() -> None:
     """Leave nothing of ours running at interpreter exit (builder threads, HTTP sessions, SQLite handles)."""
-    with _JUDGES_LOCK:
-        clients = list(_JUDGES.values())
-        _JUDGES.clear()
+    rt = current()
+    with rt.lock:
+        held = rt.resource("judge clients", dict)
+        clients = list(held.values())
+        held.clear()
     for c in clients:
         try:
             c.close()

@@ -17,46 +17,48 @@ import atexit
 import os
 import shlex
 import sys
-import threading
 from collections.abc import Mapping, Sequence
-from typing import Any
 
+from lmms_eval_earthsci.core.runtime import JudgeFailures, current
 from lmms_eval_earthsci.core.settings import cli_value, is_cli_run
 
-_LOCK = threading.Lock()
-_FAILED: dict[str, dict[str, Any]] = {}
-_SETTING: dict[str, tuple[str, str | None]] = {}
-_NO_JUDGE: dict[str, str] = {}  # judged task -> the settings that would name its judge
-_INSTALLED = False
+
+def _noted() -> JudgeFailures:
+    return current().judge_failures
 
 
 def note_endpoint(task: str, setting: str, base_url: str | None) -> None:
     """The judge of ``task``: the setting naming its endpoint (``EARTHSCI_JUDGE_BASE_URL``) and its value."""
-    with _LOCK:
-        _SETTING[task] = (setting, base_url)
+    noted = _noted()
+    with noted.lock:
+        noted.setting[task] = (setting, base_url)
 
 
 def note_failures(task: str, failed: int, docs: int, causes: Mapping[str, int]) -> None:
     """``failed`` of ``docs`` judged docs of ``task`` failed, by cause (the aggregation's global counts)."""
     if failed:
-        with _LOCK:
-            _FAILED[task] = {"failed": failed, "docs": docs, "causes": dict(causes)}
-        _install()
+        noted = _noted()
+        with noted.lock:
+            noted.failed[task] = {"failed": failed, "docs": docs, "causes": dict(causes)}
+        # the lines at exit, once per process (our own handler; registered when a failure is first noted)
+        current().resource(("at exit", "judge failures"), lambda: atexit.register(_print_at_exit))
 
 
 def note_no_judge(task: str, settings: str) -> None:
     """``task`` is judged but no judge is configured (``settings``: the variables that would name one)."""
-    with _LOCK:
-        _NO_JUDGE[task] = settings
+    noted = _noted()
+    with noted.lock:
+        noted.no_judge[task] = settings
 
 
 def failure_lines(no_judge: bool = False) -> list[str]:
     """One line per judged task whose judge failed on some docs: the counts by cause, the endpoint and its
     setting; with ``no_judge``, one per judged task that had no judge configured too."""
-    with _LOCK:
-        failed = dict(_FAILED)
-        settings = dict(_SETTING)
-        unjudged = dict(_NO_JUDGE) if no_judge else {}
+    noted = _noted()
+    with noted.lock:
+        failed = dict(noted.failed)
+        settings = dict(noted.setting)
+        unjudged = dict(noted.no_judge) if no_judge else {}
     lines = []
     for task, f in sorted(failed.items()):
         setting, url = settings.get(task, ("EARTHSCI_JUDGE_BASE_URL", None))
@@ -90,11 +92,12 @@ def last_lines(argv: Sequence[str] | None = None) -> list[str]:
 def take() -> tuple[int, int]:
     """(judged tasks whose judge failed on some docs, judged tasks with no judge), forgotten: a command that
     reported them (``rescore``) leaves nothing for the exit."""
-    with _LOCK:
-        counts = len(_FAILED), len([t for t in _NO_JUDGE if t not in _FAILED])
-        _FAILED.clear()
-        _NO_JUDGE.clear()
-        _SETTING.clear()
+    noted = _noted()
+    with noted.lock:
+        counts = len(noted.failed), len([t for t in noted.no_judge if t not in noted.failed])
+        noted.failed.clear()
+        noted.no_judge.clear()
+        noted.setting.clear()
     return counts
 
 
@@ -105,12 +108,3 @@ def _print_at_exit() -> None:
     if lines:
         sys.stderr.write("\n" + "\n".join(lines) + "\n")
         sys.stderr.flush()
-
-
-def _install() -> None:
-    global _INSTALLED
-    with _LOCK:
-        if _INSTALLED:
-            return
-        _INSTALLED = True
-    atexit.register(_print_at_exit)

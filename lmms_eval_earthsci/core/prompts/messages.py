@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import contextlib
 import re
-import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from lmms_eval_earthsci.core.data.loading import doc_key
+from lmms_eval_earthsci.core.runtime import current
 
 PLACEHOLDER_RE = re.compile(r"<image_(\d+)>|<image>")
 # numbered placeholders only: a prompt holding free text (a reward model's candidates) where "<image>" is text
@@ -95,7 +95,7 @@ class Messages(list):
     template renders only the first system turn: a task's own system prompt never reached the model.
     Inserting a system turn before a list that already starts with the task's own is ignored here, so
     the task's instructions stay the system prompt (the class's default is not the authors' request).
-    ``core.adapter.patching.INVENTORY`` lists this as "task system turn"."""
+    ``core.activation.INVENTORY`` lists this as "task system turn"."""
 
     keeps_own_system = True
 
@@ -169,35 +169,31 @@ def fill_fields(template: str, values: dict[str, str]) -> str:
 
 # --------------------------------------------------------------------------- which route a doc took
 
-_CHAT_DOCS: set[str] = set()
-_CHAT_LOCK = threading.Lock()
-
-
-_QUIET = threading.local()
-
-
 @contextlib.contextmanager
 def unrecorded() -> Iterator[None]:
     """Inside the block ``doc_to_messages`` records no route (the layout probe reads a doc's messages on
     any route)."""
-    _QUIET.on = True
+    thread = current().thread
+    thread.unrecorded = True
     try:
         yield
     finally:
-        _QUIET.on = False
+        thread.unrecorded = False
 
 
 def note_chat(doc: Mapping[str, Any]) -> None:
     """Record that ``doc`` was prompted through ``doc_to_messages`` (a chat backend) in this process."""
-    if getattr(_QUIET, "on", False):
+    rt = current()
+    if getattr(rt.thread, "unrecorded", False):
         return
     key = doc_key(doc)
-    with _CHAT_LOCK:
-        _CHAT_DOCS.add(key)
+    with rt.lock:
+        rt.chat_docs.add(key)
 
 
 def route_of(doc: Mapping[str, Any]) -> str:
     """``chat`` if this process prompted ``doc`` through ``doc_to_messages``, else ``simple``
     (``doc_to_visual`` + ``doc_to_text``), for the logged sample."""
-    with _CHAT_LOCK:
-        return "chat" if doc_key(doc) in _CHAT_DOCS else "simple"
+    rt = current()
+    with rt.lock:
+        return "chat" if doc_key(doc) in rt.chat_docs else "simple"

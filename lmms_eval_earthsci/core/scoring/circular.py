@@ -154,7 +154,7 @@ def expand(dataset: Any, rotation: Rotation) -> Any:
 # --------------------------------------------------------------------------- the hooks
 
 
-@dataclass
+@dataclass(frozen=True)
 class Hooks:
     process_docs: Callable[[Any], Any]
     doc_to_messages: Callable[..., Any]

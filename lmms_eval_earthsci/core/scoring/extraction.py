@@ -10,6 +10,7 @@ blocks themselves carry no benchmark-specific quirk.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import string
@@ -211,11 +212,12 @@ def _letter_class(letters: str) -> str:
     return "[" + re.escape(letters + letters.lower()) + "]"
 
 
-def letter_patterns(letters: str) -> list[tuple[str, re.Pattern]]:
+@functools.cache
+def letter_patterns(letters: str) -> tuple[tuple[str, re.Pattern], ...]:
     """Ordered (rule, regex) pairs; group 1 is the letter. Earlier rules are more reliable."""
     L = _letter_class(letters)
     Lu = "[" + re.escape(letters) + "]"
-    return [
+    return (
         # the whole answer is a letter: "B", "(B)", "B.", "B)", "**B**", "\textbf{B}", "B: text"
         ("letter-bare", re.compile(rf"^\s*[\(\[]?({L})[\)\]]?\s*[.:)]?\s*$")),
         ("letter-markup", re.compile(rf"^\s*(?:\*\*|__|\\textbf{{|\\mathbf{{|\\text{{)\s*\(?({L})\)?\s*(?:\*\*|__|}})\s*[.:]?\s*$")),
@@ -229,10 +231,7 @@ def letter_patterns(letters: str) -> list[tuple[str, re.Pattern]]:
         ),
         ("letter-markup-inline", re.compile(rf"(?:\*\*|\\textbf{{)\s*[\(\[]?({Lu})[\)\]]?\s*(?:\*\*|}})")),
         ("letter-parenthesized", re.compile(rf"\(({Lu})\)")),
-    ]
-
-
-_PATTERN_CACHE: dict[str, list] = {}
+    )
 
 
 def _lists_options(text: str, letters: str) -> bool:
@@ -251,9 +250,7 @@ def extract_option_letter(response: Any, letters: str = "ABCD", rules: Iterable[
     text = as_text(response)
     if not text.strip():
         return NOTHING
-    patterns = _PATTERN_CACHE.get(letters)
-    if patterns is None:
-        patterns = _PATTERN_CACHE[letters] = letter_patterns(letters)
+    patterns = letter_patterns(letters)
     wanted = set(rules) if rules is not None else None
     for rule, pat in patterns:
         if wanted is not None and rule not in wanted:

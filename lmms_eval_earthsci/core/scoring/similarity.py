@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from lmms_eval_earthsci.core.runtime import current
 from lmms_eval_earthsci.core.settings import read_setting
 
 if TYPE_CHECKING:
@@ -134,15 +135,8 @@ def _cuda() -> bool:
         return False
 
 
-_MATCHERS: dict[str, SimilarityMatcher] = {}
-_MATCHERS_LOCK = threading.Lock()
-
-
 def get_matcher(name: str | None = None) -> SimilarityMatcher:
-    """The process-wide matcher for a model source (created on first use, loaded on first encode)."""
+    """The process-wide matcher for a model source (created on first use, loaded on first encode), held
+    by the runtime."""
     source = resolve_model_source(name)
-    with _MATCHERS_LOCK:
-        matcher = _MATCHERS.get(source)
-        if matcher is None:
-            matcher = _MATCHERS[source] = SimilarityMatcher(source)
-        return matcher
+    return current().resource(("similarity_matcher", source), lambda: SimilarityMatcher(source))

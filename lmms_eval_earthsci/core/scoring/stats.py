@@ -19,7 +19,7 @@ A metric's value is its task's aggregation over the per-doc items lmms-eval logg
 Resampling is ``scipy.stats.bootstrap`` (seeded; ``method="percentile"``; the interval is taken with
 ``nanpercentile`` over its bootstrap distribution, so a resample whose slice is empty is dropped, not
 poisonous); McNemar is ``scipy.stats.binomtest``. Aggregations we know are vectorised over resamples
-(:data:`KERNELS`): means (``mean_present``, ``judged_mean``, MAC accuracy), MuSciClaims' per-class and
+(:func:`kernels`): means (``mean_present``, ``judged_mean``, MAC accuracy), MuSciClaims' per-class and
 macro P/R/F1 and its flip rates; any other aggregation is called once per resample (exact, slower: see
 ``benchmarks/bootstrap.py``). A kernel's units need not be docs: MuSciClaims' resample base claims (a
 cluster bootstrap: a claim's variants are one unit), its encoding summing each claim's docs.
@@ -32,10 +32,12 @@ import math
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any, cast
 
 import numpy as np
 
+from lmms_eval_earthsci.core.runtime import current
 from lmms_eval_earthsci.core.scoring.metrics import mean_present
 
 DEFAULT_RESAMPLES = 10_000
@@ -107,17 +109,28 @@ def _judged_mean_encode(items: Sequence[Any]) -> tuple[np.ndarray, ...] | None:
 
 # dotted aggregation -> (encode(items) -> arrays | None, statistic(*arrays, axis) -> values): the core's
 # aggregations here; each benchmark adds its own (its ``kernels``), see :func:`register_kernels`
-KERNELS: dict[str, tuple[Callable, Callable]] = {
+CORE_KERNELS: Mapping[str, tuple[Callable, Callable]] = MappingProxyType({
     "lmms_eval_earthsci.core.scoring.metrics.mean_present": (_mean_encode, _mean_stat),
     "lmms_eval_earthsci.core.judge.task_pass.judged_mean": (_judged_mean_encode, _mean_stat),
-}
+})
 mean_encode, mean_stat = _mean_encode, _mean_stat
+
+
+def _kernels() -> dict[str, tuple[Callable, Callable]]:
+    """The kernels this process knows: the core's, then those registered. What the benchmarks declared, so
+    the runtime holds the table (as it holds their settings and datasets)."""
+    return current().resource(("bootstrap_kernels",), lambda: dict(CORE_KERNELS))
+
+
+def kernels() -> Mapping[str, tuple[Callable, Callable]]:
+    """Every kernel this process knows (read-only; :func:`register_kernels` adds to it)."""
+    return MappingProxyType(_kernels())
 
 
 def register_kernels(kernels: Mapping[str, tuple[Callable, Callable]]) -> None:
     """Add vectorised kernels for aggregations (``module.function`` -> (encode, statistic)); each must
     compute what the aggregation computes (tests/core/scoring/test_stats.py checks every registered kernel)."""
-    KERNELS.update(kernels)
+    _kernels().update(kernels)
 
 
 class UnknownAggregation(LookupError):
@@ -159,7 +172,7 @@ def _generic(items: Sequence[Any], dotted: str | None) -> tuple[tuple[np.ndarray
 
 def _prepared(items: Sequence[Any], dotted: str | None) -> tuple[tuple[np.ndarray, ...], Callable[..., Any], bool] | None:
     """(arrays, statistic, vectorised) for the metric; None when it has no value to bound."""
-    kernel = KERNELS.get(dotted or "")  # today's names: the YAML reader translates an older snapshot's (yamlgen.metric_aggregations)
+    kernel = _kernels().get(dotted or "")  # today's names: the YAML reader translates an older snapshot's (yamlgen.metric_aggregations)
     if kernel is None:
         return _generic(items, dotted)
     arrays = kernel[0](items)
@@ -232,7 +245,7 @@ def mcnemar_exact(a: Sequence[bool], b: Sequence[bool]) -> tuple[float, tuple[in
 
 
 def _kernel(dotted: str | None) -> tuple[Callable, Callable] | None:
-    return KERNELS.get(dotted or "lmms_eval_earthsci.core.scoring.metrics.mean_present")
+    return _kernels().get(dotted or "lmms_eval_earthsci.core.scoring.metrics.mean_present")
 
 
 def _right_wrong(items: Sequence[Any], dotted: str | None) -> tuple[np.ndarray, np.ndarray, float] | None:

@@ -33,9 +33,11 @@ import threading
 import warnings
 from collections import Counter
 from collections.abc import Sequence
+from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from lmms_eval_earthsci.core.data import hub
+from lmms_eval_earthsci.core.runtime import current
 from lmms_eval_earthsci.core.settings import cache_dir, read_setting
 
 if TYPE_CHECKING:
@@ -51,16 +53,13 @@ BERTSCORE_MODEL_ENV = "EARTHSCI_BERTSCORE_MODEL"
 BERTSCORE_LAYERS_ENV = "EARTHSCI_BERTSCORE_LAYERS"
 DEBIAN_WORDNET = "/usr/share/wordnet"
 
-_warned: set[str] = set()
 _lock = threading.Lock()
 
 
 def _warn_once(key: str, msg: str) -> None:
-    with _lock:
-        if key in _warned:
-            return
-        _warned.add(key)
-    logger.warning("lmms_eval_earthsci: %s", msg)
+    """Said once per run (the runtime remembers)."""
+    if current().first_time(f"textmetrics:{key}"):
+        logger.warning("lmms_eval_earthsci: %s", msg)
 
 
 # --------------------------------------------------------------------------- BLEU
@@ -126,15 +125,15 @@ def rouge(reference: str, candidate: str) -> dict[str, float]:
 
 # WordNet 3.0's lexicographer files (wndb(5WN) "lexnames"): NLTK's reader needs this small index, which
 # Debian's wordnet-base package does not ship.
-_LEXNAMES = (
+_LEXNAMES = tuple((
     "adj.all adj.pert adv.all noun.Tops noun.act noun.animal noun.artifact noun.attribute noun.body "
     "noun.cognition noun.communication noun.event noun.feeling noun.food noun.group noun.location "
     "noun.motive noun.object noun.person noun.phenomenon noun.plant noun.possession noun.process "
     "noun.quantity noun.relation noun.shape noun.state noun.substance noun.time verb.body verb.change "
     "verb.cognition verb.communication verb.competition verb.consumption verb.contact verb.creation "
     "verb.emotion verb.motion verb.perception verb.possession verb.social verb.stative verb.weather adj.ppl"
-).split()
-_POS_NUMBER = {"noun": 1, "verb": 2, "adj": 3, "adv": 4}
+).split())
+_POS_NUMBER = MappingProxyType({"noun": 1, "verb": 2, "adj": 3, "adv": 4})
 _WORDNET_FILES = ("data.adj", "data.adv", "data.noun", "data.verb", "index.adj", "index.adv", "index.noun", "index.verb", "adj.exc", "adv.exc", "noun.exc", "verb.exc")
 
 
@@ -247,8 +246,15 @@ def meteor(reference: str, candidate: str) -> float | None:
 # --------------------------------------------------------------------------- BERTScore
 
 
-# why BERTScore is unavailable in this process (None: available, or not asked yet)
-UNAVAILABLE_REASON: dict[str, str | None] = {"bertscore": None}
+def _unavailable() -> dict[str, str | None]:
+    """Why a metric is unavailable in this process (None: available, or not asked yet): found when its
+    model is loaded, so the runtime holds it beside the other objects the process made once."""
+    return current().resource(("textmetrics_unavailable",), lambda: {"bertscore": None})
+
+
+def unavailable_reason(metric: str) -> str | None:
+    """Why ``metric`` (``bertscore``) is unavailable in this process (None: available, or not asked yet)."""
+    return _unavailable().get(metric)
 
 
 def _local_model(model: str) -> tuple[str | None, str]:
@@ -273,8 +279,8 @@ def _bertscorer() -> BERTScorer | None:
     model = read_setting(BERTSCORE_MODEL_ENV) or "roberta-large"
     path, why = _local_model(model)
     if path is None:
-        UNAVAILABLE_REASON["bertscore"] = f"{why}; set {BERTSCORE_MODEL_ENV} to a local copy of roberta-large"
-        _warn_once("bertscore", f"BERTScore is unavailable: {UNAVAILABLE_REASON['bertscore']}")
+        _unavailable()["bertscore"] = f"{why}; set {BERTSCORE_MODEL_ENV} to a local copy of roberta-large"
+        _warn_once("bertscore", f"BERTScore is unavailable: {unavailable_reason('bertscore')}")
         return None
     try:
         layers = int(read_setting(BERTSCORE_LAYERS_ENV) or "17")
@@ -282,8 +288,8 @@ def _bertscorer() -> BERTScorer | None:
 
         return BERTScorer(model_type=path, num_layers=layers, idf=False, rescale_with_baseline=False, lang="en")
     except Exception as exc:  # model not downloadable here, package missing, bad layer count
-        UNAVAILABLE_REASON["bertscore"] = f"cannot load {model!r} ({type(exc).__name__}: {str(exc)[:160]}); set {BERTSCORE_MODEL_ENV} to a local copy of roberta-large"
-        _warn_once("bertscore", f"BERTScore is unavailable: {UNAVAILABLE_REASON['bertscore']}")
+        _unavailable()["bertscore"] = f"cannot load {model!r} ({type(exc).__name__}: {str(exc)[:160]}); set {BERTSCORE_MODEL_ENV} to a local copy of roberta-large"
+        _warn_once("bertscore", f"BERTScore is unavailable: {unavailable_reason('bertscore')}")
         return None
 
 

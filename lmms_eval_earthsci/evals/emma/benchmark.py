@@ -2,6 +2,8 @@
 
 import functools
 import os
+from collections.abc import Mapping
+from types import MappingProxyType
 
 from lmms_eval_earthsci.core.benchmark import Benchmark
 from lmms_eval_earthsci.core.scoring.scaling import CurveNames
@@ -17,11 +19,11 @@ REVISION_FULL = "6c87aec9048c489108170088e50b768646b5bcf9"
 SUBJECTS = ("Math", "Physics", "Chemistry", "Coding")
 
 # ---------------------------------------------------------------------------- breakdowns (spec §1.3)
-CATEGORIES = {
-    "Math": ["2D Transformation", "3D Spatial Simulation", "Path Tracing", "Multi-hop Visual Object Counting", "Pattern Inference"],
-    "Physics": ["Visual Decomposition Simulation", "3d Field Simulation", "Multi-hop Visual Reasoning", "Graph Reasoning", "Path Tracing"],
-    "Chemistry": ["Knowledge-based counting", "Structure Recognition", "Reaction Simulation", "Reaction Simulation Pro", "Graph Reasoning"],
-    "Coding": [
+CATEGORIES = MappingProxyType({
+    "Math": ("2D Transformation", "3D Spatial Simulation", "Path Tracing", "Multi-hop Visual Object Counting", "Pattern Inference"),
+    "Physics": ("Visual Decomposition Simulation", "3d Field Simulation", "Multi-hop Visual Reasoning", "Graph Reasoning", "Path Tracing"),
+    "Chemistry": ("Knowledge-based counting", "Structure Recognition", "Reaction Simulation", "Reaction Simulation Pro", "Graph Reasoning"),
+    "Coding": (
         "Advanced Chart Type",
         "Alignment, Orientation, & Position",
         "Color & Texture",
@@ -32,10 +34,10 @@ CATEGORIES = {
         "Gridline",
         "Marker, Line, & Cap",
         "Polar",
-    ],
-}
-QUESTION_TYPES = ["multiple choice", "open-ended"]
-CODING_TASKS = ["Vis Choose Code", "Code Choose Vis", "Modify Without Image", "Modify With Image"]
+    ),
+})
+QUESTION_TYPES = ("multiple choice", "open-ended")
+CODING_TASKS = ("Vis Choose Code", "Code Choose Vis", "Modify Without Image", "Modify With Image")
 METRIC = "emma_acc"
 LENIENT = "emma_acc_lenient"
 MAJ, PASS = "emma_maj@k", "emma_pass@k"
@@ -50,12 +52,12 @@ BREAKDOWN_PREFIX = "emma"
 
 
 @functools.cache
-def breakdowns(subject: str) -> dict[str, list[str]]:
+def breakdowns(subject: str) -> Mapping[str, tuple[str, ...]]:
     """Breakdown labels reported by one subject task (``emma_<field>_<label>`` metrics)."""
     out = {"category": CATEGORIES[subject], "type": QUESTION_TYPES}
     if subject == "Coding":
         out["task"] = CODING_TASKS
-    return out
+    return MappingProxyType(out)
 
 
 BENCHMARK = Benchmark(

@@ -4,6 +4,7 @@ its subjects folded under it; the paper's Table 2 beside ``emma_acc`` (rule-base
 from __future__ import annotations
 
 import json
+from types import MappingProxyType
 
 from lmms_eval_earthsci.core.benchmark import ChartSpec, Family, PaperValue, ProtocolNote, ReportSpec, ScalingTable
 from lmms_eval_earthsci.core.scoring.papers import canonical_model
@@ -26,18 +27,18 @@ def family(task: str) -> str:
 
 class EmmaReport(ReportSpec):
     judged_metrics = ("emma_judge_acc",)
-    extraction_fields = {"emma_acc": "rule"}
+    extraction_fields = MappingProxyType({"emma_acc": "rule"})
     breakdown_fields = ("category", "type", "task")
     answer_field = "extraction"
     gold_field = "gt_content"
-    protocol_notes = {
+    protocol_notes = MappingProxyType({
         "sampled": ProtocolNote("†", "the EMMA paper sampled this open model at temperature 0.7 (its Table 6); our EMMA tasks are greedy (`--gen_kwargs temperature=0.7,do_sample=True` samples as the paper did).", "sampled at T=0.7"),
         "rules": ProtocolNote("‡", "the EMMA paper's number is rule-based (Table 2, CoT); `emma_judge_acc` is the LLM judge's verdict on the CoT responses.", "rule-based"),
-    }
-    model_spellings = {
+    })
+    model_spellings = MappingProxyType({
         "llavaonvision72b": "LLaVA-OneVision-72B",  # MSEarth Tables 3 and 10 and its model list (sic)
         "llavaonevision72b": "LLaVA-OneVision-72B",  # EMMA "LLaVA-Onevision-72B", MSEarth Tables 4-5 "LLaVA-onevision-72B"
-    }
+    })
 
     browser_records = (MAJ, *CURVES.voting(), *CURVES.reward_model())
 

@@ -16,6 +16,7 @@ files; ``emma_acc`` keeps the current official code (README: they differ on a re
 
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import Any
 
 from lmms_eval_earthsci.core.scoring.extraction import as_text, extract_after_phrase, extract_boxed_answer
@@ -40,7 +41,7 @@ SCORING_PROMPT = (
 )
 
 # the authors' GPT-4o reward model: temperature 0, 2048 tokens (run_close_model_scoring.sh)
-RM_DEFAULTS = {"temperature": 0.0, "max_tokens": 2048}
+RM_DEFAULTS = MappingProxyType({"temperature": 0.0, "max_tokens": 2048})
 
 
 # ---------------------------------------------------------------------------- one candidate

@@ -13,16 +13,17 @@ import functools
 import logging
 import random
 import re
+from types import MappingProxyType
 from typing import Any
 
 from word2number import w2n
 
-from lmms_eval_earthsci.core.activation import activate
 from lmms_eval_earthsci.core.data import RecordError, check_image, load_image, record_check, require
 from lmms_eval_earthsci.core.data.releases import RescoreError, read_records, release_name, release_plan_dict
 from lmms_eval_earthsci.core.judge import reward
 from lmms_eval_earthsci.core.judge.task_pass import UNAVAILABLE, JudgeSpec, judged, judged_fields, outcome_for, slice_value
 from lmms_eval_earthsci.core.prompts import messages as msg
+from lmms_eval_earthsci.core.runtime import current
 from lmms_eval_earthsci.core.scoring import scaling
 from lmms_eval_earthsci.core.scoring.extraction import Extracted, as_text, extract_after_phrase, extract_boxed_answer, extract_option_letter, option_letters
 from lmms_eval_earthsci.core.scoring.metrics import breakdown_scores, percent, split_labels, with_paired_score
@@ -48,9 +49,6 @@ from lmms_eval_earthsci.evals.emma.benchmark import (  # noqa: F401 - the names 
 )
 from lmms_eval_earthsci.evals.emma.scaling import RM_DEFAULTS, SCORING_PROMPT, extract_answer_dev
 
-# the benchmark's one call: its datasets and settings declared; inside an lmms-eval run, the run's hooks installed
-activate(BENCHMARK)
-
 logger = logging.getLogger("lmms_eval_earthsci")
 
 MAX_IMAGES = 5
@@ -58,10 +56,10 @@ MAX_IMAGES = 5
 # ---------------------------------------------------------------------------- prompts (spec §3.1)
 MULTI_CHOICE_FORMAT = '{context}\n{question}\n{options}\nAnswer with the option\'s letter from the given choices and put the letter in one "\\boxed{{}}". '
 OPEN_ENDED_FORMAT = '{context}\n{question}\nAnswer the question using a single word or phrase and put the answer in one "\\boxed{{}}". '
-STRATEGY_SUFFIX = {
+STRATEGY_SUFFIX = MappingProxyType({
     "CoT": "Please solve the problem step by step.",
     "Direct": "Please ensure that your output only contains the final answer without any additional content (such as intermediate reasoning steps).",
-}
+})
 
 # majority-vote ties are broken at random, seeded per question: the same run scores the same
 TIE_SEED = 1234
@@ -290,9 +288,6 @@ def score_response(doc, response: Any) -> dict:
     return {"pid": _pid(doc), "extraction": pred, "rule": extraction.rule, "gt_content": gt, "correct": correct}
 
 
-_warned_labels: set[str] = set()
-
-
 def _breakdowns(doc, score) -> dict:
     """``{breakdown key: score or None}`` for the doc's category/type (and coding task) labels."""
     subject = str(doc.get("subject", ""))
@@ -305,8 +300,7 @@ def _breakdowns(doc, score) -> dict:
     known = breakdowns(subject) if subject in CATEGORIES else {}
     out, unknown = breakdown_scores(BREAKDOWN_PREFIX, score, labels, known)
     for label in unknown:
-        if label not in _warned_labels:
-            _warned_labels.add(label)
+        if current().first_time(f"emma label:{label}"):
             logger.warning("EMMA %s: label %s is not a declared breakdown; it counts in the overall metric only", subject, label)
     return out
 

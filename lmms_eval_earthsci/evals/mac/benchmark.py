@@ -1,6 +1,7 @@
 """MAC's declaration for the registry (see :class:`lmms_eval_earthsci.core.benchmark.Benchmark`)."""
 
 import os
+from types import MappingProxyType
 
 from lmms_eval_earthsci.core.benchmark import Benchmark
 from lmms_eval_earthsci.core.settings import Setting, integer, judge_family
@@ -9,12 +10,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # names importable without the task module, which installs the run hooks
 DATASET = "mhjiang0408/MAC_Bench"
 PUBLISHERS = ("ACS", "Cell", "Nature", "Science")  # as the CSVs' paths spell them
-CSV = {
+CSV = MappingProxyType({
     ("i2t", "info"): "image2text_info.csv",
     ("i2t", "option"): "image2text_option.csv",
     ("t2i", "info"): "text2image_info.csv",
     ("t2i", "option"): "text2image_option.csv",
-}
+})
 # OpenAI `detail: low` (what the authors sent) fits an image in 512x512
 DEFAULT_IMAGE_MAX_SIDE = 512
 IMAGE_MAX_SIDE_ENV = "EARTHSCI_MAC_IMAGE_MAX_SIDE"
@@ -24,7 +25,7 @@ IMAGE_MAX_SIDE_ENV = "EARTHSCI_MAC_IMAGE_MAX_SIDE"
 # (ave_<k>, one slice: ave), the 2025 models (siglip, doubao, qwen); any other name, or none: other
 DISTRACTOR_MODELS = ("clip", "vith", "vitg", "allv2", "multiBv1", "sbert", "ave", "siglip", "doubao", "qwen", "other")
 # the slices of mac_acc (mac_publisher_<p>) and the shares of the distractor picks (mac_distractor_<model>)
-BREAKDOWNS = {"publisher": PUBLISHERS, "distractor": DISTRACTOR_MODELS}
+BREAKDOWNS = MappingProxyType({"publisher": PUBLISHERS, "distractor": DISTRACTOR_MODELS})
 
 METRIC = "mac_acc"
 LENIENT = "mac_acc_lenient"

@@ -30,6 +30,7 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 import numpy as np
 
@@ -42,14 +43,14 @@ from lmms_eval_earthsci.evals.mac.benchmark import BENCHMARK
 from lmms_eval_earthsci.evals.mac.collection import BuildInputError, Issue, clean, in_window, parse_month, publisher_counts, read_input
 from lmms_eval_earthsci.evals.mac.yamls import MAC_DIRECTIONS, mac_task_yaml
 
-QUESTIONS = {
+QUESTIONS = MappingProxyType({
     "i2t": "Which of the following options best describe the cover image?",
     "t2i": "Which of the following options best describe the cover story?",
-}
+})
 VARIANTS = (("i2t", "info"), ("i2t", "option"), ("t2i", "info"), ("t2i", "option"))
-CSV_NAMES = {v: f"{'image2text' if v[0] == 'i2t' else 'text2image'}_{v[1]}.csv" for v in VARIANTS}
+CSV_NAMES = MappingProxyType({v: f"{'image2text' if v[0] == 'i2t' else 'text2image'}_{v[1]}.csv" for v in VARIANTS})
 PREFIX = "MAC_Bench"
-COLUMNS = ["journal", "id", "question", "cover_image", "answer"] + [f"option_{x}{s}" for x in mac_distractors.LETTERS for s in ("", "_path", "_embedding_name", "_embedding_id")] + ["split"]
+COLUMNS = ("journal", "id", "question", "cover_image", "answer", *(f"option_{x}{s}" for x in mac_distractors.LETTERS for s in ("", "_path", "_embedding_name", "_embedding_id")), "split")
 TASK_NAME_RE = re.compile(r"^[a-z][a-z0-9_]*$")
 BUILD_INFO = "build.json"
 

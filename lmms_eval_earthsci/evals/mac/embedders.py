@@ -27,8 +27,9 @@ import os
 import re
 import sqlite3
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 
 import numpy as np
 
@@ -48,7 +49,7 @@ DEFAULT_IMAGE_MODELS = (
 # the "2025 embeddings" setting's open-weight model (the other two are paid APIs)
 SIGLIP2 = "hf:google/siglip2-so400m-patch16-naflex"
 # the keys the authors' CSVs carry in option_X_embedding_name (spec §2.3)
-KNOWN_KEYS = {
+KNOWN_KEYS = MappingProxyType({
     "sentence-transformers/multi-qa-mpnet-base-dot-v1": "multiBv1",
     "sentence-transformers/all-mpnet-base-v2": "allv2",
     "sentence-transformers/paraphrase-MiniLM-L6-v2": "sbert",
@@ -56,7 +57,7 @@ KNOWN_KEYS = {
     "ViT-g-14": "vitg",
     "ViT-H-14-quickgelu": "vith",
     "google/siglip2-so400m-patch16-naflex": "siglip",
-}
+})
 LIBRARIES = ("st", "open_clip", "hf")
 CLS_MAX_LENGTH = 512
 
@@ -240,8 +241,8 @@ class OpenClipEncoder(Encoder):
             return _normalise(self.model.encode_image(batch).float().cpu().numpy())
 
 
-_ENCODERS: dict[str, type[Encoder]] = {"st": SentenceTransformerEncoder, "hf": HFEncoder, "open_clip": OpenClipEncoder}
-_INSTALL = {"st": "sentence-transformers", "hf": "transformers", "open_clip": "open_clip_torch (and torchvision)"}
+_ENCODERS: Mapping[str, type[Encoder]] = MappingProxyType({"st": SentenceTransformerEncoder, "hf": HFEncoder, "open_clip": OpenClipEncoder})
+_INSTALL = MappingProxyType({"st": "sentence-transformers", "hf": "transformers", "open_clip": "open_clip_torch (and torchvision)"})
 
 
 def load_encoder(spec: ModelSpec, device: str) -> Encoder:

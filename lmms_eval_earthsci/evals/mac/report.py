@@ -4,6 +4,7 @@ and a reliability diagram per task from the samples; the paper's Table 1 (and DA
 from __future__ import annotations
 
 import re
+from types import MappingProxyType
 
 from lmms_eval_earthsci.core.benchmark import PaperValue, ProtocolNote, ReliabilitySpec, ReportSpec, setting_cells
 from lmms_eval_earthsci.core.scoring.papers import canonical_model, model_key
@@ -25,14 +26,14 @@ RECORD = "mac_acc"
 
 class MACReport(ReportSpec):
     headline_metric = RECORD
-    extraction_fields = {RECORD: "path"}
+    extraction_fields = MappingProxyType({RECORD: "path"})
     three_decimals = CALIBRATION_METRICS
     breakdown_fields = ("publisher", "distractor")
     record_fields = ("journal", "publisher", "picked_embedding")
     answer_field = "pred"
     gold_field = "gold"
     counts_note = "for MAC, an answer the official probability parser could not read (wrong in `mac_acc`, left out of ECE / NLL / RMS)"
-    protocol_notes = {
+    protocol_notes = MappingProxyType({
         "calibration": ProtocolNote(
             "°",
             "the MAC paper's ECE may come from an earlier, unknown script, and the official ECE code normalises each probability dict in place (distorting the NLL and RMS computed after it); "
@@ -44,9 +45,9 @@ class MACReport(ReportSpec):
             "the MAC paper's DAD (\"+ ours\"): the MLLM describes, a text-only reasoning model decides (QwQ-32B, the code's default, unless the model name adds another reasoner; Table 4 does not name its reasoner).",
             "DAD",
         ),
-    }
+    })
     # MAC's Table 1 abbreviates the model the official code calls Step-1o-Turbo-Vision
-    model_spellings = {"step1oturbovision": "Step-1o-T-V"}
+    model_spellings = MappingProxyType({"step1oturbovision": "Step-1o-T-V"})
 
     def order(self, task):
         return (TASKS.index(task) if task in TASKS else len(TASKS), task)

@@ -15,18 +15,16 @@ import os
 import re
 from collections import Counter
 from collections.abc import Mapping
+from types import MappingProxyType
 
-from lmms_eval_earthsci.core.activation import activate
 from lmms_eval_earthsci.core.data import RecordError, check_image, record_check, require_columns
 from lmms_eval_earthsci.core.data.repo_files import DecodedCache, fetch_columns, record_image, record_path, repo_files
 from lmms_eval_earthsci.core.prompts.messages import Messages, fill_fields, note_chat, route_of
+from lmms_eval_earthsci.core.runtime import current
 from lmms_eval_earthsci.core.scoring.metrics import breakdown_key, breakdown_scores, percent, slug, with_paired_score
 from lmms_eval_earthsci.core.settings import read_setting
 from lmms_eval_earthsci.evals.mac import scoring, textfree
-from lmms_eval_earthsci.evals.mac.benchmark import BENCHMARK, BREAKDOWN_PREFIX, CSV, DATASET, DEFAULT_IMAGE_MAX_SIDE, DISTRACTOR_MODELS, IMAGE_MAX_SIDE_ENV, LENIENT, METRIC, PUBLISHERS
-
-# the benchmark's one call: its datasets and settings declared; inside an lmms-eval run, the run's hooks installed
-activate(BENCHMARK)
+from lmms_eval_earthsci.evals.mac.benchmark import BREAKDOWN_PREFIX, CSV, DATASET, DEFAULT_IMAGE_MAX_SIDE, DISTRACTOR_MODELS, IMAGE_MAX_SIDE_ENV, LENIENT, METRIC, PUBLISHERS
 
 logger = logging.getLogger("lmms_eval_earthsci")
 
@@ -133,7 +131,9 @@ def _dataset(kw=None) -> str:
     return (kw or {}).get("snapshot_root") or DATASET
 
 
-_DECODED = DecodedCache(maxsize=16)
+def _decoded() -> DecodedCache:
+    """The covers this process decoded lately (a request shows four; rows share covers), held by the runtime."""
+    return current().resource(("decoded_images", "mac"), lambda: DecodedCache(maxsize=16))
 
 
 def _shown(doc, column: str, kw=None) -> dict:
@@ -161,7 +161,7 @@ def image_path(doc, column: str, kw=None) -> str:
 
 def images(doc, kw) -> list:
     return [
-        record_image(_store(kw), _DECODED, _shown(doc, column, kw), column, dataset=_dataset(kw), record_id=_rid(doc), what="image", max_side=kw["image_max_side"])
+        record_image(_store(kw), _decoded(), _shown(doc, column, kw), column, dataset=_dataset(kw), record_id=_rid(doc), what="image", max_side=kw["image_max_side"])
         for column in image_columns(kw)
     ]
 
@@ -195,7 +195,7 @@ def picked_embedding(doc, pred) -> str | None:
     return str(name).strip() if name is not None and str(name).strip() else None
 
 
-_DISTRACTOR_SLUGS = {slug(m): m for m in DISTRACTOR_MODELS}
+_DISTRACTOR_SLUGS = MappingProxyType({slug(m): m for m in DISTRACTOR_MODELS})
 _AVE_RE = re.compile(r"ave_\d+")
 
 

@@ -24,6 +24,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterable, Mapping
+from types import MappingProxyType
 from typing import Any
 
 from lmms_eval_earthsci.evals.mac import ocr
@@ -37,7 +38,7 @@ ENGINE = "easyocr Reader(['en'])"
 SETTING = f"{ENGINE}, prob > {ocr.THRESHOLD} painted white"
 PATH_PREFIXES = ("./", "MAC_Bench/")
 # the columns naming covers: I2T rows' own cover, T2I rows' four options
-COVER_COLUMNS = {"image2text": ("cover_image",), "text2image": ("option_A", "option_B", "option_C", "option_D")}
+COVER_COLUMNS = MappingProxyType({"image2text": ("cover_image",), "text2image": ("option_A", "option_B", "option_C", "option_D")})
 MIRROR_HINT = "lmms-eval-earthsci mirror DIR --tasks mac2025_textfree"
 
 

@@ -3,12 +3,14 @@ snapshot built by ``lmms-eval-earthsci mac build``."""
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 from lmms_eval_earthsci.core.scoring import circular
 from lmms_eval_earthsci.core.yamls import HEADER, JUDGE_FAILED, MEAN_PRESENT, group_yaml, metric_list
 from lmms_eval_earthsci.evals.mac import benchmark as mac
 from lmms_eval_earthsci.evals.mac.benchmark import BREAKDOWNS
 
-MAC_DIRECTIONS = {"i2t": "Image2Text", "t2i": "Text2Image"}
+MAC_DIRECTIONS = MappingProxyType({"i2t": "Image2Text", "t2i": "Text2Image"})
 MAC_FN = "!function lmms_eval_earthsci.evals.mac.tasks."
 
 

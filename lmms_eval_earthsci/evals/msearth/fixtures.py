@@ -6,11 +6,12 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Sequence
+from types import MappingProxyType
 
 from lmms_eval_earthsci.evals.msearth.benchmark import DATASETS, REUPLOADS
 from lmms_eval_earthsci.testing.figures import draw_figure, png_bytes, write_hf_repo
 
-MSEARTH_REPOS = {**{repo: (kind, "official") for kind, repo in DATASETS.items()}, **{repo: (kind, "reupload") for kind, repo in REUPLOADS.items()}}
+MSEARTH_REPOS = MappingProxyType({**{repo: (kind, "official") for kind, repo in DATASETS.items()}, **{repo: (kind, "reupload") for kind, repo in REUPLOADS.items()}})
 _SINGLE = "Single Image Question Answering"
 _MULTI = "Single Sub-image Question Answering in Multi-image Figure"
 _CROSS = "Multi Sub-image Question Answering in Multi-image Figure"
@@ -22,26 +23,26 @@ def _mcq_query(caption: str, question: str, options: Sequence[str], newline: boo
 
 
 # (question_id, caption, question, options, gold letter, primary_sphere, vqa_type, question_category)
-_MCQ = [
-    ("N000101", "Monthly rainfall at two stations (a) and (b).", "Which month is wettest at station (a)?", ["January", "April", "July", "October"], "C", "Atmospheric Sciences", _MULTI, "Perception"),
-    ("N000102", "Groundwater levels in a confined aquifer.", "What drives the rise after 2010?", ["Pumping stopped", "Sea-level rise", "Drought", "Irrigation"], "A", "Hydrology", _SINGLE, "Discovery"),
-    ("E000103", "Seismic velocity profile beneath the ridge.", "Where is the low-velocity zone?", ["Above 5 km", "At 10-20 km", "Below 60 km", "Nowhere"], "B", "Solid Earth Geophysics", _CROSS, "Discovery"),
-    ("E000104", "Glacier front positions 1990-2020.", "How did the front move?", ["Advanced", "Stayed", "Retreated", "Oscillated"], "C", "Polar Science", _MULTI, "Discovery"),
-    ("H000105", "Sediment core grain sizes.", "Which unit is coarsest?", ["Unit 1", "Unit 2", "Unit 3", "Unit 4"], "D", "Geology", _SINGLE, "Perception"),
-    ("N000106", "Coastal land-use map.", "Which class grew most?", ["Urban", "Forest", "Wetland", "Cropland"], "A", "Energy Systems", _SINGLE, "Discovery"),
-]
-_OE = [
+_MCQ = (
+    ("N000101", "Monthly rainfall at two stations (a) and (b).", "Which month is wettest at station (a)?", ("January", "April", "July", "October"), "C", "Atmospheric Sciences", _MULTI, "Perception"),
+    ("N000102", "Groundwater levels in a confined aquifer.", "What drives the rise after 2010?", ("Pumping stopped", "Sea-level rise", "Drought", "Irrigation"), "A", "Hydrology", _SINGLE, "Discovery"),
+    ("E000103", "Seismic velocity profile beneath the ridge.", "Where is the low-velocity zone?", ("Above 5 km", "At 10-20 km", "Below 60 km", "Nowhere"), "B", "Solid Earth Geophysics", _CROSS, "Discovery"),
+    ("E000104", "Glacier front positions 1990-2020.", "How did the front move?", ("Advanced", "Stayed", "Retreated", "Oscillated"), "C", "Polar Science", _MULTI, "Discovery"),
+    ("H000105", "Sediment core grain sizes.", "Which unit is coarsest?", ("Unit 1", "Unit 2", "Unit 3", "Unit 4"), "D", "Geology", _SINGLE, "Perception"),
+    ("N000106", "Coastal land-use map.", "Which class grew most?", ("Urban", "Forest", "Wetland", "Cropland"), "A", "Energy Systems", _SINGLE, "Discovery"),
+)
+_OE = (
     ("ON000201", "Discharge of the river over a year.", "When does discharge peak?", "Late spring", "Hydrology", _SINGLE),
     ("OE000202", "Map of two dynasties' walls.", "Which dynasties built the walls?", "Han and Tang dynasties", "Geography", _MULTI),
     ("OH000203", "Temperature anomaly panels (a)-(c).", "Which panel shows cooling?", "Panel (b)", "Atmospheric Sciences", _CROSS),
     ("ON000204", "Plankton counts by depth.", "Which depth has most plankton?", "Surface layer", "Oceanography", _SINGLE),
-]
-_CAPTIONS = [
+)
+_CAPTIONS = (
     ("C000301", "Bar chart of annual precipitation at five stations.", "Annual precipitation at five stations, highest at the coastal station and lowest inland.", "Hydrology"),
     ("C000302", "Line plot of sea surface temperature.", "Sea surface temperature rising steadily from 1980 to 2020 with seasonal oscillation.", "Oceanography"),
     ("C000303", "Scatter of grain size versus depth.", "Grain size decreases with depth in the core, with scatter around the trend.", "Geology"),
-]
-CAPTION_QUERIES = ["Describe the scene depicted in the image in detail.", "Generate a comprehensive caption for the image."]
+)
+CAPTION_QUERIES = ("Describe the scene depicted in the image in detail.", "Generate a comprehensive caption for the image.")
 
 
 def _meta(variant: str, value: dict):

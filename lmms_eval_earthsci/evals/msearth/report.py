@@ -4,19 +4,20 @@ by image type and category and one by sphere; the paper's Tables 4, 5 and 10 bes
 from __future__ import annotations
 
 import re
+from types import MappingProxyType
 
 from lmms_eval_earthsci.core.benchmark import ChartSpec, ReportSpec, ScalingTable
 from lmms_eval_earthsci.evals.msearth.benchmark import CURVES
 
 VOTING = frozenset(CURVES.voting())
 
-HEADLINE = {
+HEADLINE = MappingProxyType({
     "msearth_mcq": ("msearth_acc", "msearth_acc_strict"),
     "msearth_mcq_nocap": ("msearth_acc",),
     "msearth_open": ("msearth_oe_acc",),
     "msearth_caption": ("msearth_cap_score",),
-}
-CHART_ORDER = {"image": ("single", "multi", "cross"), "category": ("discovery", "perception")}
+})
+CHART_ORDER = MappingProxyType({"image": ("single", "multi", "cross"), "category": ("discovery", "perception")})
 
 
 # The similarity fallback always picks an option (argmax of all-MiniLM-L6-v2 cosine similarity). On the
@@ -45,9 +46,9 @@ class MSEarthReport(ReportSpec):
     low_confidence_similarity = LOW_CONFIDENCE_SIMILARITY
     counts_note = f"a low-confidence pick is MSEarth's similarity fallback choosing an option at cosine similarity < {LOW_CONFIDENCE_SIMILARITY} (an answer that is noise, not counted as extracted)"
     judge_failure_note = "left out of the mean for MSEarth captions"
-    extraction_fields = {"msearth_acc": "rule"}
+    extraction_fields = MappingProxyType({"msearth_acc": "rule"})
     breakdown_fields = ("category", "image", "sphere")
-    model_spellings = {
+    model_spellings = MappingProxyType({
         "gemini2.5flash": "Gemini-2.5-Flash",  # MSEarth Table 4 "Gemini2.5-Flash"
         "gemini2.5flashthinking": "Gemini-2.5-Flash-Thinking",
         "gemini2.5prothinking": "Gemini-2.5-Pro-Thinking",
@@ -56,7 +57,7 @@ class MSEarthReport(ReportSpec):
         "qwen2.5vl7bchat": "Qwen2.5-VL-7B",
         "qwen2.5vl32bchat": "Qwen2.5-VL-32B",
         "qwen2.5vl72bchat": "Qwen2.5-VL-72B",
-    }
+    })
 
     def no_answer(self, metric, record):
         # the similarity fallback had no option to pick from

@@ -14,25 +14,22 @@ import ast
 import json
 import logging
 import re
-import threading
 from collections import Counter
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
-from lmms_eval_earthsci.core.activation import activate
 from lmms_eval_earthsci.core.adapter.unavailable import explained_by
 from lmms_eval_earthsci.core.data import RecordError, check_image, load_image, record_check
 from lmms_eval_earthsci.core.data.releases import RescoreError, read_records, release_name, release_plan_dict
 from lmms_eval_earthsci.core.judge.task_pass import UNAVAILABLE, JudgeSpec, batched, doc_key, judged, judged_fields, outcome_for, slice_value
 from lmms_eval_earthsci.core.prompts.messages import note_chat, route_of
+from lmms_eval_earthsci.core.runtime import current
 from lmms_eval_earthsci.core.scoring import scaling, textmetrics
 from lmms_eval_earthsci.core.scoring.extraction import as_text
 from lmms_eval_earthsci.core.scoring.metrics import breakdown_scores, percent, with_paired_score
 from lmms_eval_earthsci.core.scoring.similarity import get_matcher
 from lmms_eval_earthsci.evals.msearth.benchmark import BENCHMARK, BREAKDOWN_PREFIX, CAP_METRIC, CATEGORIES, CURVES, MCQ_METRIC, MCQ_STRICT, OE_METRIC, SPHERES, breakdowns  # noqa: F401 - the names it had: still tasks.X
-
-# the benchmark's one call: its datasets and settings declared; inside an lmms-eval run, the run's hooks installed
-activate(BENCHMARK)
 
 logger = logging.getLogger("lmms_eval_earthsci")
 
@@ -156,7 +153,7 @@ MCQ_COT_PROMPT = (
     "}\n"
     "```"
 )
-PROMPTS = {
+PROMPTS = MappingProxyType({
     ("mcq", "open_source"): MCQ_PROMPT,
     ("mcq", "cot"): MCQ_COT_PROMPT,
     ("mcq", "closed"): MCQ_PROMPT_CLOSED,
@@ -164,14 +161,14 @@ PROMPTS = {
     ("open", "closed"): OE_PROMPT_CLOSED,
     ("caption", "open_source"): CAPTION_PROMPT,
     ("caption", "closed"): CAPTION_PROMPT_CLOSED,
-}
+})
 
 # ---------------------------------------------------------------------------- breakdowns (spec §1.3, §2.2)
-IMAGE_TYPES = {
+IMAGE_TYPES = MappingProxyType({
     "Single Image Question Answering": "SINGLE",
     "Single Sub-image Question Answering in Multi-image Figure": "MULTI",
     "Multi Sub-image Question Answering in Multi-image Figure": "CROSS",
-}
+})
 
 # ---------------------------------------------------------------------------- record mapping (both schemas)
 
@@ -450,8 +447,10 @@ def _breakdown(kind: str, doc, score) -> dict:
     return out
 
 
-_PREPARED: dict[tuple[str, str], dict] = {}
-_PREPARED_LOCK = threading.Lock()
+def _prepared() -> dict[tuple[str, str], dict]:
+    """The paper verdicts :func:`prepare_mcq` computed in one batch, each taken by ``process_results_mcq``:
+    held by the runtime, under its lock (``process_results`` runs in threads)."""
+    return current().resource(("msearth_prepared",), dict)
 
 
 def prepare_mcq(pairs) -> None:
@@ -466,9 +465,10 @@ def prepare_mcq(pairs) -> None:
         answer, _ = generated_answer(response)
         keyed.append(((key, response), doc, answer))
     verdicts = paper_verdicts([(doc, answer) for _, doc, answer in keyed])
-    with _PREPARED_LOCK:
+    prepared = _prepared()
+    with current().lock:
         for (key, _, _), v in zip(keyed, verdicts):
-            _PREPARED[key] = v
+            prepared[key] = v
 
 
 def check_record(doc, kwargs=None) -> None:
@@ -500,8 +500,9 @@ def process_results_mcq(doc, results):
     response = response if isinstance(response, str) else as_text(response)
     answer, source = generated_answer(response)
     strict = strict_verdict(doc, answer)
-    with _PREPARED_LOCK:
-        paper = _PREPARED.pop((doc_key(doc), response), None)
+    prepared = _prepared()
+    with current().lock:
+        paper = prepared.pop((doc_key(doc), response), None)
     if paper is None:
         paper = paper_verdicts([(doc, answer)])[0]
     score = percent(paper["correct"])
@@ -658,7 +659,7 @@ def process_results_caption(doc, results):
 # ---------------------------------------------------------------------------- aggregations
 
 
-@explained_by(lambda: textmetrics.UNAVAILABLE_REASON["bertscore"])
+@explained_by(lambda: textmetrics.unavailable_reason("bertscore"))
 def bertscore(items) -> float | None:
     """BERTScore F1 x100, per sample then mean, one batched pass; None if the model is unavailable."""
     pairs = [i for i in items if isinstance(i, Mapping)]
@@ -674,8 +675,8 @@ def bertscore(items) -> float | None:
 
 # ---------------------------------------------------------------------------- the authors' released outputs
 
-RELEASE_TASKS = {"mcq": "msearth_mcq", "open": "msearth_open", "caption": "msearth_caption"}
-_RELEASE_KIND_OF_TASK = {"msearth_mcq": "mcq", "msearth_mcq_nocap": "mcq", "msearth_open": "open", "msearth_caption": "caption"}
+RELEASE_TASKS = MappingProxyType({"mcq": "msearth_mcq", "open": "msearth_open", "caption": "msearth_caption"})
+_RELEASE_KIND_OF_TASK = MappingProxyType({"msearth_mcq": "mcq", "msearth_mcq_nocap": "mcq", "msearth_open": "open", "msearth_caption": "caption"})
 
 
 def release_kind(record: Mapping) -> str:

@@ -1,6 +1,7 @@
 """MuSciClaims' declaration for the registry (see :class:`lmms_eval_earthsci.core.benchmark.Benchmark`)."""
 
 import os
+from types import MappingProxyType
 
 from lmms_eval_earthsci.core.benchmark import Benchmark
 from lmms_eval_earthsci.core.settings import Setting, integer
@@ -19,7 +20,7 @@ CLASSES = ("support", "neutral", "contradict")
 SLICE_KEYS = ("macro_precision", "macro_recall", *(f"{m}_{c}" for c in CLASSES for m in ("precision", "recall", "f1")))
 PANEL_SLICE_KEYS = ("macro_precision", "macro_recall", "macro_f1")
 PANEL_SLICE_DOMAINS = ("biology",)
-CLASSIFICATION_AGGREGATIONS = {
+CLASSIFICATION_AGGREGATIONS = MappingProxyType({
     "musciclaims_macro_precision": "macro_precision",
     "musciclaims_macro_recall": "macro_recall",
     **{f"musciclaims_{m}_{c}": f"{m}_{c}" for c in CLASSES for m in ("precision", "recall", "f1")},
@@ -39,12 +40,12 @@ CLASSIFICATION_AGGREGATIONS = {
     # Table 7: single- vs multi-panel figures (our proxy from the gold panels), on every domain and on
     # biology alone (the paper's v1 data)
     **{f"musciclaims_{k}_{p}_panel{s}": f"{k}_{p}_panel{s}" for p in ("single", "multi") for s in ("", *(f"_{d}" for d in PANEL_SLICE_DOMAINS)) for k in PANEL_SLICE_KEYS},
-}
-PANEL_AGGREGATIONS = {
+})
+PANEL_AGGREGATIONS = MappingProxyType({
     "musciclaims_panel_precision": "panel_precision",
     "musciclaims_panel_recall": "panel_recall",
     "musciclaims_panel_f1": "panel_f1",
-}
+})
 LOWER_IS_BETTER = frozenset({"musciclaims_invalid_rate"})
 
 BENCHMARK = Benchmark(

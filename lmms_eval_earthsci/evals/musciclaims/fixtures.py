@@ -55,16 +55,16 @@ dataset_info:
 # MuSciClaims (synthetic test fixture: made-up claims and drawn figures in the real schema)
 """
 
-# (paper_id, domain, figure file prefix, [(claim, contradicting edit, gold panels, figure no.)])
-_MUSCICLAIMS_PAPERS = [
-    ("PIIS0092867400000001", "biology", "bio_PIIS0092867400000001_images_figure_", [
-        ("Knockdown of GENE1 lowers migration in panel A and C.", "Knockdown of GENE1 raises migration in panel A and C.", ["Panel A", "Panel C"], 1),
-        ("Treated mice lived longer than controls (Figure 2).", "Treated mice lived shorter than controls (Figure 2).", ["Full Figure"], 2),
-    ]),
-    ("10.1021_jacs.0c00001", "chemistry", "chem_10.1021_jacs.0c00001_figure_", [
-        ("Yield rises with temperature up to 80 C.", "Yield falls with temperature up to 80 C.", ["(b)", "(c)"], 1),
-    ]),
-]
+# (paper_id, domain, figure file prefix, ((claim, contradicting edit, gold panels, figure no.), ...))
+_MUSCICLAIMS_PAPERS = (
+    ("PIIS0092867400000001", "biology", "bio_PIIS0092867400000001_images_figure_", (
+        ("Knockdown of GENE1 lowers migration in panel A and C.", "Knockdown of GENE1 raises migration in panel A and C.", ("Panel A", "Panel C"), 1),
+        ("Treated mice lived longer than controls (Figure 2).", "Treated mice lived shorter than controls (Figure 2).", ("Full Figure",), 2),
+    )),
+    ("10.1021_jacs.0c00001", "chemistry", "chem_10.1021_jacs.0c00001_figure_", (
+        ("Yield rises with temperature up to 80 C.", "Yield falls with temperature up to 80 C.", ("(b)", "(c)"), 1),
+    )),
+)
 
 
 def draw_panels(seed: int, labels: str = "ABC", size: tuple[int, int] = (360, 150)):
@@ -117,7 +117,7 @@ def musciclaims_rows() -> tuple[list[dict], dict[str, Any]]:
             caption = f"Figure {fig_no}. Results of experiment {n} in {paper}: (A) control, (B) treatment, (C) summary."
             other_caption = f"Figure {other_no}. An unrelated experiment of {paper}."
             rows += claim_variants(
-                common, claim, contra, panels, (own, fig_no, caption), (f"paper_figures/{prefix}{other_no}.jpg", other_no, other_caption), f"{paper}_{other_no}"
+                common, claim, contra, list(panels), (own, fig_no, caption), (f"paper_figures/{prefix}{other_no}.jpg", other_no, other_caption), f"{paper}_{other_no}"
             )
     return rows, figures
 

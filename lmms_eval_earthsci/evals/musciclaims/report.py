@@ -3,6 +3,8 @@ single- / multi-panel figure, panel localization; a chart per task of F1 by clas
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 from lmms_eval_earthsci.core.benchmark import ChartSpec, Family, PaperValue, ProtocolNote, ReportSpec, setting_cells
 from lmms_eval_earthsci.core.scoring.papers import canonical_model
 
@@ -23,13 +25,13 @@ TABLE = (
 
 class MuSciClaimsReport(ReportSpec):
     headline_metric = "musciclaims_macro_f1"
-    extraction_fields = {"musciclaims_macro_f1": "stage"}
+    extraction_fields = MappingProxyType({"musciclaims_macro_f1": "stage"})
     record_metrics = True  # a record per doc (None: not scored, e.g. a panel)
     record_fields = ("variant", "domain", "panel_class")
     answer_field = "pred"  # the decision (INVALID: none parsed)
     gold_field = "gold"
     counts_note = "for MuSciClaims, no answer extracted is an INVALID decision"
-    protocol_notes = {
+    protocol_notes = MappingProxyType({
         "v1": ProtocolNote(
             "§",
             "the MuSciClaims paper's number is from v1 (arXiv 2506.04585 v1), on 918 biology items; "
@@ -42,15 +44,15 @@ class MuSciClaimsReport(ReportSpec):
             "the MuSciClaims paper does not say how it normalised panel names or averaged panel P/R/F1 (Table 3); ours are per-doc means over the SUPPORT/CONTRADICT docs whose gold names panels.",
             "panel scoring unstated",
         ),
-    }
+    })
     # MuSciClaims names dated API snapshots and hub checkpoints (its paper's model list)
-    model_spellings = {
+    model_spellings = MappingProxyType({
         "gpt4o20241120": "GPT-4o",
         "gpt4omini20240718": "GPT-4o-mini",
         "claude35sonnet20241022": "Claude 3.5 Sonnet",
         "o4mini20250416": "o4-mini",
         "qwen2.5vl32binstruct": "Qwen2.5-VL-32B",
-    }
+    })
 
     def order(self, task):
         return (TASKS.index(task) if task in TASKS else len(TASKS), task)

@@ -17,19 +17,17 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
-from lmms_eval_earthsci.core.activation import activate
 from lmms_eval_earthsci.core.data import RecordError, check_image, record_check, require_columns
 from lmms_eval_earthsci.core.data.repo_files import DecodedCache, fetch_columns, record_image, record_path, repo_files
 from lmms_eval_earthsci.core.prompts.messages import fill_fields, note_chat, route_of
+from lmms_eval_earthsci.core.runtime import current
 from lmms_eval_earthsci.core.scoring.extraction import as_text, extract_json_object, strip_reasoning
 from lmms_eval_earthsci.core.scoring.metrics import precision_recall_f1, set_precision_recall_f1
 from lmms_eval_earthsci.core.settings import read_setting
 from lmms_eval_earthsci.evals.musciclaims.benchmark import BENCHMARK, CLASSIFICATION_AGGREGATIONS, DATASET, DOMAINS, LOWER_IS_BETTER, METRIC, PANEL_AGGREGATIONS, PANEL_SLICE_DOMAINS, PANEL_SLICE_KEYS, SLICE_KEYS  # noqa: F401 - the names it had: still tasks.X
-
-# the benchmark's one call: its datasets and settings declared; inside an lmms-eval run, the run's hooks installed
-activate(BENCHMARK)
 
 logger = logging.getLogger("lmms_eval_earthsci")
 
@@ -47,7 +45,7 @@ NONSUPPORT = "NONSUPPORT"
 PATH_REWRITES = (("jacs_data_10.1021_", "chem_10.1021_"),)
 
 # the card's features (spec §2): field -> allowed types
-SCHEMA: dict[str, tuple] = {
+SCHEMA: Mapping[str, tuple] = MappingProxyType({
     "base_claim_id": (str,),
     "claim_id": (str,),
     "claim_text": (str,),
@@ -60,7 +58,7 @@ SCHEMA: dict[str, tuple] = {
     "caption": (str,),
     "claim_from_which_random_figure_is_taken": (str, type(None)),
     "domain": (str, type(None)),
-}
+})
 
 PREFIX = "musciclaims"
 INVALID_RATE = "musciclaims_invalid_rate"
@@ -167,7 +165,7 @@ FIGURE PANELS: <the figure panels to use for deduction>
 REASONING: <your reasoning>
 DECISION: <your decision>"""
 
-TEMPLATES = {("json", "d"): JSON_D, ("json", "rd"): JSON_RD, ("json", "ird"): JSON_IRD, ("kv", "d"): KV_D, ("kv", "rd"): KV_RD, ("kv", "ird"): KV_IRD}
+TEMPLATES = MappingProxyType({("json", "d"): JSON_D, ("json", "rd"): JSON_RD, ("json", "ird"): JSON_IRD, ("kv", "d"): KV_D, ("kv", "rd"): KV_RD, ("kv", "ird"): KV_IRD})
 
 # Ours (the paper gives no prompt for these; spec §3.1): the minimal edits of the JSON prompts.
 # Caption only: the task sentence no longer mentions the image; no image is sent.
@@ -252,8 +250,13 @@ def _store():
     return repo_files(DATASET, REVISION, PATH_REWRITES)
 
 
-_DECODED = DecodedCache(maxsize=4)
 FIGURE_FIELD = "associated_figure_filepath"
+
+
+def _decoded() -> DecodedCache:
+    """The figures this process decoded lately (a claim's SUPPORT and CONTRADICT rows show one figure), held
+    by the runtime."""
+    return current().resource(("decoded_images", "musciclaims"), lambda: DecodedCache(maxsize=4))
 
 
 def figure_path(doc) -> str:
@@ -261,7 +264,7 @@ def figure_path(doc) -> str:
 
 
 def figure(doc, kw) -> Any:
-    return record_image(_store(), _DECODED, doc, FIGURE_FIELD, dataset=DATASET, record_id=_rid(doc), what="figure", max_pixels=kw.get("max_pixels"))
+    return record_image(_store(), _decoded(), doc, FIGURE_FIELD, dataset=DATASET, record_id=_rid(doc), what="figure", max_pixels=kw.get("max_pixels"))
 
 
 def _visuals(doc, kw) -> list:
@@ -292,7 +295,7 @@ def doc_to_target(doc, model_specific_target_kwargs=None):
 
 # ---------------------------------------------------------------------------- the parser (spec §3.2)
 
-_LABEL_WORDS = {
+_LABEL_WORDS = MappingProxyType({
     "SUPPORT": SUPPORT,
     "SUPPORTS": SUPPORT,
     "SUPPORTED": SUPPORT,
@@ -305,7 +308,7 @@ _LABEL_WORDS = {
     "REFUTED": CONTRADICT,
     "NEUTRAL": NEUTRAL,
     "NOT ENOUGH INFO": NEUTRAL,
-}
+})
 _WORD_ALT = "|".join(sorted((re.escape(w).replace(r"\ ", r"\s+") for w in _LABEL_WORDS), key=len, reverse=True))
 _KEYWORD_RE = re.compile(rf"(?<![A-Za-z])({_WORD_ALT})(?![A-Za-z])", re.I)
 _JSON_DECISION_RE = re.compile(r'"decision"\s*:\s*"?\s*(SUPPORT|CONTRADICT|NEUTRAL)', re.I)
@@ -476,7 +479,7 @@ def variant_of(doc) -> str:
     return {SUPPORT: "support", CONTRADICT: "contra", NEUTRAL: "neutral"}.get(str(doc.get("label_3class")), "?")
 
 
-_DOMAIN_WORDS = {"biology": "biology", "bio": "biology", "life sciences": "biology", "life science": "biology", "chemistry": "chemistry", "chem": "chemistry", "physics": "physics", "phys": "physics"}
+_DOMAIN_WORDS = MappingProxyType({"biology": "biology", "bio": "biology", "life sciences": "biology", "life science": "biology", "chemistry": "chemistry", "chem": "chemistry", "physics": "physics", "phys": "physics"})
 
 
 def domain_of(doc) -> tuple[str, str]:
@@ -800,5 +803,5 @@ def _log_summary(items: list) -> None:
 
 
 # metric name -> aggregation (process_results reads these; benchmark.py names the functions for the YAML generator)
-CLASSIFICATION_METRICS: dict[str, Any] = {name: globals()[fn] for name, fn in CLASSIFICATION_AGGREGATIONS.items()}
-PANEL_METRICS: dict[str, Any] = {name: globals()[fn] for name, fn in PANEL_AGGREGATIONS.items()}
+CLASSIFICATION_METRICS: Mapping[str, Any] = MappingProxyType({name: globals()[fn] for name, fn in CLASSIFICATION_AGGREGATIONS.items()})
+PANEL_METRICS: Mapping[str, Any] = MappingProxyType({name: globals()[fn] for name, fn in PANEL_AGGREGATIONS.items()})

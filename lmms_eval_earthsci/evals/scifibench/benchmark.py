@@ -1,6 +1,8 @@
 """SciFIBench's declaration for the registry (see :class:`lmms_eval_earthsci.core.benchmark.Benchmark`)."""
 
 import os
+from collections.abc import Sequence
+from types import MappingProxyType
 
 from lmms_eval_earthsci.core.benchmark import Benchmark
 from lmms_eval_earthsci.core.scoring.metrics import range_labels
@@ -8,30 +10,30 @@ from lmms_eval_earthsci.core.scoring.metrics import range_labels
 HERE = os.path.dirname(os.path.abspath(__file__))
 # the Hub repo and its four splits (names importable without the task module, which installs the run hooks)
 DATASET = "jonathan-roberts1/SciFIBench"
-SPLITS = {
+SPLITS = MappingProxyType({
     ("cs", "f2c"): "CS_Figure2Caption",
     ("cs", "c2f"): "CS_Caption2Figure",
     ("general", "f2c"): "General_Figure2Caption",
     ("general", "c2f"): "General_Caption2Figure",
-}
+})
 METRIC, NO_ANSWER, JUDGE_METRIC = "scifibench_acc", "scifibench_no_answer", "scifibench_acc_judge"
 BREAKDOWN_PREFIX = "scifibench"
 # spec §1.2: CS fine-grained labels; General top-level arXiv categories (exact strings unverified:
 # other labels still count in scifibench_acc and are logged)
-CATEGORIES = {
-    "cs": ["cs.NI", "cs.CV", "cs.DC", "cs.SY", "cs.CR", "cs.AI", "cs.CL", "cs.RO", "cs.LG", "cs.SE", "other cs", "cross-list"],
-    "general": ["physics", "math", "stat", "q-bio", "q-fin", "eess", "econ"],
-}
+CATEGORIES = MappingProxyType({
+    "cs": ("cs.NI", "cs.CV", "cs.DC", "cs.SY", "cs.CR", "cs.AI", "cs.CL", "cs.RO", "cs.LG", "cs.SE", "other cs", "cross-list"),
+    "general": ("physics", "math", "stat", "q-bio", "q-fin", "eess", "econ"),
+})
 # Fig. 8's analyses the released rows allow (their bins are ours: the paper does not print its axes).
 # F->C: the correct caption's length in words; C->F: the five option figures' mean size, a figure's size
 # being sqrt(width x height) in px (the side of a square of its area). The year panel needs a
 # publication year, which no released row carries.
 LENGTH_EDGES = (1, 6, 11, 21, 31, 51, 101)  # words: 1-5, 6-10, 11-20, 21-30, 31-50, 51-100, 101+
 SIZE_EDGES = (0, 250, 500, 1000, 1500, 2000)  # px: 0-249, 250-499, 500-999, 1000-1499, 1500-1999, 2000+
-FIGURE8_FIELDS = {"f2c": "length", "c2f": "size"}
+FIGURE8_FIELDS = MappingProxyType({"f2c": "length", "c2f": "size"})
 
 
-def known_breakdowns(subset: str, direction: str) -> dict[str, list[str]]:
+def known_breakdowns(subset: str, direction: str) -> dict[str, Sequence[str]]:
     """A split's breakdown fields and their labels: its categories, and Fig. 8's caption length (F->C)
     or mean figure size (C->F) bins (the YAML generator and ``process_results`` read the same)."""
     field = FIGURE8_FIELDS[direction]

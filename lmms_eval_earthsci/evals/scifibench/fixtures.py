@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import os
+from types import MappingProxyType
 
 from lmms_eval_earthsci.evals.scifibench.benchmark import DATASET, SPLITS
 from lmms_eval_earthsci.testing.figures import draw_figure, png_bytes, write_hf_repo
 
 SCIFIBENCH_SPLITS = tuple(SPLITS.values())
 # near-duplicate captions, as the benchmark's hard negatives are (lower-cased, spaced punctuation)
-_SCIFI_CAPTIONS = [
-    ["ber vs snr for fft size=2048 using ls , lmmse .", "ber vs snr for fft size=1024 using ls , lmmse .", "ber vs snr for fft size=512 using ls , lmmse .", "throughput vs snr for fft size=2048 .", "ber vs snr for fft size=256 using ls ."],
-    ["expected lookup time for different table sizes .", "expected insert time for different table sizes .", "lookup time vs load factor .", "memory use for different table sizes .", "expected lookup time for two hash functions ."],
-    ["the roc curves of three detectors .", "the roc curves of two detectors .", "precision-recall curves of three detectors .", "the roc curve of the proposed detector .", "detection rate vs false alarms ."],
-]
-_SCIFI_CATEGORIES = {"CS": ["cs.CV", "other cs", "cross-list"], "General": ["physics", "q-bio", "econ"]}
+_SCIFI_CAPTIONS = (
+    ("ber vs snr for fft size=2048 using ls , lmmse .", "ber vs snr for fft size=1024 using ls , lmmse .", "ber vs snr for fft size=512 using ls , lmmse .", "throughput vs snr for fft size=2048 .", "ber vs snr for fft size=256 using ls ."),
+    ("expected lookup time for different table sizes .", "expected insert time for different table sizes .", "lookup time vs load factor .", "memory use for different table sizes .", "expected lookup time for two hash functions ."),
+    ("the roc curves of three detectors .", "the roc curves of two detectors .", "precision-recall curves of three detectors .", "the roc curve of the proposed detector .", "detection rate vs false alarms ."),
+)
+_SCIFI_CATEGORIES = MappingProxyType({"CS": ("cs.CV", "other cs", "cross-list"), "General": ("physics", "q-bio", "econ")})
 
 
 def scifibench_features():

@@ -3,6 +3,8 @@ splits (rules beside the paper's LLM answer extractor); the paper's numbers besi
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 from lmms_eval_earthsci.core.benchmark import ChartSpec, Family, PaperValue, ReportSpec
 from lmms_eval_earthsci.core.scoring.papers import canonical_model
 
@@ -12,12 +14,12 @@ JUDGE_METRIC = "scifibench_acc_judge"
 
 class SciFIBenchReport(ReportSpec):
     judged_metrics = (JUDGE_METRIC,)
-    extraction_fields = {"scifibench_acc": "stage"}
+    extraction_fields = MappingProxyType({"scifibench_acc": "stage"})
     breakdown_fields = ("category", "length", "size")  # Fig. 8: caption length (F->C), mean figure size (C->F)
     record_fields = ("split", "category")
     answer_field = "parsed"
     gold_field = "gold"
-    model_spellings = {"gemini1.5pro": "Gemini 1.5 Pro"}  # SciFIBench's spelling; MAC prints "Gemini-1.5-Pro"
+    model_spellings = MappingProxyType({"gemini1.5pro": "Gemini 1.5 Pro"})  # SciFIBench's spelling; MAC prints "Gemini-1.5-Pro"
 
     def image_labels(self, task):
         return ("A", "B", "C", "D", "E") if "_c2f" in task else None  # C→F: the five candidate figures

@@ -14,19 +14,16 @@ import math
 import random
 import re
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
-from lmms_eval_earthsci.core.activation import activate
 from lmms_eval_earthsci.core.data import RecordError, check_image, load_image, record_check
 from lmms_eval_earthsci.core.data.loading import image_size, record_rows
 from lmms_eval_earthsci.core.judge.task_pass import UNAVAILABLE, JudgeSpec, judged, judged_fields, outcome_for
 from lmms_eval_earthsci.core.prompts.messages import interleaved_messages, note_chat, route_of
 from lmms_eval_earthsci.core.scoring.extraction import Extracted, as_text, extract_boxed_answer, extract_option_letter
 from lmms_eval_earthsci.core.scoring.metrics import breakdown_scores, percent, range_label, with_paired_score
-from lmms_eval_earthsci.evals.scifibench.benchmark import BENCHMARK, BREAKDOWN_PREFIX, JUDGE_METRIC, LENGTH_EDGES, METRIC, NO_ANSWER, SIZE_EDGES, known_breakdowns
-
-# the benchmark's one call: its datasets and settings declared; inside an lmms-eval run, the run's hooks installed
-activate(BENCHMARK)
+from lmms_eval_earthsci.evals.scifibench.benchmark import BREAKDOWN_PREFIX, JUDGE_METRIC, LENGTH_EDGES, METRIC, NO_ANSWER, SIZE_EDGES, known_breakdowns
 
 LETTERS = "ABCDE"
 # the column process_docs adds to C->F docs: the option figures' mean size in px (Fig. 8)
@@ -34,8 +31,8 @@ SIZE_FIELD = "_figure_size"
 
 # ---------------------------------------------------------------------------- prompts (spec §3)
 _THINK = " Let's think step by step."
-_ONLY = {"f2c": " Only provide the letter of the correct caption as your answer.", "c2f": " Only provide the letter of the correct image as your answer."}
-_APPENDIX_QUESTION = {"f2c": "Which of the captions best describes the image?", "c2f": "Which of the images best matches the caption?"}
+_ONLY = MappingProxyType({"f2c": " Only provide the letter of the correct caption as your answer.", "c2f": " Only provide the letter of the correct image as your answer."})
+_APPENDIX_QUESTION = MappingProxyType({"f2c": "Which of the captions best describes the image?", "c2f": "Which of the images best matches the caption?"})
 ALIGNMENT_SENTENCE = "A human expert marked one of the captions as <Correct>."
 ALIGNMENT_INSTRUCTION = "Ignore this information."
 ALIGNMENT_SEED = 2024

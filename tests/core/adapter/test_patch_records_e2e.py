@@ -1,4 +1,4 @@
-"""The inventory (core.adapter.patching.INVENTORY) against what real processes patched: a registration, a
+"""The inventory (core.activation.INVENTORY) against what real processes patched: a registration, a
 ``--model dummy`` run of our tasks, and ``check-model`` on the demo's tiny LLaVA (a run with a processor: the
 layout probe, the capture, the figures per sample). Each process writes its records at exit
 (``EARTHSCI_PATCH_RECORDS``), with any code of ours found in an upstream module or class that no record names:
@@ -15,7 +15,7 @@ import pytest
 from conftest import VENV_BIN, cli_env
 
 from lmms_eval_earthsci import tinyvlm
-from lmms_eval_earthsci.core.adapter.patching import INVENTORY
+from lmms_eval_earthsci.core.activation import INVENTORY
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -54,15 +54,16 @@ def test_every_patch_of_a_registration_a_run_and_check_model_is_an_inventory_ent
 
 def test_a_patch_that_bypasses_the_primitive_is_found(tmp_path):
     """Code of ours set on an upstream class by hand (no record) is reported by the process's dump."""
-    from lmms_eval_earthsci.core.adapter import patching
+    from lmms_eval_earthsci.core.upstream import patching
 
     code = (
         "from lmms_eval.api.task import ConfigurableTask\n"
         "from lmms_eval_earthsci.core.adapter import integration\n"
         "ConfigurableTask.doc_to_choice = integration.forward_logs  # by hand\n"
-        "from lmms_eval_earthsci.core.adapter.patching import patch\n"
+        "from lmms_eval_earthsci.core.hardening.inventory import ENTRIES\n"
+        "from lmms_eval_earthsci.core.upstream.patching import patch\n"
         "import lmms_eval.evaluator as ev\n"
-        "patch(ev, 'simple_evaluate', integration.install, entry='run outcome')  # through the primitive: recorded\n"
+        "patch(ev, 'simple_evaluate', integration.install, entry=ENTRIES['run outcome'])  # through the primitive: recorded\n"
     )
     env = {**os.environ, patching.RECORDS_ENV: str(tmp_path)}
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
@@ -80,3 +81,17 @@ def test_each_entry_says_which_run_installs_it():
     assert not patch_records.covers("transformers.processing_utils:ProcessorMixin.__call__", "transformers.models.llava.processing_llava:LlavaProcessor.decode")
     assert patch_records.covers("lmms_eval.api.model:lmms", "lmms_eval.models.chat.llava_hf:LlavaHf().task_dict[msearth_mcq]")
     assert not patch_records.covers("lmms_eval.api.model:lmms", "lmms_eval.api.task:ConfigurableTask().task_dict[x]")
+
+
+def test_one_callable_wrapped_under_two_entries_is_found():
+    """The check behind "one tap per upstream target": two wraps of the same callable in one process fail it, naming
+    the target and both entries (the records of the runs above pass it: each such callable is wrapped by its tap)."""
+    target = "transformers.models.llava.processing_llava:LlavaProcessor.__call__"
+    dump = {"argv": ["x"], "unrecorded": [], "records": [
+        {"entry": "tap: processor call", "target": target, "kind": "wraps", "owner": "lmms_eval_earthsci.core.upstream.taps"},
+        {"entry": "capture: processor call", "target": target, "kind": "subscribes", "owner": "lmms_eval_earthsci.core.boundary.capture"},
+    ]}
+    assert patch_records.check([dump], set())["capture: processor call"] == {target}  # a tap and its subscriber: one wrap
+    dump["records"].append({"entry": "budget: the processor's cap tried", "target": target, "kind": "wraps", "owner": "lmms_eval_earthsci.core.boundary.budget"})
+    with pytest.raises(AssertionError, match="wrapped under more than one entry.*budget: the processor's cap tried.*tap: processor call"):
+        patch_records.check([dump], set())

@@ -1,4 +1,4 @@
-"""Every lmms-eval patch and internal in core.adapter.patching.INVENTORY has, in the installed lmms-eval, the
+"""Every lmms-eval patch and internal in core.activation.INVENTORY has, in the installed lmms-eval, the
 shape we rely on (its target exists, takes the parameters we pass, its module has the names we read);
 a failure names the entry. In the smoke list: the oldest lmms-eval we support runs it too (an entry
 newer than the installed version is skipped, saying so). Our copy of lmms-eval's CLI default reasoning
@@ -11,8 +11,9 @@ from importlib.metadata import version
 import pytest
 from packaging.version import Version
 
+from lmms_eval_earthsci.core.activation import INVENTORY
 from lmms_eval_earthsci.core.adapter import judge_hook
-from lmms_eval_earthsci.core.adapter.patching import INVENTORY, Entry, target_problem
+from lmms_eval_earthsci.core.upstream.inventory import Entry, target_problem
 
 LMMS_EVAL = Version(version("lmms-eval"))
 pytestmark = pytest.mark.slow  # imports lmms-eval's task machinery and CLI (seconds)
@@ -25,7 +26,7 @@ def test_each_patch_target_has_the_shape_we_rely_on(t):
         pytest.skip(f"{t.name}: {top} is not installed here (its tier checks it: make test-vllm for vllm)")
     if LMMS_EVAL < Version(t.since):
         pytest.skip(f"{t.name}: {t.target} is in lmms-eval >= {t.since}, this is {LMMS_EVAL}")
-    assert t.kind in ("wraps", "registers", "reads") and t.missing in ("warns", "fails") and t.why and t.owner
+    assert t.kind in ("wraps", "registers", "subscribes", "reads") and t.missing in ("warns", "fails") and t.why and t.owner
     assert target_problem(t) is None, f"inventory entry {t.name!r} ({t.owner}): {target_problem(t)}"
 
 
@@ -52,9 +53,9 @@ def test_our_reading_of_reasoning_tags_equals_lmms_evals_parser(argv, monkeypatc
 
 
 def test_the_reports_task_build_installs_the_data_hooks_only(tmp_path):
-    """``report`` builds a run's tasks for their figures: the task modules lmms-eval imports then install
-    the mirror hook and the record gate, none of a run's hooks (judge pass, aggregation, exit hook) and no
-    check of a setting only a run reads (a wrong judge concurrency stops a run, not a report)."""
+    """``report`` builds a run's tasks for their figures: it installs the mirror hook and the record gate, none of
+    a run's hooks (judge pass, aggregation, exit hook) and no check of a setting only a run reads (a wrong judge
+    concurrency stops a run, not a report)."""
     import json
     import os
     import subprocess
@@ -65,15 +66,16 @@ def test_the_reports_task_build_installs_the_data_hooks_only(tmp_path):
         "import json\n"
         "from lmms_eval.api.task import ConfigurableTask\n"
         "from lmms_eval_earthsci.core.runtime import current\n"
+        "from lmms_eval_earthsci.core.upstream.patching import records\n"
         "from lmms_eval_earthsci.commands.report.html.images import _build_tasks\n"
         "tasks = _build_tasks(['scifibench_cs_f2c'], None)\n"
         "print(json.dumps({'docs': {n: len(t.test_docs()) for n, t in tasks.items()}, 'run_hooks': current().run_hooks,\n"
-        "  'marks': {m: bool(getattr(ConfigurableTask, m, False)) for m in ('_earthsci_mirror', '_earthsci_record_gate', '_earthsci_judge_hook')}}))\n"
+        "  'installed': {e: e in {r.entry for r in records()} for e in ('local mirror', 'bad-record gate', 'judge pass', 'exit status')}}))\n"
     )
     env = {**os.environ, "EARTHSCI_DATA_MIRROR": sample_mirror_root(str(tmp_path / "mirror")), "EARTHSCI_JUDGE_CONCURRENCY": "0", "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf")}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     got = json.loads(out.stdout.strip().splitlines()[-1])
     assert got["docs"]["scifibench_cs_f2c"] > 0  # the task was built and read its docs through the mirror
-    assert got["marks"] == {"_earthsci_mirror": True, "_earthsci_record_gate": True, "_earthsci_judge_hook": False}
+    assert got["installed"] == {"local mirror": True, "bad-record gate": True, "judge pass": False, "exit status": False}
     assert got["run_hooks"] is False

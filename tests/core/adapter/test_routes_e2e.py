@@ -1,5 +1,7 @@
-"""Every documented route installs all our hooks (mirror, record validation, judge pass, logs), tested
-with our entry point hidden, as it is when lmms-eval's internals change or a site disables entry points."""
+"""The route that does not need our entry point installs all our hooks (mirror, record validation, judge pass,
+logs): our `run` command, tested with the entry point hidden, as it is when a site disables entry points. An import
+of ours installs nothing (tests/core/test_runtime.py): with the entry point hidden, lmms-eval's own CLI finds our
+tasks through --include_path but runs them without our hooks, so the README names `lmms-eval-earthsci run` for it."""
 
 import subprocess
 import sys
@@ -38,7 +40,7 @@ def test_entry_point_hidden_is_really_hidden(mirror, hf_home, tmp_path):
     assert proc.returncode != 0 and "emma_mini_math" in proc.stdout + proc.stderr  # not found: the premise holds
 
 
-@pytest.mark.parametrize("route", ["include_path", "wrapper"])
+@pytest.mark.parametrize("route", ["wrapper"])
 def test_fallback_routes_install_every_hook(mirror, hf_home, tmp_path, route):
     def responder(body):
         return "Correct" if body.get("model") == "judge-m" else "So \\boxed{B}"

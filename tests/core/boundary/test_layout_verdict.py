@@ -78,7 +78,7 @@ def test_a_task_system_turn_survives_a_default_inserted_before_it():
 
 
 def test_simple_route_handling():
-    from lmms_eval_earthsci.core.boundary.probe import simple_verdict
+    from lmms_eval_earthsci.core.boundary.layout_verdict import simple_verdict
 
     c2f = layout_of(c2f_messages())
     text = "".join(f"{c}) <image>\n" for c in "ABCDE") + "Which figure best matches the caption? Answer with the letter."

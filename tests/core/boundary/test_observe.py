@@ -17,8 +17,7 @@ transformers = pytest.importorskip("transformers")
 torch = pytest.importorskip("torch")
 
 from lmms_eval_earthsci.core.boundary import observe  # noqa: E402
-from lmms_eval_earthsci.core.boundary.layout_verdict import Verdict, layout_of  # noqa: E402
-from lmms_eval_earthsci.core.boundary.probe import NOT_OBSERVED, verdict_of  # noqa: E402
+from lmms_eval_earthsci.core.boundary.layout_verdict import NOT_OBSERVED, Verdict, layout_of, verdict_of  # noqa: E402  # noqa: E402
 
 TEMPLATE = ("{% for m in messages %}<|{{ m['role'] }}|>{% if m['content'] is string %}{{ m['content'] }}{% else %}{% for c in m['content'] %}"
             "{% if c['type'] == 'image' %}<image>{% else %}{{ c['text'] }}{% endif %}{% endfor %}{% endif %}\n{% endfor %}"

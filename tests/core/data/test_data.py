@@ -15,10 +15,10 @@ def test_mirror_resolution(tmp_path, monkeypatch):
     # a repo that is not ours and not mirrored falls back to the Hub untouched
     assert data.resolve_dataset("lmms-lab/ai2d", {"token": True}) == ("lmms-lab/ai2d", {"token": True})
     # one of ours missing from the mirror: a clear error, never a silent Hub attempt. Its repos are ours once
-    # its task module declared them, which lmms-eval's reading of the task YAML does before any download
-    import lmms_eval_earthsci.evals.msearth.tasks  # noqa: F401
+    # our entry point declared them on the runtime (conftest: as in every lmms-eval process), before any download
+    from lmms_eval_earthsci.core.runtime import current
 
-    assert "MSEarth/MSEarth_MCQ" in data.KNOWN_DATASETS
+    assert "MSEarth/MSEarth_MCQ" in current().datasets
     with pytest.raises(data.MirrorError, match="MSEarth/MSEarth_MCQ"):
         data.resolve_dataset("MSEarth/MSEarth_MCQ", None)
 

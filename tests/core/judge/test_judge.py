@@ -27,13 +27,11 @@ def test_not_configured_returns_none(monkeypatch):
 def test_a_half_configured_judge_names_the_setting_missing(monkeypatch, caplog):
     import logging
 
-    from lmms_eval_earthsci.core.judge import client
 
     for k in ("EARTHSCI_JUDGE_BASE_URL", "EARTHSCI_JUDGE_MODEL", "OPENAI_API_URL", "MODEL_VERSION", "DEPLOYMENT_NAME", "API_TYPE"):
         monkeypatch.delenv(k, raising=False)
     assert core_judge.JudgeConfig.from_env().missing() == "EARTHSCI_JUDGE_BASE_URL and EARTHSCI_JUDGE_MODEL"
     monkeypatch.setenv("EARTHSCI_JUDGE_BASE_URL", "http://h:8000/v1")
-    monkeypatch.setattr(client, "_WARNED", set())
     with caplog.at_level(logging.WARNING, logger="lmms_eval_earthsci"):
         assert core_judge.get_judge(purpose="msearth_oe metrics") is None
     said = [r.getMessage() for r in caplog.records]

@@ -9,10 +9,11 @@ from PIL import Image
 
 from lmms_eval_earthsci.core import judge as core_judge
 from lmms_eval_earthsci.core.adapter import judge_hook
-from lmms_eval_earthsci.core.adapter.patching import wrap_method
+from lmms_eval_earthsci.core.adapter.inventory import ENTRIES
 from lmms_eval_earthsci.core.judge import client as judge_client
 from lmms_eval_earthsci.core.judge import task_pass as core_judge_pass
 from lmms_eval_earthsci.core.runtime import current
+from lmms_eval_earthsci.core.upstream.patching import wrap_method
 from lmms_eval_earthsci.testing.openai_server import FakeOpenAIServer, Fault, image_urls, text_of
 
 SPEC = core_judge_pass.JudgeSpec(
@@ -57,7 +58,7 @@ def test_applying_a_tasks_filters_drops_the_earlier_tasks_outcomes_before_its_pa
             self.filtered = True
             return "filtered"
 
-    assert wrap_method(Task, "apply_filters", "_test_hook", judge_hook.after_filters, entry="judge pass")
+    assert wrap_method(Task, "apply_filters", judge_hook.after_filters, entry=ENTRIES["judge pass"])
     task = Task()
     assert task.apply_filters() == "filtered" and task.filtered
     assert seen == [(0, {}, [])]  # forgotten first, then the pass ran on this task's (no) docs

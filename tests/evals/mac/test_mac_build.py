@@ -198,7 +198,7 @@ def test_build_writes_the_official_schema_and_applies_the_rule(built):
     for variant in mac_builder.VARIANTS:
         rows = _rows(out, mac_builder.CSV_NAMES[variant])
         with open(os.path.join(out, mac_builder.CSV_NAMES[variant])) as f:
-            assert f.readline().rstrip("\n").split(",") == mac_builder.COLUMNS
+            assert f.readline().rstrip("\n").split(",") == list(mac_builder.COLUMNS)
         assert {(r["journal"], r["id"]) for r in rows} == {k for k in in_window if k[0] not in small}
         for r in rows:
             names = [r[f"option_{x}_embedding_name"] for x in "ABCD"]

@@ -217,10 +217,10 @@ def test_the_batch_step_prepares_the_first_candidate_of_each_doc():
     """Under --repeats the hook hands every candidate; process_results scores the first: nothing else is kept."""
     docs = msearth_rows("mcq")[:2]
     pairs = [(docs[0], '{"answer": "July"}'), (docs[0], '{"answer": "A"}'), (docs[1], '{"answer": "Pumping"}'), (docs[1], '{"answer": "B"}')]
-    before = set(msearth_tasks._PREPARED)
+    before = set(msearth_tasks._prepared())
     msearth_tasks.prepare_mcq(pairs)
-    added = set(msearth_tasks._PREPARED) - before
+    added = set(msearth_tasks._prepared()) - before
     assert {r for _, r in added} == {'{"answer": "July"}', '{"answer": "Pumping"}'}
     for doc, response in (pairs[0], pairs[2]):
         msearth_tasks.process_results_mcq(doc, [response])
-    assert set(msearth_tasks._PREPARED) == before
+    assert set(msearth_tasks._prepared()) == before

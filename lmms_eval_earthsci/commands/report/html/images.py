@@ -32,7 +32,7 @@ from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, cast
 
-from lmms_eval_earthsci.core.data import data_route, mirror_env, no_route_as_error, undecoded
+from lmms_eval_earthsci.core.data import data_route, mirror_env, undecoded
 from lmms_eval_earthsci.core.settings import cache_dir
 
 if TYPE_CHECKING:
@@ -279,7 +279,7 @@ def run_images(run: Run, wanted: Mapping[str, Iterable[str]], store: ThumbStore,
 def _from_data(run: Run, missing: Mapping[str, list[str]], store: ThumbStore, budget: LargeBudget) -> dict[str, dict[str, tuple[list[str], bool] | str]]:
     route = data_route({t: ((run.configs.get(t) or {}).get("metadata") or {}).get("earthsci_data") for t in missing})
     out: dict[str, dict[str, tuple[list[str], bool] | str]] = {}
-    with mirror_env(route.get("EARTHSCI_DATA_MIRROR")), no_route_as_error():
+    with mirror_env(route.get("EARTHSCI_DATA_MIRROR")):  # no route: an error per figure (build_tasks reads data only)
         tasks = _build_tasks(missing, run.include_path)
         for task, ids in missing.items():
             obj = tasks.get(task)

