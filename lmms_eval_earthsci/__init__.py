@@ -1,14 +1,16 @@
 """lmms_eval_earthsci: MSEarth, EMMA, SciFIBench, MuSciClaims and MAC as lmms-eval tasks.
 
 Importing this package (or any module of it) is cheap (no lmms-eval, no torch) and has no effect: it patches
-nothing and installs nothing (``tests/core/test_imports_do_nothing.py``). Our entry point and our commands start
-the runtime (:mod:`.registration`).
+nothing and installs nothing (``tests/core/test_runtime.py``). Our entry point and our commands start the runtime
+(:mod:`.registration`).
 
-Python users who build their own ``TaskManager`` can point it at :data:`TASKS_DIR`::
+Python users who build their own ``TaskManager`` before lmms-eval's evaluator is imported (whose import runs our
+entry point) make the entry point's call themselves, then point it at :data:`TASKS_DIR`::
 
+    from lmms_eval_earthsci import TASKS_DIR, registration
+    registration.register()  # what is ours, the old module names, the run's hooks
     from lmms_eval.tasks import TaskManager
-    import lmms_eval_earthsci
-    tm = TaskManager(include_path=lmms_eval_earthsci.TASKS_DIR)
+    tm = TaskManager(include_path=TASKS_DIR)
 """
 
 from __future__ import annotations

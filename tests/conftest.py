@@ -167,6 +167,38 @@ def pytest_runtest_makereport(item, call):
         )
 
 
+# `make test-times` and CI: with PYTEST_TIMES_DIR set, the session (xdist's controller, which sees every worker's
+# reports) writes its wall time and what each test cost, phase by phase, to <dir>/<tier>-<pid>.json, the tier named by
+# PYTEST_TIER (each make target sets it); benchmarks/test_times.py adds them up. Not an EARTHSCI_* name: the CLI runs
+# the tests start would warn about a setting they do not know.
+_TIMES: dict = {"tests": {}, "started": None}
+
+
+def pytest_sessionstart(session):
+    import time
+
+    _TIMES["started"] = time.time()
+
+
+def pytest_runtest_logreport(report):
+    if os.environ.get("PYTEST_TIMES_DIR"):
+        phases = _TIMES["tests"].setdefault(report.nodeid, {"setup": 0.0, "call": 0.0, "teardown": 0.0})
+        phases[report.when] = phases.get(report.when, 0.0) + report.duration
+
+
+def pytest_sessionfinish(session, exitstatus):
+    import json
+    import time
+
+    folder = os.environ.get("PYTEST_TIMES_DIR")
+    if not folder or os.environ.get("PYTEST_XDIST_WORKER"):  # a worker: its reports reach the controller
+        return
+    os.makedirs(folder, exist_ok=True)
+    out = {"tier": os.environ.get("PYTEST_TIER", "make test"), "wall": time.time() - (_TIMES["started"] or time.time()), "tests": _TIMES["tests"]}
+    with open(os.path.join(folder, f"{out['tier'].replace(' ', '_')}-{os.getpid()}.json"), "w") as f:
+        json.dump(out, f)
+
+
 def cached_verdict_keys(cache_dir):
     """The request keys in a judge cache directory's verdicts (what a killed pass had judged)."""
     import sqlite3

@@ -235,7 +235,7 @@ class ReplayLog:
 def replay_log(plan_path: str) -> ReplayLog:
     """The log of the replay of the plan at ``plan_path`` (the replay model and the driver share it through
     the runtime: lmms-eval builds the model from its arguments)."""
-    return current().resource(("rescore_replay", plan_path), ReplayLog)
+    return current().for_run(("rescore_replay", plan_path), ReplayLog)
 
 
 @functools.cache  # one class: lmms-eval's registry and the driver see the same

@@ -16,6 +16,7 @@ from typing import Any
 
 from lmms_eval_earthsci.core import boundary, hardening
 from lmms_eval_earthsci.core.adapter import integration, task_manager
+from lmms_eval_earthsci.core.adapter.harness import lmms_eval_loads_tasks
 from lmms_eval_earthsci.core.adapter.inventory import ENTRIES as ADAPTER
 from lmms_eval_earthsci.core.boundary.inventory import ENTRIES as BOUNDARY
 from lmms_eval_earthsci.core.data.loading import declare_datasets
@@ -60,8 +61,12 @@ def activate(benchmark: Any) -> None:
 
 
 def ensure_runtime_hooks() -> None:
-    """The run's hooks installed now (a lab's task module written before :func:`activate` calls this at its end;
-    an explicit call, not an import). The data hooks only while ``report`` reads task data."""
+    """What a lab's task module written before :func:`activate` calls at its end: inside an lmms-eval run
+    (lmms-eval's task module is imported: it is loading tasks) the run's hooks, as our entry point installs them;
+    the data hooks only while ``report`` reads task data; outside lmms-eval, nothing (a notebook importing that
+    module is not patched)."""
+    if not lmms_eval_loads_tasks():
+        return
     if current().data_only:
         integration.install_data_hooks()
         return

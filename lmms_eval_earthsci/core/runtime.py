@@ -27,12 +27,15 @@ What it holds, by who writes it:
   ``seen_of(lm)``       what the model boundary observed of a model object (its figure budget, ...)
   ``chat_docs``         the docs prompted through a chat backend (``core.prompts.messages``)
   ``said``              the warnings said once per run
+  ``figures_source``    a replayed run's reader of the figures' sizes (``rescore``), else None
   ====================  ===================================================================================
 
 - per thread (``thread``): ``data_only``: this thread builds tasks to read their data, evaluating nothing
   (``report``); a dataset without a route is then an error the command reports, not a run's stop; ``unrecorded``:
   the probe reads a doc's messages, which records no route;
-- ``resource(key, make)``: objects a process makes once and shares (judge clients, repo-file stores).
+- ``resource(key, make)``: objects a process makes once and shares (judge clients, repo-file stores, what the
+  benchmarks declared: bootstrap kernels, model spellings); ``for_run(key, make)``: a part's own state for the run
+  (a report's bootstrap options, prepared verdicts, a rescore's replay log), which :meth:`Runtime.new_run` forgets.
 
 This module imports nothing of ours but the package root.
 """
@@ -98,8 +101,8 @@ class Patches:
     made: dict[Any, None] = field(default_factory=dict)
     active: dict[Any, Callable[[], None]] = field(default_factory=dict)
     holders: dict[int, str] = field(default_factory=dict)
-    #: each tapped target -> its subscribers' ``around`` by name (and the tap's undo)
-    taps: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: (id of the owner, name) -> its tap (``core.upstream.taps.Tap``: the owner held, its subscribers)
+    taps: dict[tuple[int, str], Any] = field(default_factory=dict)
     dump_at_exit: bool = False
     dumped: bool = False
     lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
@@ -113,6 +116,7 @@ class Capture:
     records: list[dict[str, Any]] = field(default_factory=list)
     path: str | None = None
     processor: Any = None
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
 
 @dataclass
@@ -135,6 +139,7 @@ class Runtime:
     datasets: set[str] = field(default_factory=set)
     patches: Patches = field(default_factory=Patches)
     run_hooks: bool = False
+    #: the integration's task loader leaves a task of ours that cannot load out (its route error says its own line)
     loader_leaves_out: bool = False
     ledger: Ledger = field(default_factory=Ledger)
     before_evaluate: list[Callable[[Any, Any], None]] = field(default_factory=list)
@@ -158,6 +163,7 @@ class Runtime:
     #: the same for a model object that cannot be held weakly (by id, kept with the object so the id stays its own)
     _models_by_id: dict[int, tuple[Any, dict[str, Any]]] = field(default_factory=dict, repr=False)
     _resources: dict[Any, Any] = field(default_factory=dict, repr=False)
+    _run_resources: dict[Any, Any] = field(default_factory=dict, repr=False)
     lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
 
     def fill(self, **ours: Any) -> Runtime:
@@ -186,6 +192,7 @@ class Runtime:
             self.chat_docs = set()
             self._models = weakref.WeakKeyDictionary()
             self._models_by_id = {}
+            self._run_resources = {}
 
     def first_time(self, key: str) -> bool:
         """True the first time ``key`` is asked in this run (a warning said once)."""
@@ -202,11 +209,23 @@ class Runtime:
                 self._resources[key] = make()
             return self._resources[key]
 
-    def resources(self, kind: str) -> list[Any]:
-        """The objects made for keys ``(kind, ...)``, forgotten here (the caller closes them)."""
+    def for_run(self, key: Any, make: Callable[[], Any]) -> Any:
+        """The run's one object for ``key`` (a part's own state for the run: a report's bootstrap options, a batch
+        of prepared verdicts, a rescore's replay log), made by ``make()`` the first time; :meth:`new_run` forgets it."""
         with self.lock:
-            keys = [k for k in self._resources if isinstance(k, tuple) and k and k[0] == kind]
-            return [self._resources.pop(k) for k in keys]
+            if key not in self._run_resources:
+                self._run_resources[key] = make()
+            return self._run_resources[key]
+
+    def resources(self, kind: str) -> list[Any]:
+        """The objects made for keys ``(kind, ...)`` (by :meth:`resource` or :meth:`for_run`), forgotten here (the
+        caller closes them)."""
+        with self.lock:
+            out = []
+            for held in (self._resources, self._run_resources):
+                keys = [k for k in held if isinstance(k, tuple) and k and k[0] == kind]
+                out += [held.pop(k) for k in keys]
+            return out
 
     def seen_of(self, lm: Any) -> dict[str, Any]:
         """What was observed of the model object ``lm`` in this run (a dict the boundary fills: ``budget``,

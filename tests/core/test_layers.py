@@ -134,9 +134,9 @@ def reach(start: str) -> set[str]:
 
 def test_a_benchmarks_names_import_without_installing_hooks():
     """Its declaration, fixtures, report spec and YAML generator (what the registry, tests, ``report`` and
-    ``yamlgen`` import) reach neither its task module nor the hooks: importing a task module installs the run
-    hooks inside lmms-eval (``core.activation.activate``), so the names they share live where
-    nothing is installed. ``yamlgen`` too, with the generators it imports by name (``Benchmark.yaml_files``)."""
+    ``yamlgen`` import) reach neither its task module (the functions lmms-eval calls, and their imports) nor what
+    installs the hooks (``core.activation``): the names they share live where nothing is installed, cheap to
+    import. ``yamlgen`` too, with the generators it imports by name (``Benchmark.yaml_files``)."""
     from lmms_eval_earthsci import registry
 
     hooked = {f"{PKG}.core.activation"} | {m for m in GRAPH if m.endswith(".tasks") and layer(m).startswith("bench:")}
@@ -338,3 +338,16 @@ def test_each_lmms_eval_target_of_the_inventory_is_the_adapters():
     outside = [(t.name, t.owner) for t in INVENTORY if t.target.startswith("lmms_eval.") and part(t.owner) not in LMMS_EVAL_PARTS]
     assert outside == [("task system turn", f"{CORE}.prompts.messages")]
     assert all(t.owner in GRAPH for t in INVENTORY)
+
+
+def test_each_part_that_touches_upstream_shows_itself_in_ten_lines():
+    """The README of upstream, the integration, the hardening and the boundary opens with the part in ten lines at
+    most: what it wraps or taps, what it subscribes to, what it writes."""
+    for name in ("upstream", "adapter", "hardening", "boundary"):
+        with open(os.path.join(ROOT, "core", name, "README.md"), encoding="utf-8") as f:
+            text = f.read()
+        block = re.search(r"^```\n(.*?)\n```", text, re.S | re.M)
+        assert block, name
+        lines = block.group(1).splitlines()
+        heads = {line.split()[0] for line in lines if line and not line.startswith(" ")}
+        assert len(lines) <= 10 and {"subscribes", "writes"} <= heads and heads & {"taps", "wraps"}, (name, len(lines), heads)

@@ -27,20 +27,19 @@ BOOTSTRAP_NOTE = (
 def bootstrap_options() -> dict[str, int]:
     """The bootstrap of this process's report (``resamples``, 0: no intervals; ``seed``), set by
     :func:`configure` and held by the runtime."""
-    return current().resource(("report_bootstrap",), lambda: {"resamples": DEFAULT_RESAMPLES, "seed": DEFAULT_SEED})
+    return current().for_run(("report_bootstrap",), lambda: {"resamples": DEFAULT_RESAMPLES, "seed": DEFAULT_SEED})
 
 
 def configure(resamples: int, seed: int) -> None:
     bootstrap_options().update(resamples=resamples, seed=seed)
-    _kernels_registered()  # paired comparisons resolve kernels too, not only intervals
+    register_kernels()  # paired comparisons resolve kernels too, not only intervals
 
 
-@functools.cache
-def _kernels_registered() -> bool:
+def register_kernels() -> None:
+    """Every benchmark's bootstrap kernels (and the circular variants') known to the process (idempotent)."""
     stats.register_kernels(circular.kernels())
     for b in registry.benchmarks():
         stats.register_kernels(b.kernel_table())
-    return True
 
 
 def aggregation(run: Run, task: str, metric: str) -> str | None:
@@ -92,7 +91,7 @@ def interval(run: Run, task: str, metric: str, bootstrap: bool = True, keep: boo
         aside = ("aside",) + key  # asked by a table that must not add to the summary's intervals
         if not keep and aside in cache:
             return cache[aside]
-        _kernels_registered()
+        register_kernels()
         items = doc_items(run, task, metric)
         present, value = run.value(task, metric)
         ok = items is not None and present and value is not None and any(v is not None for v in items.values())

@@ -75,7 +75,7 @@ ENTRIES = Inventory(
         "sys:meta_path",
         "lmms_eval_earthsci.registration",
         "the YAMLs of MAC snapshots built before the layout moves name lmms_eval_earthsci.mac.tasks.* and core.metrics.*, and a lab's task module may call "
-        "core.adapter.hooks.ensure_runtime_hooks(); an import alias (lmms_eval_earthsci._legacy, installed when our package is imported) gives the "
+        "core.adapter.hooks.ensure_runtime_hooks(); an import alias (lmms_eval_earthsci._legacy, installed by our entry point and our commands) gives the "
         "modules under their new names; registration records it",
         installed_by="registration",
     ),

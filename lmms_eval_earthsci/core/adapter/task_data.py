@@ -72,7 +72,6 @@ def install_mirror_hook() -> bool:
             _record_loaded(self, record)
         return out
 
-
     cls = task_class()
     if cls is None or not hasattr(cls, "DATASET_PATH"):
         return False

@@ -29,16 +29,16 @@ from lmms_eval_earthsci.core.upstream.patching import installed, patch, where, w
 
 def records() -> list[dict[str, Any]]:
     """What the run captured so far (the runtime's ``capture.records``)."""
-    rt = current()
-    with rt.lock:
-        return list(rt.capture.records)
+    capture = current().capture
+    with capture.lock:
+        return list(capture.records)
 
 
 def _write(record: dict[str, Any]) -> None:
-    rt = current()
-    with rt.lock:
-        rt.capture.records.append(record)
-        path = rt.capture.path
+    capture = current().capture
+    with capture.lock:
+        capture.records.append(record)
+        path = capture.path
         if path:
             with open(path, "a") as f:
                 f.write(json.dumps(record) + "\n")

@@ -384,9 +384,14 @@ def _warn_unseen(verdicts: dict[str, dict[str, Any]], budgets: dict[str, dict[st
                        "`lmms-eval-earthsci check-model --model <name> --model_args ...` shows it", first["class"], first["why"])
 
 
-def _later(call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    install_layout_probe()
-    return call(*args, **kwargs)
+def _later(call: Callable[..., Any], task: Any, *args: Any, **kwargs: Any) -> Any:
+    loading = sys.modules.get("lmms_eval.evaluator")
+    # once the evaluator has finished importing and evaluate is wrapped, this subscriber has done its job
+    if (loading is None or hasattr(loading, "evaluate")) and install_layout_probe():
+        cls = task_class()
+        if cls is not None:
+            taps.leave(cls, "download", "layout probe")
+    return call(task, *args, **kwargs)
 
 
 def install_layout_probe() -> bool:

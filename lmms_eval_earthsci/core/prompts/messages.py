@@ -174,11 +174,12 @@ def unrecorded() -> Iterator[None]:
     """Inside the block ``doc_to_messages`` records no route (the layout probe reads a doc's messages on
     any route)."""
     thread = current().thread
+    before = getattr(thread, "unrecorded", False)
     thread.unrecorded = True
     try:
         yield
     finally:
-        thread.unrecorded = False
+        thread.unrecorded = before
 
 
 def note_chat(doc: Mapping[str, Any]) -> None:

@@ -127,7 +127,10 @@ def warn_missing(t: Entry, consequence: str) -> None:
     logging.getLogger("lmms_eval_earthsci").warning("lmms_eval_earthsci: %s not installed: %s; %s (checked on lmms-eval %s; see %s)", t.name, why, consequence, ", ".join(VERIFIED), t.owner)
 
 
-FALLBACK_HINT = 'Run our tasks with `lmms-eval --include_path "$(lmms-eval-earthsci tasks-dir)" ...`, or use the `lmms-eval-earthsci run ...` wrapper, or in Python `TaskManager(include_path=lmms_eval_earthsci.TASKS_DIR)`.'
+FALLBACK_HINT = (
+    'Run our tasks with `lmms-eval --include_path "$(lmms-eval-earthsci tasks-dir)" ...`, or use the `lmms-eval-earthsci run ...` wrapper, '
+    "or in Python `lmms_eval_earthsci.registration.register()` then `TaskManager(include_path=lmms_eval_earthsci.TASKS_DIR)`."
+)
 
 
 class RegistrationWarning(UserWarning):

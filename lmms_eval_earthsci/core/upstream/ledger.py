@@ -139,6 +139,7 @@ def note_ungrouped(group: str, left: int) -> None:
         ledger.ungrouped.append(line)
     say(line)
 
+
 def in_one_line(exc: BaseException) -> str:
     """``Type: the first line of its message`` (at most 300 characters of it), for a line that names an error."""
     return f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:300]}"

@@ -145,10 +145,11 @@ def register(entry: Entry, target: str, do: Callable[[], Any]) -> bool:
     """A registration that sets no attribute we could name (an ``atexit`` handler, loguru's patcher, an import
     finder on ``sys.meta_path``, a filter on another library's logger): ``do()`` once per process, recorded under
     ``entry`` with ``target``. Returns whether it was done now (False: it was in place)."""
-    if installed(entry, target):
-        return False
-    do()
-    _apply(entry, target, "registers", lambda: None)
+    with current().patches.lock:  # reentrant: two threads cannot both do it
+        if installed(entry, target):
+            return False
+        do()
+        _apply(entry, target, "registers", lambda: None)
     return True
 
 

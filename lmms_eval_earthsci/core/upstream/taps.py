@@ -4,15 +4,17 @@ A part does not wrap such a callable itself: it subscribes to the callable's tap
 ``around(call, *args, **kwargs)`` function that calls ``call(*args, **kwargs)`` to go on (or ``call.original(...)``
 to go straight to the upstream callable, skipping the subscribers inside it). The tap wraps the callable once,
 through the patch primitive; the subscribers run outermost first in the order :data:`ORDER` declares, whatever
-order they subscribed in. Who subscribed is on the runtime (``current().patches.taps``); the tap's wrap goes when
-its last subscriber leaves, restoring what was there.
+order they subscribed in. Who subscribed is on the runtime (``current().patches.taps``, by the owner object and the
+name); the tap's wrap goes when its last subscriber leaves, restoring what was there.
 """
 
 from __future__ import annotations
 
 import functools
+import inspect
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
@@ -54,7 +56,7 @@ ENTRIES = Inventory(
 
 class Next:
     """The rest of a tap's chain, handed to a subscriber: calling it goes on to the subscribers inside; ``original``
-    is the upstream callable itself."""
+    is the upstream callable itself (through a parent class's tap too: nothing of ours runs in it)."""
 
     __slots__ = ("call", "original")
 
@@ -65,51 +67,98 @@ class Next:
         return self.call(*args, **kwargs)
 
 
-def _chain(tap: str, target: str, original: Callable[..., Any]) -> Callable[..., Any]:
-    subscribers = current().patches.taps.get(target) or {}
-    call: Callable[..., Any] = original
-    for name in reversed(ORDER[tap]):
-        around = subscribers.get(name)
-        if around is not None:
-            call = functools.partial(around, Next(call, original))
-    return call
+@dataclass(eq=False)
+class Tap:
+    """One tapped callable: ``owner.<name>``, the attribute it replaced (``inner``: the callable, or a parent class's
+    tap), the upstream callable itself (``raw``), its subscribers by name (``around`` and the subscription's undo)."""
+
+    kind: str
+    owner: Any
+    name: str
+    inner: Callable[..., Any]
+    raw: Callable[..., Any]
+    subscribers: dict[str, tuple[Callable[..., Any], Callable[[], None]]] = field(default_factory=dict)
+    wrapper: Callable[..., Any] | None = None
+    undo: Callable[[], None] | None = None
+
+    def chain(self) -> Callable[..., Any]:
+        call = self.inner
+        for name in reversed(ORDER[self.kind]):
+            held = self.subscribers.get(name)
+            if held is not None:
+                call = functools.partial(held[0], Next(call, self.raw))
+        return call
+
+
+def _tap_of(owner: Any, name: str) -> Tap | None:
+    return current().patches.taps.get((id(owner), name))
+
+
+def _raw(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` without any tap of ours around it (a parent class's)."""
+    taps = list(current().patches.taps.values())
+    while True:
+        under = next((t.raw for t in taps if t.wrapper is fn), None)
+        if under is None:
+            return fn
+        fn = under
 
 
 def subscribe(tap: str, owner: Any, name: str, subscriber: str, around: Callable[..., Any], *, entry: Entry) -> Callable[[], None] | None:
-    """``around`` runs on every call of ``owner.<name>`` (a class's method or a module's function), at
+    """``around`` runs on every call of ``owner.<name>`` (a class's plain method, or a module's function), at
     ``subscriber``'s place in :data:`ORDER`; recorded under the part's ``entry``. Returns the unsubscribe, or None
-    (changing nothing) when ``owner`` has no ``name``. Subscribing again replaces the subscriber's ``around``."""
+    (changing nothing) when ``owner`` has no ``name``. Subscribing again replaces the subscriber's ``around`` (the
+    earlier unsubscribe then does nothing)."""
     if subscriber not in ORDER[tap]:
         raise ValueError(f"{subscriber!r} is not a subscriber of the {tap!r} tap (ORDER)")
+    static = inspect.getattr_static(owner, name, None)
+    if isinstance(static, (staticmethod, classmethod)):
+        raise TypeError(f"{where(owner, name)} is a {type(static).__name__}: a tap wraps plain methods and functions")
     target = where(owner, name)
     patches = current().patches
     with patches.lock:
-        subscribers = patches.taps.get(target)
-        if subscribers is None:
-            original = getattr(owner, name, None)
-            if original is None:
+        state = _tap_of(owner, name)
+        if state is None:
+            inner = getattr(owner, name, None)
+            if inner is None:
                 return None
+            state = Tap(tap, owner, name, inner, _raw(inner))
 
-            @functools.wraps(original)
+            @functools.wraps(inner)
             def tapped(*args: Any, **kwargs: Any) -> Any:
-                return _chain(tap, target, original)(*args, **kwargs)
+                return state.chain()(*args, **kwargs)
 
-            subscribers = patches.taps[target] = {}
-            subscribers["__undo__"] = patch(owner, name, tapped, entry=ENTRIES[f"tap: {tap}"])
-        subscribers[subscriber] = around
+            state.wrapper = tapped
+            patches.taps[(id(owner), name)] = state
+            state.undo = patch(owner, name, tapped, entry=ENTRIES[f"tap: {tap}"])
+        mine: list[Callable[[], None]] = []
 
-    def leave() -> None:
-        with patches.lock:
-            if subscribers.get(subscriber) is not around:
-                return
-            del subscribers[subscriber]
-            if set(subscribers) == {"__undo__"}:
-                del patches.taps[target]
-                subscribers["__undo__"]()
+        def leave() -> None:
+            with patches.lock:
+                held = state.subscribers.get(subscriber)
+                if held is None or held[1] is not mine[0]:  # replaced since: the later subscription stays
+                    return
+                del state.subscribers[subscriber]
+                if not state.subscribers:
+                    patches.taps.pop((id(owner), name), None)
+                    if state.undo is not None:
+                        state.undo()
 
-    return _apply(entry, target, "subscribes", leave, owner=sys._getframe(1).f_globals.get("__name__", "?"))
+        step = _apply(entry, target, "subscribes", leave, owner=sys._getframe(1).f_globals.get("__name__", "?"))
+        mine.append(step)
+        state.subscribers[subscriber] = (around, step)
+    return step
 
 
 def subscribed(owner: Any, name: str, subscriber: str) -> bool:
     """Whether ``subscriber`` is on the tap of ``owner.<name>``."""
-    return subscriber in (current().patches.taps.get(where(owner, name)) or {})
+    state = _tap_of(owner, name)
+    return state is not None and subscriber in state.subscribers
+
+
+def leave(owner: Any, name: str, subscriber: str) -> None:
+    """Take ``subscriber`` off the tap of ``owner.<name>`` (the tap goes with its last subscriber)."""
+    state = _tap_of(owner, name)
+    held = state.subscribers.get(subscriber) if state is not None else None
+    if held is not None:
+        held[1]()

@@ -450,7 +450,7 @@ def _breakdown(kind: str, doc, score) -> dict:
 def _prepared() -> dict[tuple[str, str], dict]:
     """The paper verdicts :func:`prepare_mcq` computed in one batch, each taken by ``process_results_mcq``:
     held by the runtime, under its lock (``process_results`` runs in threads)."""
-    return current().resource(("msearth_prepared",), dict)
+    return current().for_run(("msearth_prepared",), dict)
 
 
 def prepare_mcq(pairs) -> None:

@@ -43,7 +43,7 @@ def test_subscribers_run_in_the_declared_order_whatever_order_they_subscribed_in
     leave_figures()
     assert vars(cls)["__call__"] is original  # the last one left: restored exactly
     assert not patching.installed(taps.ENTRIES["tap: processor call"], patching.where(cls, "__call__"))
-    assert patching.where(cls, "__call__") not in current().patches.taps
+    assert (id(cls), "__call__") not in current().patches.taps and not taps.subscribed(cls, "__call__", "figures seen")
 
 
 def test_a_subscriber_can_go_straight_to_the_callable():
@@ -75,3 +75,59 @@ def test_an_inherited_method_is_removed_again_and_an_undeclared_subscriber_is_re
     with pytest.raises(ValueError, match="not a subscriber of the 'processor call' tap"):
         taps.subscribe("processor call", Child, "__call__", "someone", around("x", []), entry=ENTRY)
     assert taps.subscribe("processor call", Child, "no_such_method", "capture", around("x", []), entry=ENTRY) is None
+
+
+def test_a_subclass_tap_goes_through_its_parents_and_original_skips_both():
+    """A processor class whose ``__call__`` is inherited from a tapped parent: a call runs the subclass's
+    subscribers, then the parent's; the probe's ``call.original`` reaches the processor itself, seeing neither."""
+    base, log = make_class(), []
+
+    class Child(base):
+        pass
+
+    def probe(call, self, text):
+        log.append("observe")
+        return call.original(self, text)
+
+    leave = [taps.subscribe("processor call", base, "__call__", "capture", around("capture", log), entry=ENTRY),
+             taps.subscribe("processor call", Child, "__call__", "figures seen", around("figures seen", log), entry=ENTRY)]
+    assert Child()("t") == ["t+figures seen+capture"] and log == ["figures seen", "capture"]
+    log.clear()
+    leave.append(taps.subscribe("processor call", Child, "__call__", "observe", probe, entry=ENTRY))
+    assert Child()("t") == ["t"] and log == ["observe"]
+    for step in reversed(leave):
+        step()
+    assert "__call__" not in vars(Child) and base()("t") == ["t"]
+
+
+def test_two_classes_of_one_name_have_a_tap_each():
+    first, second, log = make_class(), make_class(), []
+    assert first.__qualname__ == second.__qualname__  # its premise: one name, two classes
+    leave = [taps.subscribe("processor call", first, "__call__", "capture", around("first", log), entry=ENTRY),
+             taps.subscribe("processor call", second, "__call__", "capture", around("second", log), entry=ENTRY)]
+    assert first()("t") == ["t+first"] and second()("t") == ["t+second"]
+    for step in leave:
+        step()
+    assert first()("t") == ["t"] == second()("t")
+
+
+def test_a_replaced_subscription_survives_the_earlier_unsubscribe_and_leave_takes_it_off():
+    cls, log = make_class(), []
+    sub = around("capture", log)
+    earlier = taps.subscribe("processor call", cls, "__call__", "capture", sub, entry=ENTRY)
+    taps.subscribe("processor call", cls, "__call__", "capture", sub, entry=ENTRY)
+    earlier()  # replaced since: nothing happens
+    assert taps.subscribed(cls, "__call__", "capture") and cls()("t") == ["t+capture"]
+    taps.leave(cls, "__call__", "capture")
+    assert not taps.subscribed(cls, "__call__", "capture") and cls()("t") == ["t"]
+    assert not patching.installed(ENTRY, patching.where(cls, "__call__"))
+
+
+def test_a_classmethod_is_refused():
+    class Loader:
+        @classmethod
+        def load(cls):
+            return cls
+
+    with pytest.raises(TypeError, match="is a classmethod"):
+        taps.subscribe("generate", Loader, "load", "capture", lambda call, *a: call(*a), entry=ENTRY)
