@@ -88,11 +88,15 @@ def _decode(url):
     return Image.open(io.BytesIO(base64.b64decode(url.split(",", 1)[1])))
 
 
-def _run(mirror, hf_home, tmp_path, name, tasks, extra=(), launcher=None):
+def _env(mirror, hf_home):
+    return cli_env(mirror, hf_home, OMP_NUM_THREADS="1")
+
+
+def _run(mirror, hf_home, tmp_path, name, tasks, extra=(), launcher=None, env=None):
     with FakeOpenAIServer(responder=responder) as srv:
         out = tmp_path / name
         args = ["--model", "openai", "--model_args", openai_args(srv.base_url, num_concurrent=2), "--tasks", tasks, "--output_path", str(out), "--log_samples", *extra]
-        proc = run_cli(args, cli_env(mirror, hf_home, OMP_NUM_THREADS="1"), str(tmp_path), launcher=launcher)
+        proc = run_cli(args, env or _env(mirror, hf_home), str(tmp_path), launcher=launcher)
         bodies = list(srv.requests)
     res, samples = read_outputs(str(out))
     return proc.stdout + proc.stderr, res, samples, bodies
@@ -184,19 +188,18 @@ def test_two_real_ranks_equal_one(chat_run, mirror, hf_home, tmp_path):
         assert {s["doc_id"]: s["mac_acc"] for s in s1[task]} == {s["doc_id"]: s["mac_acc"] for s in s2[task]}
 
 
-def test_hub_route_fetches_each_cover_once_and_matches_the_mirror(mirror, hf_home, tmp_path):
+def test_hub_route_fetches_each_cover_once_and_matches_the_mirror(chat_run, mirror, hf_home, tmp_path):
+    """The module's chat run made again over the Hub (same backend, responder and settings, no mirror): its
+    mirror side is the shared chat run, whose responder reads each cover's pixels to answer."""
     from lmms_eval_earthsci.testing.hub_server import FakeHubServer
 
     repo = os.path.join(mirror, *MAC_REPO.split("/"))
-    args = ["--model", "dummy", "--model_args", 'response={"A": 0.4, "B": 0.3, "C": 0.2, "D": 0.1}', "--tasks", "mac2025", "--log_samples", "--output_path"]
     with FakeHubServer({MAC_REPO: repo}) as hub:
-        base = cli_env(mirror, hf_home)
+        base = _env(mirror, hf_home)
         base.pop("EARTHSCI_DATA_MIRROR")
-        run_cli(args + [str(tmp_path / "hub")], hub.client_env(hf_home=str(tmp_path / "hf_hub"), base=base), str(tmp_path))
+        _, res_h, s_h, _ = _run(mirror, hf_home, tmp_path, "hub", "mac2025", env=hub.client_env(hf_home=str(tmp_path / "hf_hub"), base=base))
         downloads = [f for _, _, f in hub.downloaded_files()]
-    run_cli(args + [str(tmp_path / "mir")], cli_env(mirror, hf_home), str(tmp_path))
-    res_h, s_h = read_outputs(str(tmp_path / "hub"))
-    res_m, s_m = read_outputs(str(tmp_path / "mir"))
+    _, res_m, s_m, _ = chat_run
     covers = [f for f in downloads if f.endswith(".png")]
     # every cover the rows name, once for the four tasks; the CSVs are the variants' own, never anything else
     named = {r[c][len("MAC_Bench/"):] for d, m in mac_tasks.CSV for r in mac_rows(d, m) for c in (["cover_image"] if d == "i2t" else [f"option_{x}" for x in "ABCD"])}
@@ -205,6 +208,7 @@ def test_hub_route_fetches_each_cover_once_and_matches_the_mirror(mirror, hf_hom
     for task in (f"mac2025_{d}_{m}" for d, m in mac_tasks.CSV):
         assert res_h["results"][task] == res_m["results"][task]
         assert [s["mac_acc"] for s in s_h[task]] == [s["mac_acc"] for s in s_m[task]]
+        assert res_m["configs"][task]["metadata"]["earthsci_data"]["source"] == "mirror"  # the premise: two routes
         info = res_h["configs"][task]["metadata"]["earthsci_data"]
         assert info["source"] == "hub" and info["repo_files"]["revision"] == hub.sha(MAC_REPO) and info["repo_files"]["fallbacks"] == {}
 

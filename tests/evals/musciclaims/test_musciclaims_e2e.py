@@ -95,11 +95,11 @@ def _row_of(text):
     return hits[0]
 
 
-def _run_openai(mirror, hf_home, tmp_path, name, tasks, extra=(), launcher=None, env_extra=None):
+def _run_openai(mirror, hf_home, tmp_path, name, tasks, extra=(), launcher=None, env_extra=None, env=None):
     with FakeOpenAIServer(responder=responder) as srv:
         out = tmp_path / name
         args = ["--model", "openai", "--model_args", openai_args(srv.base_url, num_concurrent=2), "--tasks", tasks, "--output_path", str(out), "--log_samples", *extra]
-        proc = run_cli(args, cli_env(mirror, hf_home, OMP_NUM_THREADS="1", **(env_extra or {})), str(tmp_path), launcher=launcher)
+        proc = run_cli(args, env or cli_env(mirror, hf_home, OMP_NUM_THREADS="1", **(env_extra or {})), str(tmp_path), launcher=launcher)
         bodies = list(srv.requests)
     res, samples = read_outputs(str(out))
     return proc.stdout + proc.stderr, res, samples, bodies
@@ -211,18 +211,17 @@ def test_missing_figure_names_claims_paths_and_root(mirror, hf_home, tmp_path):
     assert res["configs"]["musciclaims_d"]["metadata"]["earthsci_data"]["bad_records"]["count"] == 2
 
 
-def test_hub_route_fetches_each_figure_once_and_matches_the_mirror(mirror, hf_home, tmp_path):
+def test_hub_route_fetches_each_figure_once_and_matches_the_mirror(chat_run, mirror, hf_home, tmp_path):
+    """Two of the module's chat-run tasks made again over the Hub (same backend, responder and settings, no
+    mirror): their mirror side is the shared chat run."""
     repo = os.path.join(mirror, *MUSCICLAIMS_REPO.split("/"))
-    args = ["--model", "dummy", "--model_args", 'response={"decision": "SUPPORT"}', "--tasks", "musciclaims_d,musciclaims_ird", "--output_path"]
     with FakeHubServer({MUSCICLAIMS_REPO: repo}) as hub:
-        base = cli_env(mirror, hf_home)
+        base = cli_env(mirror, hf_home, OMP_NUM_THREADS="1")
         base.pop("EARTHSCI_DATA_MIRROR")
         env = hub.client_env(hf_home=str(tmp_path / "hf_hub"), base=base)
-        run_cli(args + [str(tmp_path / "hub"), "--log_samples"], env, str(tmp_path))
+        _, res_h, s_h, _ = _run_openai(mirror, hf_home, tmp_path, "hub", "musciclaims_d,musciclaims_ird", env=env)
         figures = sorted(f for _, _, f in hub.downloaded_files() if f.startswith("paper_figures/"))
-    run_cli(args + [str(tmp_path / "mir"), "--log_samples"], cli_env(mirror, hf_home), str(tmp_path))
-    res_h, s_h = read_outputs(str(tmp_path / "hub"))
-    res_m, s_m = read_outputs(str(tmp_path / "mir"))
+    _, res_m, s_m, _ = chat_run
     # two tasks, one machine: each of the four figures transferred once
     assert figures == sorted(FIGURES)
     for task in ("musciclaims_d", "musciclaims_ird"):
