@@ -131,6 +131,10 @@ test-browser: browser-deps
 screenshot: browser-deps
 	EARTHSCI_README_SCREENSHOT=$(CURDIR)/lmms_eval_earthsci/commands/report/html/sample_browser.png $(PY) -m pytest -q -ra --run-browser tests/commands/test_browser.py -k readme_screenshot
 
+# the smoke sweep at --limit 3 (the smaller limits run in `make test`)
+test-sweep: setup
+	PYTEST_TIER="make $@" $(PY) -m pytest -q -ra --run-sweep -m sweep tests/commands/test_smoke_sweep_e2e.py
+
 TIERS ?= test test-fast
 test-times: setup
 	$(PY) benchmarks/test_times.py run --readme $(TIERS)

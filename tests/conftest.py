@@ -130,6 +130,7 @@ def pytest_addoption(parser):
     parser.addoption("--run-browser", action="store_true", help="run the tests marked `browser` (Debian's chromium + Playwright; `make test-browser`)")
     parser.addoption("--run-models", action="store_true", help="run the tests marked `models` (lmms-eval's model classes on tiny models; `make test-models`, the vision venv)")
     parser.addoption("--run-vllm", action="store_true", help="run the tests marked `vllm` (the real vLLM engine on CPU; `make test-vllm`, its own venv)")
+    parser.addoption("--run-sweep", action="store_true", help="run the tests marked `sweep` (the smoke sweep at --limit 3; `make test-sweep`, CI)")
 
 
 # markers whose tests run only when asked for, each by its own make target
@@ -138,6 +139,7 @@ OPT_IN = {
     "browser": ("--run-browser", "needs Chromium and Playwright: `make test-browser`"),
     "models": ("--run-models", "lmms-eval's model classes on tiny models, in the vision venv: `make test-models`"),
     "vllm": ("--run-vllm", "the real vLLM engine on CPU, in its own venv: `make test-vllm`"),
+    "sweep": ("--run-sweep", "the smoke sweep at --limit 3, CI's: `make test-sweep`"),
 }
 
 
