@@ -384,10 +384,16 @@ def _warn_unseen(verdicts: dict[str, dict[str, Any]], budgets: dict[str, dict[st
                        "`lmms-eval-earthsci check-model --model <name> --model_args ...` shows it", first["class"], first["why"])
 
 
-def _later(call: Callable[..., Any], task: Any, *args: Any, **kwargs: Any) -> Any:
+def _evaluator_importing() -> bool:
+    """Whether lmms-eval's evaluator is still importing (our entry point runs inside that import: it imports
+    lmms_eval.models, which loads entry points), so that its ``evaluate`` does not exist yet."""
     loading = sys.modules.get("lmms_eval.evaluator")
+    return loading is not None and not hasattr(loading, "evaluate")
+
+
+def _later(call: Callable[..., Any], task: Any, *args: Any, **kwargs: Any) -> Any:
     # once the evaluator has finished importing and evaluate is wrapped, this subscriber has done its job
-    if (loading is None or hasattr(loading, "evaluate")) and install_layout_probe():
+    if not _evaluator_importing() and install_layout_probe():
         cls = task_class()
         if cls is not None:
             taps.leave(cls, "download", "layout probe")
@@ -397,10 +403,7 @@ def _later(call: Callable[..., Any], task: Any, *args: Any, **kwargs: Any) -> An
 def install_layout_probe() -> bool:
     """Wrap lmms-eval's ``evaluator.evaluate`` so that :func:`probe` (then :data:`before_evaluate`) runs on
     its model and tasks before the first request. Idempotent; False when the target is gone."""
-    loading = sys.modules.get("lmms_eval.evaluator")
-    if loading is not None and not hasattr(loading, "evaluate"):
-        # our entry point runs while lmms-eval's evaluator is still importing (it imports lmms_eval.models,
-        # which loads entry points): wrap it when the first task loads, after that import has finished
+    if _evaluator_importing():  # wrap it when the first task loads, after that import has finished
         cls = task_class()
         return cls is not None and taps.subscribe("task download", cls, "download", "layout probe", _later,
                                                   entry=ENTRIES["layout probe, once the evaluator is imported"]) is not None
